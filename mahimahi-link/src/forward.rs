@@ -1,0 +1,493 @@
+//! The pass-through forwarder: frames from each UE-side interface go through
+//! that link's uplink (trace + queue), then the core delay, to the core-side
+//! interface; frames from the core side go through the core delay, then the
+//! downlink, to the UE side. One thread serves every link.
+//!
+//! The loop reads the clock once per round, feeds the pure cores, transmits
+//! what departed, and sleeps on a timerfd until the earliest next event (a
+//! departure, a delayed packet, a stats write) or until a frame arrives. With
+//! no traffic it sleeps, so an idle emulator uses no CPU.
+
+use crate::link::{Link, LinkOptions, Sink};
+use crate::mmlog::{Header, MmLog};
+use crate::packet::{self, BypassRule, DelayRule};
+use crate::queue::{QueueConfig, Queued};
+use crate::rng::SplitMix64;
+use crate::sys::{self, PacketSocket};
+use crate::trace::Trace;
+use crate::Nanos;
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub struct DirSpec {
+    pub trace: Arc<Trace>,
+    pub trace_path: String,
+    pub queue: QueueConfig,
+    pub log_path: Option<String>,
+    pub loss: f64,
+}
+
+#[derive(Clone)]
+pub struct LinkSpec {
+    pub name: String,
+    pub ue_if: String,
+    pub core_if: String,
+    /// Named network namespace holding both interfaces (None: the current one).
+    pub netns: Option<String>,
+    pub up: DirSpec,
+    pub down: DirSpec,
+}
+
+#[derive(Clone)]
+pub struct ForwardConfig {
+    pub links: Vec<LinkSpec>,
+    pub bypass: Vec<BypassRule>,
+    pub delays: Vec<DelayRule>,
+    pub link_opts: LinkOptions,
+    pub seed: u64,
+    pub stats_path: Option<String>,
+    pub stats_interval_ns: u64,
+    pub command_line: String,
+    pub quiet: bool,
+}
+
+/// Where a delayed frame goes when its delay is over.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum After {
+    ToCore,
+    ToUe,
+    IntoDownlink,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Extra {
+    lost_packets: u64,
+    bypassed_packets: u64,
+    unshaped_frames: u64,
+    oversize_frames: u64,
+    tx_full_drops: u64,
+}
+
+struct Direction {
+    link: Link<Vec<u8>>,
+    log: Option<MmLog>,
+    loss: f64,
+    rng: SplitMix64,
+    extra: Extra,
+    last_opps: u64,
+    last_departed_bytes: u64,
+}
+
+struct RunLink {
+    name: String,
+    ue: PacketSocket,
+    core: PacketSocket,
+    up: Direction,
+    down: Direction,
+    /// One FIFO per delay rule and direction: a fixed delay keeps FIFO order.
+    delay_up: Vec<VecDeque<(Nanos, Vec<u8>, After)>>,
+    delay_down: Vec<VecDeque<(Nanos, Vec<u8>, After)>>,
+}
+
+struct LogSink<'a> {
+    log: Option<&'a mut MmLog>,
+    out: &'a mut Vec<(Nanos, Vec<u8>)>,
+}
+
+impl Sink<Vec<u8>> for LogSink<'_> {
+    fn departure(&mut self, t: Nanos, p: Queued<Vec<u8>>) {
+        if let Some(l) = self.log.as_mut() {
+            l.departure(t, p.size, p.arrival);
+        }
+        self.out.push((t, p.payload));
+    }
+    fn arrival(&mut self, t: Nanos, size: u32) {
+        if let Some(l) = self.log.as_mut() {
+            l.arrival(t, size);
+        }
+    }
+    fn opportunity(&mut self, t: Nanos) {
+        if let Some(l) = self.log.as_mut() {
+            l.opportunity(t);
+        }
+    }
+    fn drop(&mut self, t: Nanos, dropped: &[Queued<Vec<u8>>]) {
+        if let Some(l) = self.log.as_mut() {
+            l.drop(t, dropped.len() as u64, dropped.iter().map(|p| p.size as u64).sum());
+        }
+    }
+    fn wants_opportunities(&self) -> bool {
+        self.log.is_some()
+    }
+}
+
+fn delay_index(rules: &[DelayRule], addr: std::net::IpAddr) -> Option<usize> {
+    rules.iter().position(|r| r.prefix.contains(addr))
+}
+
+pub struct Forwarder {
+    cfg: ForwardConfig,
+    links: Vec<RunLink>,
+    t0: u64,
+    warned_oversize: bool,
+}
+
+/// Why the loop ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Stop {
+    Signal(i32),
+    ChildExited,
+    TracesEnded,
+}
+
+impl Forwarder {
+    /// Open every interface and log; nothing is forwarded until `run`.
+    pub fn open(cfg: ForwardConfig) -> Result<Forwarder, String> {
+        let init_ms = sys::unix_ms();
+        let frames = (8192 / cfg.links.len().max(1)).clamp(256, 4096);
+        let mut links = Vec::new();
+        for (i, spec) in cfg.links.iter().enumerate() {
+            let open_pair = || -> std::io::Result<(PacketSocket, PacketSocket)> {
+                sys::disable_offloads(&spec.ue_if);
+                sys::disable_offloads(&spec.core_if);
+                Ok((PacketSocket::open(&spec.ue_if, frames)?, PacketSocket::open(&spec.core_if, frames)?))
+            };
+            let (ue, core) = match &spec.netns {
+                Some(ns) => sys::in_netns(ns, open_pair),
+                None => open_pair(),
+            }
+            .map_err(|e| format!("link {}: {e}", spec.name))?;
+            let mk = |d: &DirSpec, label: &str, salt: u64| -> Result<Direction, String> {
+                let log = match &d.log_path {
+                    None => None,
+                    Some(p) => Some(
+                        MmLog::create(
+                            p,
+                            &Header { direction: label, trace: &d.trace_path, command_line: &cfg.command_line, queue: &d.queue.describe(), init_timestamp_ms: init_ms, base_timestamp_ms: 0 },
+                        )
+                        .map_err(|e| format!("link {}: cannot create log {p}: {e}", spec.name))?,
+                    ),
+                };
+                let seed = cfg.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt;
+                Ok(Direction {
+                    link: Link::new(d.trace.clone(), d.queue, cfg.link_opts, seed),
+                    log,
+                    loss: d.loss,
+                    rng: SplitMix64::new(seed ^ 0x5eed),
+                    extra: Extra::default(),
+                    last_opps: 0,
+                    last_departed_bytes: 0,
+                })
+            };
+            links.push(RunLink {
+                name: spec.name.clone(),
+                ue,
+                core,
+                up: mk(&spec.up, "Uplink", 1)?,
+                down: mk(&spec.down, "Downlink", 2)?,
+                delay_up: vec![VecDeque::new(); cfg.delays.len()],
+                delay_down: vec![VecDeque::new(); cfg.delays.len()],
+            });
+        }
+        Ok(Forwarder { cfg, links, t0: sys::monotonic_ns(), warned_oversize: false })
+    }
+
+    /// Forward until a stop signal, the child (pidfd) exits, or `once` traces end.
+    pub fn run(&mut self, child_pidfd: Option<i32>) -> Result<Stop, String> {
+        sys::tight_timer_slack();
+        let epoll = sys::Epoll::new().map_err(|e| e.to_string())?;
+        let timer = sys::TimerFd::new().map_err(|e| e.to_string())?;
+        epoll.add(timer.0, 0).map_err(|e| e.to_string())?;
+        if let Some(fd) = child_pidfd {
+            epoll.add(fd, 1).map_err(|e| e.to_string())?;
+        }
+        for l in &self.links {
+            epoll.add(l.ue.fd, 2).map_err(|e| e.to_string())?;
+            epoll.add(l.core.fd, 2).map_err(|e| e.to_string())?;
+        }
+        self.t0 = sys::monotonic_ns();
+        let mut next_stats = 0u64;
+        let mut next_flush = 1_000_000_000u64;
+        let mut fired = Vec::new();
+        let mut deps: Vec<(Nanos, Vec<u8>)> = Vec::new();
+        let stop = loop {
+            if let Some(sig) = sys::stop_signal() {
+                break Stop::Signal(sig);
+            }
+            let now = sys::monotonic_ns() - self.t0;
+            let mut busy = false;
+            for li in 0..self.links.len() {
+                busy |= self.receive(li, now, &mut deps);
+                self.release_delayed(li, now, &mut deps);
+                self.advance(li, now, &mut deps);
+                let l = &mut self.links[li];
+                l.ue.tx_flush();
+                l.core.tx_flush();
+            }
+            if self.cfg.stats_path.is_some() && now >= next_stats {
+                self.write_stats(now);
+                next_stats = now + self.cfg.stats_interval_ns;
+            }
+            if now >= next_flush {
+                self.flush_logs()?;
+                next_flush = now + 1_000_000_000;
+            }
+            if self.cfg.link_opts.repeat == false && self.links.iter().all(|l| l.up.link.finished() && l.down.link.finished()) {
+                break Stop::TracesEnded;
+            }
+            if busy {
+                continue;
+            }
+            let mut next = next_flush;
+            if self.cfg.stats_path.is_some() {
+                next = next.min(next_stats);
+            }
+            for l in &self.links {
+                for d in [&l.up, &l.down] {
+                    if let Some(t) = d.link.next_event() {
+                        next = next.min(t);
+                    }
+                }
+                for q in l.delay_up.iter().chain(l.delay_down.iter()) {
+                    if let Some((t, _, _)) = q.front() {
+                        next = next.min(*t);
+                    }
+                }
+            }
+            let now2 = sys::monotonic_ns() - self.t0;
+            if next <= now2 {
+                continue;
+            }
+            timer.set(self.t0 + next);
+            epoll.wait(&mut fired, -1);
+            if fired.contains(&0) {
+                timer.drain();
+            }
+            if fired.contains(&1) {
+                break Stop::ChildExited;
+            }
+        };
+        let now = sys::monotonic_ns() - self.t0;
+        if self.cfg.stats_path.is_some() {
+            self.write_stats(now);
+        }
+        self.flush_logs()?;
+        Ok(stop)
+    }
+
+    fn flush_logs(&mut self) -> Result<(), String> {
+        for l in &mut self.links {
+            for d in [&mut l.up, &mut l.down] {
+                if let Some(log) = d.log.as_mut() {
+                    log.flush()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Drain both RX rings of link `li`. Returns whether any frame was seen.
+    fn receive(&mut self, li: usize, now: Nanos, deps: &mut Vec<(Nanos, Vec<u8>)>) -> bool {
+        let mut seen = false;
+        for uplink in [true, false] {
+            for _ in 0..512 {
+                let l = &mut self.links[li];
+                let sock = if uplink { &mut l.ue } else { &mut l.core };
+                let Some(fr) = sock.rx_peek() else { break };
+                seen = true;
+                if let Some(len) = fr.truncated_from {
+                    let name = sock.name.clone();
+                    sock.rx_release();
+                    let d = if uplink { &mut l.up } else { &mut l.down };
+                    d.extra.oversize_frames += 1;
+                    if !self.warned_oversize && !self.cfg.quiet {
+                        self.warned_oversize = true;
+                        eprintln!(
+                            "mahimahi-link: dropped a {len}-byte frame received on {name}: segmentation offload is on at the sending interface; turn it off there (ethtool -K DEV tso off gso off) so the link sees MTU-sized packets"
+                        );
+                    }
+                    continue;
+                }
+                if fr.csum_not_ready {
+                    sys::complete_l4_checksum(fr.data);
+                }
+                let frame = fr.data.to_vec();
+                sock.rx_release();
+                self.ingress(li, uplink, frame, now, deps);
+            }
+        }
+        seen
+    }
+
+    fn ingress(&mut self, li: usize, uplink: bool, frame: Vec<u8>, now: Nanos, deps: &mut Vec<(Nanos, Vec<u8>)>) {
+        let meta = packet::parse(&frame);
+        let bypass = meta.is_some_and(|m| self.cfg.bypass.iter().any(|r| r.matches(&m)));
+        let l = &mut self.links[li];
+        let Some(m) = meta else {
+            // Not IP (ARP etc.): link-layer plumbing, forwarded unshaped and undelayed.
+            let (d, out) = if uplink { (&mut l.up, &mut l.core) } else { (&mut l.down, &mut l.ue) };
+            d.extra.unshaped_frames += 1;
+            if !out.send(&frame) {
+                d.extra.tx_full_drops += 1;
+            }
+            return;
+        };
+        if uplink {
+            if bypass {
+                l.up.extra.bypassed_packets += 1;
+                let di = delay_index(&self.cfg.delays, m.dst);
+                self.to_core(li, di, now, frame);
+            } else {
+                Self::shape(&mut self.links[li].up, frame, m.ip_len, now, deps);
+                self.uplink_departures(li, deps);
+            }
+        } else {
+            let after = if bypass {
+                l.down.extra.bypassed_packets += 1;
+                After::ToUe
+            } else {
+                After::IntoDownlink
+            };
+            match delay_index(&self.cfg.delays, m.src).filter(|i| self.cfg.delays[*i].delay_ns > 0) {
+                Some(i) => {
+                    let release = now + self.cfg.delays[i].delay_ns;
+                    self.links[li].delay_down[i].push_back((release, frame, after));
+                }
+                None => self.deliver(li, after, frame, now, deps),
+            }
+        }
+    }
+
+    /// Offer a frame to a direction's link (random loss first).
+    fn shape(d: &mut Direction, frame: Vec<u8>, ip_len: u32, now: Nanos, deps: &mut Vec<(Nanos, Vec<u8>)>) {
+        let size = ip_len + 4;
+        if d.loss > 0.0 && d.rng.next_f64() < d.loss {
+            d.extra.lost_packets += 1;
+            if let Some(log) = d.log.as_mut() {
+                log.arrival(now, size);
+                log.drop(now, 1, size as u64);
+            }
+            return;
+        }
+        let mut sink = LogSink { log: d.log.as_mut(), out: deps };
+        d.link.enqueue(size, frame, now, &mut sink);
+    }
+
+    fn deliver(&mut self, li: usize, after: After, frame: Vec<u8>, now: Nanos, deps: &mut Vec<(Nanos, Vec<u8>)>) {
+        let l = &mut self.links[li];
+        match after {
+            After::ToCore => {
+                if !l.core.send(&frame) {
+                    l.up.extra.tx_full_drops += 1;
+                }
+            }
+            After::ToUe => {
+                if !l.ue.send(&frame) {
+                    l.down.extra.tx_full_drops += 1;
+                }
+            }
+            After::IntoDownlink => {
+                let Some(m) = packet::parse(&frame) else { return };
+                Self::shape(&mut l.down, frame, m.ip_len, now, deps);
+                self.downlink_departures(li, deps);
+            }
+        }
+    }
+
+    fn to_core(&mut self, li: usize, rule: Option<usize>, t: Nanos, frame: Vec<u8>) {
+        let l = &mut self.links[li];
+        match rule.filter(|i| self.cfg.delays[*i].delay_ns > 0) {
+            Some(i) => l.delay_up[i].push_back((t + self.cfg.delays[i].delay_ns, frame, After::ToCore)),
+            None => {
+                if !l.core.send(&frame) {
+                    l.up.extra.tx_full_drops += 1;
+                }
+            }
+        }
+    }
+
+    fn uplink_departures(&mut self, li: usize, deps: &mut Vec<(Nanos, Vec<u8>)>) {
+        for (t, frame) in deps.drain(..).collect::<Vec<_>>() {
+            let di = packet::parse(&frame).and_then(|m| delay_index(&self.cfg.delays, m.dst));
+            self.to_core(li, di, t, frame);
+        }
+    }
+
+    fn downlink_departures(&mut self, li: usize, deps: &mut Vec<(Nanos, Vec<u8>)>) {
+        let l = &mut self.links[li];
+        for (_, frame) in deps.drain(..) {
+            if !l.ue.send(&frame) {
+                l.down.extra.tx_full_drops += 1;
+            }
+        }
+    }
+
+    fn release_delayed(&mut self, li: usize, now: Nanos, deps: &mut Vec<(Nanos, Vec<u8>)>) {
+        for q in 0..self.cfg.delays.len() {
+            for up in [true, false] {
+                loop {
+                    let l = &mut self.links[li];
+                    let dq = if up { &mut l.delay_up[q] } else { &mut l.delay_down[q] };
+                    match dq.front() {
+                        Some((t, _, _)) if *t <= now => {}
+                        _ => break,
+                    }
+                    let (_, frame, after) = dq.pop_front().expect("front");
+                    self.deliver(li, after, frame, now, deps);
+                }
+            }
+        }
+    }
+
+    fn advance(&mut self, li: usize, now: Nanos, deps: &mut Vec<(Nanos, Vec<u8>)>) {
+        {
+            let d = &mut self.links[li].up;
+            let mut sink = LogSink { log: d.log.as_mut(), out: deps };
+            d.link.advance_to(now, &mut sink);
+        }
+        self.uplink_departures(li, deps);
+        {
+            let d = &mut self.links[li].down;
+            let mut sink = LogSink { log: d.log.as_mut(), out: deps };
+            d.link.advance_to(now, &mut sink);
+        }
+        self.downlink_departures(li, deps);
+    }
+
+    /// Live statistics as one JSON document, replaced atomically.
+    fn write_stats(&mut self, now: Nanos) {
+        let Some(path) = self.cfg.stats_path.clone() else { return };
+        let interval_s = self.cfg.stats_interval_ns as f64 / 1e9;
+        let mut s = String::new();
+        let _ = write!(s, "{{\"time_s\": {:.6}, \"links\": [", now as f64 / 1e9);
+        for (i, l) in self.links.iter_mut().enumerate() {
+            if i > 0 {
+                s.push_str(", ");
+            }
+            let _ = write!(s, "{{\"name\": \"{}\"", l.name);
+            for (label, d) in [("uplink", &mut l.up), ("downlink", &mut l.down)] {
+                let c = d.link.counters;
+                let cap = (c.opportunities - d.last_opps) as f64 * crate::OPPORTUNITY_BYTES as f64 * 8.0 / interval_s / 1e6;
+                let del = (c.departed_bytes - d.last_departed_bytes) as f64 * 8.0 / interval_s / 1e6;
+                d.last_opps = c.opportunities;
+                d.last_departed_bytes = c.departed_bytes;
+                let e = d.extra;
+                let _ = write!(
+                    s,
+                    ", \"{label}\": {{\"queue_packets\": {}, \"queue_bytes\": {}, \"arrived_packets\": {}, \"arrived_bytes\": {}, \"departed_packets\": {}, \"departed_bytes\": {}, \"dropped_packets\": {}, \"dropped_bytes\": {}, \"lost_packets\": {}, \"bypassed_packets\": {}, \"unshaped_frames\": {}, \"oversize_frames\": {}, \"tx_full_drops\": {}, \"opportunities\": {}, \"capacity_mbps\": {:.3}, \"delivered_mbps\": {:.3}}}",
+                    d.link.queued_packets(), d.link.queued_bytes(), c.arrived_packets, c.arrived_bytes, c.departed_packets, c.departed_bytes,
+                    c.dropped_packets, c.dropped_bytes, e.lost_packets, e.bypassed_packets, e.unshaped_frames, e.oversize_frames, e.tx_full_drops,
+                    c.opportunities, cap, del
+                );
+            }
+            s.push('}');
+        }
+        s.push_str("]}\n");
+        let tmp = format!("{path}.tmp");
+        if std::fs::write(&tmp, s).is_ok() {
+            let _ = std::fs::rename(&tmp, &path);
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! mahimahi-link: a Mahimahi-compatible, trace-driven cellular link emulator
+//! that works as a pass-through hop between two interfaces.
+//!
+//! Layers, from pure to I/O:
+//! - [`trace`]: the trace format and its checks;
+//! - [`queue`]: mm-link's queue disciplines;
+//! - [`link`]: the emulation core of one direction, driven by an injected clock;
+//! - [`mmlog`]: mm-link's log format;
+//! - [`packet`]: frame parsing, bypass filter and core-delay rules;
+//! - [`sys`]: every unsafe system call (AF_PACKET rings, timers, namespaces);
+//! - [`forward`]: the event loop serving many links in one thread;
+//! - [`shell`]: mm-link-style `-- command` mode;
+//! - [`options`]: the command line.
+
+pub mod forward;
+pub mod link;
+pub mod mmlog;
+pub mod options;
+pub mod packet;
+pub mod queue;
+pub mod rng;
+pub mod shell;
+pub mod sys;
+pub mod trace;
+
+/// Time in nanoseconds since the link was created.
+pub type Nanos = u64;
+
+/// Bytes one delivery opportunity carries (mm-link's PACKET_SIZE: a 1500-byte
+/// IP packet plus the 4-byte TUN header).
+pub const OPPORTUNITY_BYTES: u32 = 1504;

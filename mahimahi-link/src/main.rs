@@ -1,0 +1,211 @@
+//! The `mahimahi-link` command: picks the mode, turns options into typed
+//! configuration, and maps every failure to a message and a non-zero exit.
+
+use mahimahi_link::forward::{DirSpec, ForwardConfig, Forwarder, LinkSpec, Stop};
+use mahimahi_link::link::{Link, LinkOptions, Sink};
+use mahimahi_link::options::{self, Common, Parsed, USAGE};
+use mahimahi_link::queue::Queued;
+use mahimahi_link::trace::Trace;
+use mahimahi_link::{shell, sys};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let code = match run(&args) {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("mahimahi-link: {e}");
+            }
+            2
+        }
+    };
+    std::process::exit(code);
+}
+
+fn run(args: &[String]) -> Result<i32, Vec<String>> {
+    let rest = &args[1..];
+    match rest.first().map(String::as_str) {
+        None | Some("-h") | Some("--help") | Some("help") => {
+            print!("{USAGE}");
+            Ok(if rest.is_empty() { 2 } else { 0 })
+        }
+        Some("--version") => {
+            println!("mahimahi-link {}", env!("CARGO_PKG_VERSION"));
+            Ok(0)
+        }
+        Some("validate") => validate(&rest[1..]),
+        Some("simulate") => simulate(options::parse(&rest[1..], true)?),
+        Some("forward") => forward(options::parse(&rest[1..], false)?, args),
+        Some(_) => shell_mode(options::parse(rest, false)?, args),
+    }
+}
+
+fn validate(files: &[String]) -> Result<i32, Vec<String>> {
+    if files.is_empty() {
+        return Err(vec!["validate: name at least one trace file".into()]);
+    }
+    let mut errors = Vec::new();
+    for f in files {
+        match Trace::load(Path::new(f)) {
+            Ok(t) => println!("{f}: ok, {} opportunities over {} ms, mean {:.3} Mbit/s", t.opportunities, t.period_ms(), t.mean_bps() / 1e6),
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    if errors.is_empty() {
+        Ok(0)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Load each distinct trace once, reporting every unreadable one.
+fn load_traces(paths: &[&str]) -> Result<HashMap<String, Arc<Trace>>, Vec<String>> {
+    let mut map = HashMap::new();
+    let mut errors = Vec::new();
+    for p in paths {
+        if map.contains_key(*p) {
+            continue;
+        }
+        match Trace::load(Path::new(p)) {
+            Ok(t) => {
+                map.insert(p.to_string(), Arc::new(t));
+            }
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    if errors.is_empty() {
+        Ok(map)
+    } else {
+        Err(errors)
+    }
+}
+
+fn config(c: &Common, links: Vec<LinkSpec>, argv: &[String]) -> ForwardConfig {
+    ForwardConfig {
+        links,
+        bypass: c.bypass.clone(),
+        delays: c.delays.clone(),
+        link_opts: LinkOptions { spread: !c.ms_bursts, repeat: !c.once },
+        seed: c.seed,
+        stats_path: c.stats.clone(),
+        stats_interval_ns: c.stats_interval_ms * 1_000_000,
+        command_line: argv.join(" "),
+        quiet: c.quiet,
+    }
+}
+
+fn spec(c: &Common, traces: &HashMap<String, Arc<Trace>>, name: &str, ue: &str, core: &str, up: &str, down: &str, netns: Option<String>) -> LinkSpec {
+    let log = |p: &Option<String>| p.as_ref().map(|p| p.replace("{name}", name));
+    LinkSpec {
+        name: name.into(),
+        ue_if: ue.into(),
+        core_if: core.into(),
+        netns,
+        up: DirSpec { trace: traces[up].clone(), trace_path: up.into(), queue: c.up_queue, log_path: log(&c.up_log), loss: c.up_loss },
+        down: DirSpec { trace: traces[down].clone(), trace_path: down.into(), queue: c.down_queue, log_path: log(&c.down_log), loss: c.down_loss },
+    }
+}
+
+fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
+    if !p.positional.is_empty() {
+        return Err(vec![format!("forward: unexpected argument {:?}; give links as --link name=N,ue=IF,core=IF,up=TRACE,down=TRACE", p.positional[0])]);
+    }
+    if p.links.is_empty() {
+        return Err(vec!["forward: name at least one --link name=N,ue=IF,core=IF,up=TRACE,down=TRACE".into()]);
+    }
+    let mut names = std::collections::HashSet::new();
+    for l in &p.links {
+        if !names.insert(l.name.clone()) {
+            return Err(vec![format!("forward: link name {:?} used twice", l.name)]);
+        }
+    }
+    if p.links.len() > 1 {
+        for (opt, v) in [("--uplink-log", &p.common.up_log), ("--downlink-log", &p.common.down_log)] {
+            if v.as_ref().is_some_and(|s| !s.contains("{name}")) {
+                return Err(vec![format!("{opt}: with several links the file name must contain {{name}}")]);
+            }
+        }
+    }
+    let paths: Vec<&str> = p.links.iter().flat_map(|l| [l.up.as_str(), l.down.as_str()]).collect();
+    let traces = load_traces(&paths)?;
+    let specs = p.links.iter().map(|l| spec(&p.common, &traces, &l.name, &l.ue, &l.core, &l.up, &l.down, l.netns.clone())).collect();
+    let cfg = config(&p.common, specs, argv);
+    sys::install_stop_handler();
+    let mut fwd = Forwarder::open(cfg).map_err(|e| vec![e])?;
+    match fwd.run(None).map_err(|e| vec![e])? {
+        Stop::Signal(_) | Stop::TracesEnded | Stop::ChildExited => Ok(0),
+    }
+}
+
+fn shell_mode(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
+    if p.positional.len() != 2 {
+        return Err(vec![format!("expected UPLINK_TRACE DOWNLINK_TRACE, got {} positional argument(s)\n{USAGE}", p.positional.len())]);
+    }
+    if !p.links.is_empty() {
+        return Err(vec!["--link belongs to forward mode".into()]);
+    }
+    let (up, down) = (p.positional[0].as_str(), p.positional[1].as_str());
+    let traces = load_traces(&[up, down])?;
+    let link = spec(&p.common, &traces, "shell", "ue", "core", up, down, None);
+    let cfg = config(&p.common, vec![], argv);
+    sys::install_stop_handler();
+    shell::run(cfg, link, p.command).map_err(|e| vec![e])
+}
+
+struct SimSink<'a> {
+    out: &'a mut dyn Write,
+}
+
+impl Sink<u64> for SimSink<'_> {
+    fn departure(&mut self, t: u64, p: Queued<u64>) {
+        let _ = writeln!(self.out, "d {} {}", p.payload, t);
+    }
+    fn drop(&mut self, t: u64, dropped: &[Queued<u64>]) {
+        for p in dropped {
+            let _ = writeln!(self.out, "x {} {}", p.payload, t);
+        }
+    }
+}
+
+/// The core under a virtual clock: what the reference-model tests compare.
+fn simulate(p: Parsed) -> Result<i32, Vec<String>> {
+    let [trace] = p.positional.as_slice() else {
+        return Err(vec!["simulate: name exactly one trace file".into()]);
+    };
+    let trace = Arc::new(Trace::load(Path::new(trace)).map_err(|e| vec![e.to_string()])?);
+    let mut link: Link<u64> = Link::new(trace, p.queue, LinkOptions { spread: !p.common.ms_bursts, repeat: !p.common.once }, p.common.seed);
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut last = 0u64;
+    let mut id = 0u64;
+    for (n, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.map_err(|e| vec![e.to_string()])?;
+        let mut it = line.split_whitespace();
+        let (Some(t), Some(s), None) = (it.next(), it.next(), it.next()) else {
+            return Err(vec![format!("stdin:{}: expected \"ARRIVAL_NS SIZE\"", n + 1)]);
+        };
+        let (Ok(t), Ok(s)) = (t.parse::<u64>(), s.parse::<u32>()) else {
+            return Err(vec![format!("stdin:{}: expected two non-negative integers", n + 1)]);
+        };
+        if t < last {
+            return Err(vec![format!("stdin:{}: arrival times must be non-decreasing", n + 1)]);
+        }
+        if s == 0 || s > mahimahi_link::OPPORTUNITY_BYTES {
+            return Err(vec![format!("stdin:{}: size must be 1..=1504 (IP length + 4)", n + 1)]);
+        }
+        last = t;
+        link.enqueue(s, id, t, &mut SimSink { out: &mut out });
+        id += 1;
+    }
+    // Drain: run until everything left the queue (or the trace ended).
+    while let Some(t) = link.next_event() {
+        link.advance_to(t, &mut SimSink { out: &mut out });
+    }
+    let c = link.counters;
+    let _ = writeln!(out, "counters arrived={} departed={} dropped={} queued={}", c.arrived_packets, c.departed_packets, c.dropped_packets, link.queued_packets());
+    Ok(0)
+}

@@ -1,0 +1,223 @@
+//! Command-line options, in mm-link's spelling where mm-link has the option
+//! (`--uplink-queue=droptail --uplink-queue-args="packets=100"`,
+//! `--uplink-log=FILE`, `--once`), parsed once into typed values. Every bad
+//! option is an error that says what would be valid; nothing here panics.
+
+use crate::packet::{BypassRule, DelayRule};
+use crate::queue::QueueConfig;
+
+pub const USAGE: &str = "\
+usage:
+  mahimahi-link UPLINK_TRACE DOWNLINK_TRACE [OPTIONS] [-- COMMAND [ARG...]]
+      shell mode (mm-link's habits): run COMMAND (default $SHELL) in a new
+      network namespace whose traffic crosses the emulated link
+  mahimahi-link forward [OPTIONS] --link name=N,ue=IF,core=IF,up=TRACE,down=TRACE[,netns=NS] ...
+      pass-through mode: shape frames between UE-side and core-side interfaces
+      (one --link per UE; one process serves them all)
+  mahimahi-link simulate TRACE [--queue=Q] [--queue-args=A] [--seed=N] [--ms-bursts] [--once]
+      virtual-clock core for tests: stdin lines \"ARRIVAL_NS SIZE\"; prints
+      \"d ID T_NS\" per departure and \"x ID T_NS\" per drop
+  mahimahi-link validate TRACE...
+      check trace files with mm-link's rules; print capacity
+
+options (shell and forward):
+  --uplink-queue=Q --downlink-queue=Q   infinite (default), droptail, drophead, codel, pie
+  --uplink-queue-args=A --downlink-queue-args=A
+                                        e.g. \"packets=100, bytes=150000\", \"target=5, interval=100\",
+                                        \"qdelay_ref=15, max_burst=150\" (times in ms)
+  --uplink-log=FILE --downlink-log=FILE mm-link format logs ({name} is replaced by the link name)
+  --once                                stop at the end of the traces instead of looping
+  --ms-bursts                           mm-link timing: all opportunities of a millisecond at its start
+                                        (default: spread evenly across the millisecond)
+  --uplink-loss=P --downlink-loss=P     random loss probability 0..1 (seeded)
+  --seed=N                              seed for loss and PIE (default 1)
+  --bypass=PREFIX[:PORT]                traffic to/from PREFIX bypasses the trace (repeatable)
+  --delay=PREFIX=MS                     one-way core delay for traffic to (uplink) and from
+                                        (downlink) PREFIX, microsecond precision (repeatable)
+  --stats=FILE                          live JSON statistics, rewritten atomically
+  --stats-interval-ms=N                 how often (default 100)
+  --quiet                               no warnings on stderr
+";
+
+#[derive(Clone, Debug, Default)]
+pub struct Common {
+    pub up_queue: QueueConfig,
+    pub down_queue: QueueConfig,
+    pub up_log: Option<String>,
+    pub down_log: Option<String>,
+    pub once: bool,
+    pub ms_bursts: bool,
+    pub up_loss: f64,
+    pub down_loss: f64,
+    pub seed: u64,
+    pub bypass: Vec<BypassRule>,
+    pub delays: Vec<DelayRule>,
+    pub stats: Option<String>,
+    pub stats_interval_ms: u64,
+    pub quiet: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkArg {
+    pub name: String,
+    pub ue: String,
+    pub core: String,
+    pub up: String,
+    pub down: String,
+    pub netns: Option<String>,
+}
+
+impl LinkArg {
+    pub fn parse(s: &str) -> Result<LinkArg, String> {
+        let mut a = LinkArg { name: String::new(), ue: String::new(), core: String::new(), up: String::new(), down: String::new(), netns: None };
+        for part in s.split(',').filter(|p| !p.is_empty()) {
+            let (k, v) = part.split_once('=').ok_or_else(|| format!("--link {s:?}: {part:?} is not key=value"))?;
+            match k {
+                "name" => a.name = v.into(),
+                "ue" => a.ue = v.into(),
+                "core" => a.core = v.into(),
+                "up" => a.up = v.into(),
+                "down" => a.down = v.into(),
+                "netns" => a.netns = Some(v.into()),
+                _ => return Err(format!("--link {s:?}: unknown key {k:?}; valid: name, ue, core, up, down, netns")),
+            }
+        }
+        for (k, v) in [("ue", &a.ue), ("core", &a.core), ("up", &a.up), ("down", &a.down)] {
+            if v.is_empty() {
+                return Err(format!("--link {s:?}: missing {k}=...; expected name=N,ue=IF,core=IF,up=TRACE,down=TRACE"));
+            }
+        }
+        if a.name.is_empty() {
+            a.name = a.ue.clone();
+        }
+        Ok(a)
+    }
+}
+
+#[derive(Debug)]
+pub struct Parsed {
+    pub common: Common,
+    pub positional: Vec<String>,
+    pub links: Vec<LinkArg>,
+    pub command: Vec<String>,
+    /// simulate-only: --queue / --queue-args
+    pub queue: QueueConfig,
+}
+
+fn parse_prob(key: &str, v: &str) -> Result<f64, String> {
+    v.parse::<f64>().ok().filter(|p| (0.0..=1.0).contains(p)).ok_or_else(|| format!("{key}: {v:?} is not a probability between 0 and 1"))
+}
+
+/// Parse everything after the mode word. `allowed_simulate` enables --queue.
+pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
+    let mut errors = Vec::new();
+    let mut c = Common { seed: 1, stats_interval_ms: 100, ..Default::default() };
+    let mut positional = Vec::new();
+    let mut links = Vec::new();
+    let mut command = Vec::new();
+    let (mut uq, mut uqa, mut dq, mut dqa, mut q, mut qa) = ("infinite".to_string(), String::new(), "infinite".to_string(), String::new(), "infinite".to_string(), String::new());
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        if a == "--" {
+            command = args[i..].to_vec();
+            break;
+        }
+        if !a.starts_with("--") || a.len() == 2 {
+            positional.push(a.clone());
+            continue;
+        }
+        let (key, inline) = match a.split_once('=') {
+            Some((k, v)) => (k.to_string(), Some(v.to_string())),
+            None => (a.clone(), None),
+        };
+        let flag = matches!(key.as_str(), "--once" | "--ms-bursts" | "--quiet");
+        if flag {
+            if inline.is_some() {
+                errors.push(format!("{key} takes no value"));
+            }
+            match key.as_str() {
+                "--once" => c.once = true,
+                "--ms-bursts" => c.ms_bursts = true,
+                _ => c.quiet = true,
+            }
+            continue;
+        }
+        let val = match inline {
+            Some(v) => v,
+            None if i < args.len() => {
+                i += 1;
+                args[i - 1].clone()
+            }
+            None => {
+                errors.push(format!("{key} needs a value"));
+                continue;
+            }
+        };
+        let r: Result<(), String> = match key.as_str() {
+            "--uplink-queue" => Ok(uq = val),
+            "--uplink-queue-args" => Ok(uqa = val),
+            "--downlink-queue" => Ok(dq = val),
+            "--downlink-queue-args" => Ok(dqa = val),
+            "--queue" if simulate => Ok(q = val),
+            "--queue-args" if simulate => Ok(qa = val),
+            "--uplink-log" => Ok(c.up_log = Some(val)),
+            "--downlink-log" => Ok(c.down_log = Some(val)),
+            "--uplink-loss" => parse_prob(&key, &val).map(|p| c.up_loss = p),
+            "--downlink-loss" => parse_prob(&key, &val).map(|p| c.down_loss = p),
+            "--seed" => val.parse().map(|s| c.seed = s).map_err(|_| format!("--seed: {val:?} is not a non-negative integer")),
+            "--bypass" => val.split(',').map(BypassRule::parse).collect::<Result<Vec<_>, _>>().map(|mut v| c.bypass.append(&mut v)),
+            "--delay" => DelayRule::parse(&val).map(|d| c.delays.push(d)),
+            "--stats" => Ok(c.stats = Some(val)),
+            "--stats-interval-ms" => val.parse().ok().filter(|v| *v > 0).map(|v| c.stats_interval_ms = v).ok_or_else(|| format!("--stats-interval-ms: {val:?} is not a positive integer")),
+            "--link" => LinkArg::parse(&val).map(|l| links.push(l)),
+            _ => Err(format!("unknown option {key}; run mahimahi-link --help for the list")),
+        };
+        if let Err(e) = r {
+            errors.push(e);
+        }
+    }
+    let mut queue = |kind: &str, args: &str, which: &str| match QueueConfig::parse(kind, args) {
+        Ok(q) => q,
+        Err(e) => {
+            errors.push(format!("{which}: {e}"));
+            QueueConfig::default()
+        }
+    };
+    c.up_queue = queue(&uq, &uqa, "--uplink-queue");
+    c.down_queue = queue(&dq, &dqa, "--downlink-queue");
+    let queue = queue(&q, &qa, "--queue");
+    if errors.is_empty() {
+        Ok(Parsed { common: c, positional, links, command, queue })
+    } else {
+        Err(errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn mahimahi_spelling_and_errors_all_at_once() {
+        let p = parse(&v(&["up", "down", "--uplink-queue=droptail", "--uplink-queue-args=packets=10", "--once", "--", "ping", "x"]), false).unwrap();
+        assert_eq!(p.common.up_queue.packets, Some(10));
+        assert!(p.common.once);
+        assert_eq!(p.command, v(&["ping", "x"]));
+        let e = parse(&v(&["--uplink-queue=fifo", "--seed=x", "--bogus=1", "--uplink-loss", "2"]), false).unwrap_err();
+        assert_eq!(e.len(), 4, "{e:?}");
+    }
+
+    #[test]
+    fn link_args() {
+        let l = LinkArg::parse("name=ue1,ue=a,core=b,up=u.tr,down=d.tr,netns=ran").unwrap();
+        assert_eq!(l.netns.as_deref(), Some("ran"));
+        assert!(LinkArg::parse("ue=a,core=b").unwrap_err().contains("missing up"));
+        assert!(LinkArg::parse("ue=a,colour=b").unwrap_err().contains("unknown key"));
+    }
+}

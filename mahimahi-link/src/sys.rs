@@ -1,0 +1,466 @@
+//! Every unsafe system call of the emulator, in one small module: AF_PACKET
+//! sockets with TPACKET_V2 receive and transmit rings, the monotonic clock, a
+//! timerfd, epoll, signalfd, pidfd and network-namespace switching.
+//!
+//! Why AF_PACKET rings: the emulator sits between two interfaces as a layer-2
+//! hop, so no NAT, routes or TUN devices are needed, and a ring lets it take
+//! and give whole batches of frames per system call (mm-link pays a read and a
+//! write per packet through TUN, which is what caps it near 1.6 Gbit/s).
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const SOL_PACKET: i32 = 263;
+const PACKET_ADD_MEMBERSHIP: i32 = 1;
+const PACKET_RX_RING: i32 = 5;
+const PACKET_VERSION: i32 = 10;
+const PACKET_TX_RING: i32 = 13;
+const PACKET_QDISC_BYPASS: i32 = 20;
+const PACKET_IGNORE_OUTGOING: i32 = 23;
+const PACKET_MR_PROMISC: u16 = 1;
+const TPACKET_V2: i32 = 1;
+const TP_STATUS_USER: u32 = 1;
+const TP_STATUS_CSUMNOTREADY: u32 = 8;
+const TP_STATUS_SEND_REQUEST: u32 = 1;
+const TP_STATUS_WRONG_FORMAT: u32 = 4;
+/// Where frame data starts in a V2 TX slot: TPACKET_ALIGN(sizeof(tpacket2_hdr)).
+const TX_DATA_OFFSET: usize = 32;
+const ETH_P_ALL: u16 = 0x0003;
+
+#[repr(C)]
+struct TpacketReq {
+    block_size: u32,
+    block_nr: u32,
+    frame_size: u32,
+    frame_nr: u32,
+}
+
+#[repr(C)]
+struct Tpacket2Hdr {
+    status: u32,
+    len: u32,
+    snaplen: u32,
+    mac: u16,
+    net: u16,
+    sec: u32,
+    nsec: u32,
+    vlan_tci: u16,
+    vlan_tpid: u16,
+    padding: [u8; 4],
+}
+
+fn cvt(r: libc::c_int, what: &str) -> io::Result<libc::c_int> {
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
+    } else {
+        Ok(r)
+    }
+}
+
+fn setsockopt<T>(fd: RawFd, level: i32, name: i32, val: &T, what: &str) -> io::Result<()> {
+    // SAFETY: val points to a live T of the given size.
+    let r = unsafe { libc::setsockopt(fd, level, name, val as *const T as *const libc::c_void, std::mem::size_of::<T>() as u32) };
+    cvt(r, what).map(|_| ())
+}
+
+pub fn ifindex(name: &str) -> io::Result<i32> {
+    let c = CString::new(name).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name has a NUL byte"))?;
+    // SAFETY: c is a valid C string.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    if i == 0 {
+        Err(io::Error::new(io::ErrorKind::NotFound, format!("no network interface named {name:?} in this namespace")))
+    } else {
+        Ok(i as i32)
+    }
+}
+
+/// A frame received from a ring slot; release it with [`PacketSocket::rx_release`].
+pub struct RxFrame<'a> {
+    pub data: &'a mut [u8],
+    /// The frame was longer than the slot (segmentation offload still on at the sender).
+    pub truncated_from: Option<u32>,
+    /// The sender left the transport checksum for hardware to fill in.
+    pub csum_not_ready: bool,
+}
+
+/// A raw socket bound to one interface, with mmap'ed RX and TX rings.
+pub struct PacketSocket {
+    pub fd: RawFd,
+    pub name: String,
+    ring: *mut u8,
+    ring_len: usize,
+    frame_size: usize,
+    rx_frames: usize,
+    rx_next: usize,
+    tx_frames: usize,
+    tx_next: usize,
+    tx_pending: usize,
+}
+
+impl PacketSocket {
+    /// Open on interface `name` in the current network namespace.
+    pub fn open(name: &str, frames: usize) -> io::Result<PacketSocket> {
+        let idx = ifindex(name)?;
+        // SAFETY: plain socket call.
+        let fd = cvt(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, (ETH_P_ALL.to_be()) as i32) }, "socket(AF_PACKET)")?;
+        let mut s = PacketSocket { fd, name: name.to_string(), ring: std::ptr::null_mut(), ring_len: 0, frame_size: 2048, rx_frames: 0, rx_next: 0, tx_frames: 0, tx_next: 0, tx_pending: 0 };
+        setsockopt(fd, SOL_PACKET, PACKET_VERSION, &TPACKET_V2, "PACKET_VERSION")?;
+        let one: i32 = 1;
+        setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, "PACKET_IGNORE_OUTGOING")?;
+        setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, "PACKET_QDISC_BYPASS")?;
+        let frames = frames.next_power_of_two().max(64);
+        let per_block = 32usize; // 64 KiB blocks of 2 KiB frames
+        let req = TpacketReq { block_size: (per_block * s.frame_size) as u32, block_nr: (frames / per_block) as u32, frame_size: s.frame_size as u32, frame_nr: frames as u32 };
+        setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, "PACKET_RX_RING")?;
+        setsockopt(fd, SOL_PACKET, PACKET_TX_RING, &req, "PACKET_TX_RING")?;
+        s.rx_frames = frames;
+        s.tx_frames = frames;
+        s.ring_len = 2 * frames * s.frame_size;
+        // SAFETY: mapping the rings the kernel just allocated for fd.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), s.ring_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_LOCKED | libc::MAP_POPULATE, fd, 0) };
+        let p = if p == libc::MAP_FAILED {
+            // MAP_LOCKED can fail under a small RLIMIT_MEMLOCK; the rings are kernel memory anyway.
+            // SAFETY: as above.
+            unsafe { libc::mmap(std::ptr::null_mut(), s.ring_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) }
+        } else {
+            p
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::new(io::ErrorKind::Other, format!("mmap packet ring: {}", io::Error::last_os_error())));
+        }
+        s.ring = p as *mut u8;
+        let mut mr: libc::packet_mreq = unsafe { std::mem::zeroed() };
+        mr.mr_ifindex = idx;
+        mr.mr_type = PACKET_MR_PROMISC;
+        setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, "PACKET_ADD_MEMBERSHIP promisc")?;
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = ETH_P_ALL.to_be();
+        sll.sll_ifindex = idx;
+        // SAFETY: sll is a valid sockaddr_ll.
+        cvt(unsafe { libc::bind(fd, &sll as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as u32) }, "bind(AF_PACKET)")?;
+        Ok(s)
+    }
+
+    fn slot(&self, tx: bool, i: usize) -> *mut u8 {
+        let base = if tx { self.rx_frames * self.frame_size } else { 0 };
+        // SAFETY: i < frames, within the mapping.
+        unsafe { self.ring.add(base + i * self.frame_size) }
+    }
+
+    fn status(slot: *mut u8) -> &'static AtomicU32 {
+        // SAFETY: the first u32 of a slot is tp_status, shared with the kernel.
+        unsafe { &*(slot as *const AtomicU32) }
+    }
+
+    /// The next received frame, if any.
+    pub fn rx_peek(&mut self) -> Option<RxFrame<'_>> {
+        let slot = self.slot(false, self.rx_next);
+        let st = Self::status(slot).load(Ordering::Acquire);
+        if st & TP_STATUS_USER == 0 {
+            return None;
+        }
+        // SAFETY: the kernel handed this slot to us (TP_STATUS_USER).
+        let hdr = unsafe { &*(slot as *const Tpacket2Hdr) };
+        let data = unsafe { std::slice::from_raw_parts_mut(slot.add(hdr.mac as usize), hdr.snaplen as usize) };
+        let truncated_from = (hdr.len > hdr.snaplen).then_some(hdr.len);
+        Some(RxFrame { data, truncated_from, csum_not_ready: st & TP_STATUS_CSUMNOTREADY != 0 })
+    }
+
+    pub fn rx_release(&mut self) {
+        let slot = self.slot(false, self.rx_next);
+        Self::status(slot).store(0, Ordering::Release);
+        self.rx_next = (self.rx_next + 1) % self.rx_frames;
+    }
+
+    /// Queue a frame for transmission; false if the TX ring is full.
+    pub fn tx_push(&mut self, frame: &[u8]) -> bool {
+        if frame.len() > self.frame_size - TX_DATA_OFFSET {
+            return false;
+        }
+        let slot = self.slot(true, self.tx_next);
+        let st = Self::status(slot);
+        let v = st.load(Ordering::Acquire);
+        if v & !TP_STATUS_WRONG_FORMAT != 0 {
+            return false;
+        }
+        // SAFETY: the slot is ours (status AVAILABLE); data fits (checked above).
+        unsafe {
+            std::ptr::copy_nonoverlapping(frame.as_ptr(), slot.add(TX_DATA_OFFSET), frame.len());
+            (*(slot as *mut Tpacket2Hdr)).len = frame.len() as u32;
+        }
+        st.store(TP_STATUS_SEND_REQUEST, Ordering::Release);
+        self.tx_next = (self.tx_next + 1) % self.tx_frames;
+        self.tx_pending += 1;
+        true
+    }
+
+    /// Hand queued TX frames to the kernel (one system call for the batch).
+    pub fn tx_flush(&mut self) {
+        if self.tx_pending == 0 {
+            return;
+        }
+        self.tx_pending = 0;
+        // SAFETY: a zero-length send kicks the TX ring.
+        unsafe { libc::send(self.fd, std::ptr::null(), 0, libc::MSG_DONTWAIT) };
+    }
+
+    /// Push a frame, flushing once and retrying if the ring is momentarily full.
+    pub fn send(&mut self, frame: &[u8]) -> bool {
+        if self.tx_push(frame) {
+            if self.tx_pending >= 64 {
+                self.tx_flush();
+            }
+            return true;
+        }
+        self.tx_flush();
+        self.tx_push(frame)
+    }
+}
+
+impl Drop for PacketSocket {
+    fn drop(&mut self) {
+        self.tx_flush();
+        // SAFETY: unmapping our own mapping and closing our own fd.
+        unsafe {
+            if !self.ring.is_null() {
+                libc::munmap(self.ring as *mut libc::c_void, self.ring_len);
+            }
+            libc::close(self.fd);
+        }
+    }
+}
+
+/// Complete a transport checksum that the sender left to "hardware"
+/// (CHECKSUM_PARTIAL on veth): sum the L4 bytes, whose checksum field already
+/// holds the pseudo-header sum, and store the folded complement.
+pub fn complete_l4_checksum(frame: &mut [u8]) {
+    let eth = crate::packet::ETH_HLEN;
+    if frame.len() < eth + 20 {
+        return;
+    }
+    let ethertype = u16::from_be_bytes([frame[12], frame[13]]);
+    let (l4, proto, end) = match ethertype {
+        0x0800 => {
+            let ip = &frame[eth..];
+            let ihl = ((ip[0] & 0x0f) as usize) * 4;
+            let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
+            if u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0 {
+                return;
+            }
+            (eth + ihl, ip[9], eth + total)
+        }
+        0x86dd if frame.len() >= eth + 40 => {
+            let ip = &frame[eth..];
+            (eth + 40, ip[6], eth + 40 + u16::from_be_bytes([ip[4], ip[5]]) as usize)
+        }
+        _ => return,
+    };
+    let off = match proto {
+        6 => 16,
+        17 => 6,
+        _ => return,
+    };
+    if end > frame.len() || l4 + off + 2 > end {
+        return;
+    }
+    let mut sum: u64 = 0;
+    let seg = &frame[l4..end];
+    let mut chunks = seg.chunks_exact(2);
+    for c in &mut chunks {
+        sum += u16::from_be_bytes([c[0], c[1]]) as u64;
+    }
+    if let [b] = chunks.remainder() {
+        sum += (*b as u64) << 8;
+    }
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    let mut c = !(sum as u16);
+    if c == 0 && proto == 17 {
+        c = 0xffff;
+    }
+    frame[l4 + off..l4 + off + 2].copy_from_slice(&c.to_be_bytes());
+}
+
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is valid.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Ask for nanosecond timer precision instead of the default 50 us slack.
+pub fn tight_timer_slack() {
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
+}
+
+pub struct TimerFd(pub RawFd);
+
+impl TimerFd {
+    pub fn new() -> io::Result<TimerFd> {
+        // SAFETY: plain syscall.
+        cvt(unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) }, "timerfd_create").map(TimerFd)
+    }
+    /// Fire at absolute monotonic time `at_ns` (0 disarms).
+    pub fn set(&self, at_ns: u64) {
+        let its = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: libc::timespec { tv_sec: (at_ns / 1_000_000_000) as i64, tv_nsec: (at_ns % 1_000_000_000) as i64 },
+        };
+        // SAFETY: its is valid.
+        unsafe { libc::timerfd_settime(self.0, libc::TFD_TIMER_ABSTIME, &its, std::ptr::null_mut()) };
+    }
+    pub fn drain(&self) {
+        let mut buf = [0u8; 8];
+        // SAFETY: reading 8 bytes into buf.
+        unsafe { libc::read(self.0, buf.as_mut_ptr() as *mut libc::c_void, 8) };
+    }
+}
+
+impl Drop for TimerFd {
+    fn drop(&mut self) {
+        unsafe { libc::close(self.0) };
+    }
+}
+
+pub struct Epoll(RawFd);
+
+impl Epoll {
+    pub fn new() -> io::Result<Epoll> {
+        cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) }, "epoll_create1").map(Epoll)
+    }
+    pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
+        cvt(unsafe { libc::epoll_ctl(self.0, libc::EPOLL_CTL_ADD, fd, &mut ev) }, "epoll_ctl").map(|_| ())
+    }
+    /// Wait for readiness; returns the tokens that fired.
+    pub fn wait(&self, out: &mut Vec<u64>, timeout_ms: i32) {
+        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 64];
+        let n = unsafe { libc::epoll_wait(self.0, evs.as_mut_ptr(), evs.len() as i32, timeout_ms) };
+        out.clear();
+        for e in evs.iter().take(n.max(0) as usize) {
+            out.push(e.u64);
+        }
+    }
+}
+
+impl Drop for Epoll {
+    fn drop(&mut self) {
+        unsafe { libc::close(self.0) };
+    }
+}
+
+static STOP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn on_stop_signal(sig: libc::c_int) {
+    STOP_SIGNAL.store(sig, Ordering::SeqCst);
+}
+
+/// SIGINT/SIGTERM/SIGHUP set a flag that the loop checks between batches;
+/// without SA_RESTART they also interrupt a sleeping epoll_wait at once.
+pub fn install_stop_handler() {
+    for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: installing an async-signal-safe handler that only stores an atomic.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(s, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The stop signal received so far, if any.
+pub fn stop_signal() -> Option<i32> {
+    match STOP_SIGNAL.load(Ordering::Relaxed) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+pub fn pidfd_open(pid: u32) -> io::Result<RawFd> {
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_long, 0 as libc::c_long) };
+    cvt(r as i32, "pidfd_open")
+}
+
+pub fn close(fd: RawFd) {
+    unsafe { libc::close(fd) };
+}
+
+/// Run `f` with this thread inside the named network namespace
+/// (/var/run/netns/NAME), then switch back. Sockets opened inside stay bound
+/// to that namespace.
+pub fn in_netns<T>(name: &str, f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+    let open = |p: &str| -> io::Result<RawFd> {
+        let c = CString::new(p).expect("no NUL");
+        cvt(unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }, &format!("open {p}"))
+    };
+    let here = open("/proc/thread-self/ns/net")?;
+    let there = match open(&format!("/var/run/netns/{name}")) {
+        Ok(fd) => fd,
+        Err(e) => {
+            close(here);
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("network namespace {name:?}: {e}")));
+        }
+    };
+    let r = cvt(unsafe { libc::setns(there, libc::CLONE_NEWNET) }, &format!("setns {name}"));
+    close(there);
+    if let Err(e) = r {
+        close(here);
+        return Err(e);
+    }
+    let out = f();
+    let back = cvt(unsafe { libc::setns(here, libc::CLONE_NEWNET) }, "setns back");
+    close(here);
+    back?;
+    out
+}
+
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+
+/// Turn a boolean ethtool feature (ETHTOOL_S* command) off; errors ignored
+/// by callers where a device simply lacks the feature.
+pub fn ethtool_off(ifname: &str, cmd: u32) -> io::Result<()> {
+    #[repr(C)]
+    struct EthtoolValue {
+        cmd: u32,
+        data: u32,
+    }
+    #[repr(C)]
+    struct IfReq {
+        name: [u8; 16],
+        data: *mut EthtoolValue,
+        _pad: [u8; 16],
+    }
+    let mut val = EthtoolValue { cmd, data: 0 };
+    let mut req = IfReq { name: [0; 16], data: &mut val, _pad: [0; 16] };
+    let n = ifname.as_bytes();
+    if n.len() >= 16 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "interface name too long"));
+    }
+    req.name[..n.len()].copy_from_slice(n);
+    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) }, "socket")?;
+    let r = unsafe { libc::ioctl(fd, SIOCETHTOOL as _, &mut req) };
+    close(fd);
+    cvt(r, &format!("ethtool {ifname}")).map(|_| ())
+}
+
+/// Segmentation and receive offloads off, so the emulator sees MTU-sized frames.
+pub fn disable_offloads(ifname: &str) {
+    const ETHTOOL_STXCSUM: u32 = 0x17;
+    const ETHTOOL_STSO: u32 = 0x1f;
+    const ETHTOOL_SGSO: u32 = 0x24;
+    const ETHTOOL_SGRO: u32 = 0x2c;
+    for c in [ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO, ETHTOOL_STXCSUM] {
+        let _ = ethtool_off(ifname, c);
+    }
+}
