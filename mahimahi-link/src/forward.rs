@@ -51,6 +51,10 @@ pub struct ForwardConfig {
     pub stats_interval_ns: u64,
     pub command_line: String,
     pub quiet: bool,
+    pub batch_ns: u64,
+    /// Frames arriving while the next timed event is at most this far away
+    /// are picked up at that event instead of waking the loop.
+    pub coalesce_ns: u64,
 }
 
 /// Where a delayed frame goes when its delay is over.
@@ -197,11 +201,17 @@ impl Forwarder {
     /// Forward until a stop signal, the child (pidfd) exits, or `once` traces end.
     pub fn run(&mut self, child_pidfd: Option<i32>) -> Result<Stop, String> {
         sys::tight_timer_slack();
+        // Two wait sets: with frames (links idle: the next frame is the next
+        // event) and without (a link is busy: frames wait in the ring, with
+        // their kernel timestamps, until the next timed event).
         let epoll = sys::Epoll::new().map_err(|e| e.to_string())?;
+        let epoll_timed = sys::Epoll::new().map_err(|e| e.to_string())?;
         let timer = sys::TimerFd::new().map_err(|e| e.to_string())?;
-        epoll.add(timer.0, 0).map_err(|e| e.to_string())?;
-        if let Some(fd) = child_pidfd {
-            epoll.add(fd, 1).map_err(|e| e.to_string())?;
+        for ep in [&epoll, &epoll_timed] {
+            ep.add(timer.0, 0).map_err(|e| e.to_string())?;
+            if let Some(fd) = child_pidfd {
+                ep.add(fd, 1).map_err(|e| e.to_string())?;
+            }
         }
         for l in &self.links {
             epoll.add(l.ue.fd, 2).map_err(|e| e.to_string())?;
@@ -211,15 +221,18 @@ impl Forwarder {
         let mut next_stats = 0u64;
         let mut next_flush = 1_000_000_000u64;
         let mut fired = Vec::new();
+        let mut armed: Option<Nanos> = None;
         let mut deps: Vec<(Nanos, Vec<u8>)> = Vec::new();
         let stop = loop {
             if let Some(sig) = sys::stop_signal() {
                 break Stop::Signal(sig);
             }
-            let now = sys::monotonic_ns() - self.t0;
+            let mono = sys::monotonic_ns();
+            let real_offset = sys::realtime_ns() - mono + self.t0;
+            let now = mono - self.t0;
             let mut busy = false;
             for li in 0..self.links.len() {
-                busy |= self.receive(li, now, &mut deps);
+                busy |= self.receive(li, now, real_offset, &mut deps);
                 self.release_delayed(li, now, &mut deps);
                 self.advance(li, now, &mut deps);
                 let l = &mut self.links[li];
@@ -260,10 +273,23 @@ impl Forwarder {
             if next <= now2 {
                 continue;
             }
-            timer.set(self.t0 + next);
-            epoll.wait(&mut fired, -1);
+            // Sleep at least `batch_ns`: events due within it are served together,
+            // trading that much timing precision for fewer wakeups.
+            let deadline = next.max(now2 + self.cfg.batch_ns);
+            // Re-arming an hrtimer is costly (a VM exit on virtual machines); keep an
+            // earlier, still pending deadline: waking early only costs one loop round.
+            if !armed.is_some_and(|a| a > now2 && a <= deadline) {
+                timer.set(self.t0 + deadline);
+                armed = Some(deadline);
+            }
+            if deadline - now2 <= self.cfg.coalesce_ns {
+                epoll_timed.wait(&mut fired, -1);
+            } else {
+                epoll.wait(&mut fired, -1);
+            }
             if fired.contains(&0) {
                 timer.drain();
+                armed = None;
             }
             if fired.contains(&1) {
                 break Stop::ChildExited;
@@ -289,7 +315,7 @@ impl Forwarder {
     }
 
     /// Drain both RX rings of link `li`. Returns whether any frame was seen.
-    fn receive(&mut self, li: usize, now: Nanos, deps: &mut Vec<(Nanos, Vec<u8>)>) -> bool {
+    fn receive(&mut self, li: usize, now: Nanos, real_offset: u64, deps: &mut Vec<(Nanos, Vec<u8>)>) -> bool {
         let mut seen = false;
         for uplink in [true, false] {
             for _ in 0..512 {
@@ -313,9 +339,15 @@ impl Forwarder {
                 if fr.csum_not_ready {
                     sys::complete_l4_checksum(fr.data);
                 }
+                // The kernel's receive time is the arrival time, so frames picked up
+                // late (the loop sleeps while links are busy) keep exact timing.
+                let at = match fr.ts_real_ns.checked_sub(real_offset) {
+                    Some(t) if fr.ts_real_ns != 0 && t <= now => t,
+                    _ => now,
+                };
                 let frame = fr.data.to_vec();
                 sock.rx_release();
-                self.ingress(li, uplink, frame, now, deps);
+                self.ingress(li, uplink, frame, at, deps);
             }
         }
         seen

@@ -75,6 +75,8 @@ pub struct Link<P> {
     bytes_left: u32,
     pub counters: Counters,
     drops: Vec<Queued<P>>,
+    /// Latest time the link was run to; earlier arrivals are taken as now.
+    now: Nanos,
 }
 
 impl<P> Link<P> {
@@ -98,6 +100,7 @@ impl<P> Link<P> {
             bytes_left: 0,
             counters: Counters::default(),
             drops: Vec::new(),
+            now: 0,
         }
     }
 
@@ -216,6 +219,7 @@ impl<P> Link<P> {
 
     /// Run the link up to and including `now`.
     pub fn advance_to<S: Sink<P>>(&mut self, now: Nanos, sink: &mut S) {
+        self.now = self.now.max(now);
         loop {
             if self.queue.is_empty() && self.in_transit.is_none() && !sink.wants_opportunities() {
                 self.skip_idle(now);
@@ -266,7 +270,9 @@ impl<P> Link<P> {
     }
 
     /// A packet of charged `size` arrives at `now`.
+    /// An arrival earlier than a time the link already ran to counts as then.
     pub fn enqueue<S: Sink<P>>(&mut self, size: u32, payload: P, now: Nanos, sink: &mut S) {
+        let now = now.max(self.now);
         self.advance_to(now, sink);
         sink.arrival(now, size);
         self.counters.arrived_packets += 1;

@@ -84,6 +84,8 @@ pub struct RxFrame<'a> {
     pub truncated_from: Option<u32>,
     /// The sender left the transport checksum for hardware to fill in.
     pub csum_not_ready: bool,
+    /// Kernel receive time, CLOCK_REALTIME nanoseconds (0 if unknown).
+    pub ts_real_ns: u64,
 }
 
 /// A raw socket bound to one interface, with mmap'ed RX and TX rings.
@@ -167,7 +169,8 @@ impl PacketSocket {
         let hdr = unsafe { &*(slot as *const Tpacket2Hdr) };
         let data = unsafe { std::slice::from_raw_parts_mut(slot.add(hdr.mac as usize), hdr.snaplen as usize) };
         let truncated_from = (hdr.len > hdr.snaplen).then_some(hdr.len);
-        Some(RxFrame { data, truncated_from, csum_not_ready: st & TP_STATUS_CSUMNOTREADY != 0 })
+        let ts_real_ns = hdr.sec as u64 * 1_000_000_000 + hdr.nsec as u64;
+        Some(RxFrame { data, truncated_from, csum_not_ready: st & TP_STATUS_CSUMNOTREADY != 0, ts_real_ns })
     }
 
     pub fn rx_release(&mut self) {
@@ -290,6 +293,13 @@ pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: ts is valid.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is valid.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
