@@ -121,10 +121,26 @@ impl<P> Link<P> {
         self.finished
     }
 
+    /// Offset of opportunity `k` of `group` from the start of its loop.
+    ///
+    /// With `spread`, the n opportunities of a millisecond sit at k/n ms. When
+    /// the trace starts at 0 ms, its last millisecond (= the period) and the
+    /// next loop's first one are the same instant; both groups are then spread
+    /// together across that millisecond, so times never go backwards.
     fn offset_in_period(&self, group: usize, k: u32) -> Nanos {
-        let g = self.trace.groups[group];
+        let groups = &self.trace.groups;
+        let g = groups[group];
         let mut t = g.ms * MS;
-        if self.opts.spread && g.count > 1 {
+        if !self.opts.spread {
+            return t;
+        }
+        let last = groups.len() - 1;
+        let merged = groups.len() > 1 && groups[0].ms == 0;
+        if merged && (group == last || group == 0) {
+            let n = (groups[0].count + groups[last].count) as u64;
+            let slot = if group == 0 { groups[last].count + k } else { k };
+            t += slot as u64 * MS / n;
+        } else if g.count > 1 {
             t += k as u64 * MS / g.count as u64;
         }
         t
@@ -164,19 +180,29 @@ impl<P> Link<P> {
         }
     }
 
-    /// First (group, k) in one period whose offset is > x, or None if none is.
+    /// First k in `group` whose offset is > x.
+    fn first_k_after(&self, group: usize, x: Nanos) -> Option<u32> {
+        let n = self.trace.groups[group].count;
+        let (mut lo, mut hi) = (0u32, n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.offset_in_period(group, mid) > x {
+                hi = mid
+            } else {
+                lo = mid + 1
+            }
+        }
+        (lo < n).then_some(lo)
+    }
+
+    /// First (group, k) in one loop whose offset is > x, or None if none is.
     fn first_after(&self, x: Nanos) -> Option<(usize, u32)> {
         let groups = &self.trace.groups;
         let gi = groups.partition_point(|g| g.ms * MS <= x);
+        // Only the group just before `gi` can reach past x (offsets are < ms + 1 ms).
         if gi > 0 {
-            let g = groups[gi - 1];
-            if self.opts.spread && g.count > 1 {
-                let d = x - g.ms * MS;
-                // smallest k with k*MS/count > d  <=>  k*MS >= (d+1)*count
-                let k = ((d + 1) * g.count as u64).div_ceil(MS);
-                if k < g.count as u64 {
-                    return Some((gi - 1, k as u32));
-                }
+            if let Some(k) = self.first_k_after(gi - 1, x) {
+                return Some((gi - 1, k));
             }
         }
         (gi < groups.len()).then_some((gi, 0))
@@ -193,13 +219,16 @@ impl<P> Link<P> {
         let per = self.trace.opportunities;
         let cur = self.cum[self.group] + self.k as u64;
         let r = now - self.base;
-        let mut j = r / period;
-        let (g, k) = match self.first_after(r - j * period) {
+        let j0 = r / period;
+        let last = self.trace.groups.len() - 1;
+        // The previous loop's last millisecond can reach into this loop.
+        let tail = if j0 >= 1 { self.first_k_after(last, r - (j0 - 1) * period).map(|k| (j0 - 1, last, k)) } else { None };
+        let (j, g, k) = match tail {
             Some(pos) => pos,
-            None => {
-                j += 1;
-                (0, 0)
-            }
+            None => match self.first_after(r - j0 * period) {
+                Some((g, k)) => (j0, g, k),
+                None => (j0 + 1, 0, 0),
+            },
         };
         if !self.opts.repeat && j >= 1 {
             self.counters.opportunities += per - cur;

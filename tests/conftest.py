@@ -1,0 +1,44 @@
+"""Shared fixtures: the built emulator, the public traces beside the
+repository, and root/namespace prerequisites (skipped with a reason when
+missing; CI installs and runs everything as root)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+MML_DIR = ROOT / "mahimahi-link"
+MML_BIN = MML_DIR / "target" / "release" / "mahimahi-link"
+
+
+@pytest.fixture(scope="session")
+def mml() -> Path:
+    """The release binary, built once per session if it is missing or stale."""
+    if shutil.which("cargo") is None and not MML_BIN.exists():
+        pytest.skip("cargo is not installed and mahimahi-link is not built; run ./setup.sh")
+    if shutil.which("cargo") is not None:
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=MML_DIR, check=True)
+    return MML_BIN
+
+
+@pytest.fixture(scope="session")
+def shared_traces() -> Path:
+    if not (SHARED_TRACES / "mahimahi").is_dir():
+        pytest.skip(f"public traces not found at {SHARED_TRACES} (clone the repository beside ../shared to run trace tests)")
+    return SHARED_TRACES
+
+
+@pytest.fixture(scope="session")
+def root_netns():
+    """Live tests create namespaces and raw sockets: they need root and iproute2."""
+    if os.geteuid() != 0:
+        pytest.skip("live network tests need root (network namespaces, AF_PACKET)")
+    for tool in ("ip", "iperf3", "ping"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed; run ./setup.sh")
