@@ -88,9 +88,15 @@ def test_public_traces_agree_exactly(mml, shared_traces, name, qi):
     tf = shared_traces / "mahimahi" / name
     trace = [int(x) for x in tf.read_text().split()]
     rng = random.Random(zlib.crc32(f"{name}/{qi}".encode()))
-    # Load near the trace's mean capacity so queues build and drain.
-    mean_gap = int(trace[-1] * MS / len(trace) * 1.1)
-    arrivals = random_arrivals(rng, 4000, mean_gap)
+    # Poisson arrivals of mixed sizes at 1.3x the trace's mean byte capacity:
+    # queues build (so limits and AQM act) and drain in the trace's gaps.
+    sizes = [64, 580, 1504, 1504]
+    capacity_bytes_per_ns = len(trace) * model.OPPORTUNITY / (trace[-1] * MS)
+    mean_gap = sum(sizes) / len(sizes) / (1.3 * capacity_bytes_per_ns)
+    t, arrivals = 0, []
+    for _ in range(5000):
+        t += int(rng.expovariate(1 / mean_gap))
+        arrivals.append((t, rng.choice(sizes)))
     kind, args, kw = QUEUES[qi]
     got, _ = run_core(mml, tf, arrivals, [f"--queue={kind}", f"--queue-args={args}", "--seed=3"], True, True)
     want = model.simulate(trace, arrivals, model.Queue(kind=kind, seed=3, **kw))
