@@ -1,0 +1,188 @@
+"""A three-namespace lab for live tests of mahimahi-link in pass-through mode:
+
+    [ue ns: ue0 100.100.0.1] --veth-- [ran ns: ue | mahimahi-link | core] --veth-- [core ns: core0 100.100.0.2]
+
+The ran namespace has no addresses: the emulator is a layer-2 hop, so ue0
+and core0 share one subnet through it. Every name carries this process id
+and the lab removes all of it on exit (and asserts nothing is left).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+UE_IP, CORE_IP = "100.100.0.1", "100.100.0.2"
+
+UDP_SEND = r"""
+import socket, sys, time
+dst, port, pps, count, size = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+payload = bytearray(size)
+t0 = time.monotonic()
+for i in range(count):
+    due = t0 + i / pps
+    while True:
+        d = due - time.monotonic()
+        if d <= 0: break
+        time.sleep(min(d, 0.002))
+    payload[0:8] = i.to_bytes(8, "big")
+    s.sendto(payload, (dst, port))
+"""
+
+UDP_RECV = r"""
+import socket, sys, time
+port, idle, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
+s.bind(("0.0.0.0", port))
+print("ready", flush=True)
+s.settimeout(30)
+rows = []
+try:
+    while True:
+        data = s.recv(65536)
+        rows.append((time.monotonic_ns(), len(data), int.from_bytes(data[:8], "big")))
+        s.settimeout(idle)
+except socket.timeout:
+    pass
+with open(out, "w") as f:
+    f.writelines(f"{t} {n} {i}\n" for t, n, i in rows)
+"""
+
+
+def sh(*argv: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(list(argv), check=check, capture_output=True, text=True, **kw)
+
+
+class Lab:
+    def __init__(self, mml: Path, workdir: Path):
+        self.mml = mml
+        self.dir = workdir
+        tag = f"mmlt{os.getpid() % 100000}"
+        self.ue, self.ran, self.core = f"{tag}u", f"{tag}r", f"{tag}c"
+        self.emulator: subprocess.Popen | None = None
+        self.stats = workdir / "stats.json"
+
+    def __enter__(self) -> "Lab":
+        try:
+            for ns in (self.ue, self.ran, self.core):
+                sh("ip", "netns", "add", ns)
+            sh("ip", "link", "add", "ue0", "netns", self.ue, "type", "veth", "peer", "name", "ue", "netns", self.ran)
+            sh("ip", "link", "add", "core0", "netns", self.core, "type", "veth", "peer", "name", "core", "netns", self.ran)
+            for ns in (self.ue, self.ran, self.core):  # no IPv6 chatter in measured traffic
+                sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+            for ns, dev, ip in ((self.ue, "ue0", UE_IP), (self.core, "core0", CORE_IP)):
+                sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", dev)
+                sh("ip", "-n", ns, "link", "set", "lo", "up")
+                sh("ip", "-n", ns, "link", "set", dev, "up")
+                sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", "tx", "off")
+            for dev in ("ue", "core"):
+                sh("ip", "-n", self.ran, "link", "set", dev, "up")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop_emulator()
+        for ns in (self.ue, self.ran, self.core):
+            sh("ip", "netns", "del", ns, check=False)
+
+    # --- emulator -----------------------------------------------------------
+    def start_emulator(self, up: Path, down: Path, *options: str) -> None:
+        argv = [str(self.mml), "forward", f"--link=name=ue1,ue=ue,core=core,up={up},down={down}",
+                f"--stats={self.stats}", *options]
+        self.stats.unlink(missing_ok=True)  # its reappearance means "forwarding now"
+        self.emulator = subprocess.Popen(["ip", "netns", "exec", self.ran, *argv], stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 10
+        while not self.stats.exists():
+            if self.emulator.poll() is not None:
+                raise RuntimeError(f"mahimahi-link exited: {self.emulator.stderr.read()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("mahimahi-link did not start within 10 s")
+            time.sleep(0.02)
+
+    def stop_emulator(self) -> int | None:
+        if self.emulator is None:
+            return None
+        self.emulator.send_signal(signal.SIGTERM)
+        try:
+            rc = self.emulator.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.emulator.kill()
+            rc = self.emulator.wait()
+        self.emulator = None
+        return rc
+
+    def read_stats(self) -> dict:
+        return json.loads(self.stats.read_text())["links"][0]
+
+    # --- traffic --------------------------------------------------------------
+    def run(self, ns: str, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run(["ip", "netns", "exec", ns, *argv], capture_output=True, text=True, timeout=timeout, check=True)
+
+    def popen(self, ns: str, *argv: str, **kw) -> subprocess.Popen:
+        return subprocess.Popen(["ip", "netns", "exec", ns, *argv], text=True, **kw)
+
+    def iperf_tcp(self, seconds: float, reverse: bool = False, port: int = 5201) -> float:
+        """Goodput in bit/s measured at the receiver, UE as client."""
+        server = self.popen(self.core, "iperf3", "-s", "-1", "-p", str(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.3)
+            args = ["iperf3", "-c", CORE_IP, "-p", str(port), "-t", str(seconds), "-J", "-O", "1"]
+            if reverse:
+                args.append("-R")
+            out = json.loads(self.run(self.ue, *args, timeout=seconds + 30).stdout)
+            return out["end"]["sum_received"]["bits_per_second"]
+        finally:
+            server.wait(timeout=10)
+
+    def udp(self, src_ns: str, dst_ns: str, dst_ip: str, pps: float, count: int, size: int = 1472, port: int = 9000, idle: float = 2.0):
+        """Send `count` datagrams at `pps`; return the receiver's rows (t_ns, bytes, seq)."""
+        out = self.dir / f"recv-{port}.txt"
+        rx = self.popen(dst_ns, sys.executable, "-c", UDP_RECV, str(port), str(idle), str(out), stdout=subprocess.PIPE)
+        assert rx.stdout.readline().strip() == "ready"
+        self.run(src_ns, sys.executable, "-c", UDP_SEND, dst_ip, str(port), str(pps), str(count), str(size), timeout=count / pps + 60)
+        rx.wait(timeout=count / pps + 90)
+        return [tuple(map(int, line.split())) for line in out.read_text().splitlines()]
+
+
+def write_trace(path: Path, lines) -> Path:
+    path.write_text("".join(f"{x}\n" for x in lines))
+    return path
+
+
+def constant_trace(path: Path, mbps: int) -> Path:
+    """A 1 ms trace with mbps/12 opportunities (12 Mbit/s per opportunity per ms)."""
+    assert mbps % 12 == 0
+    return write_trace(path, [1] * (mbps // 12))
+
+
+def parse_log(path: Path):
+    """Parse an mm-link log: header dict and event lists."""
+    header, opp, arr, dep, drop = {}, [], [], [], []
+    for line in path.read_text().splitlines():
+        if line.startswith("# "):
+            k, _, v = line[2:].partition(": ")
+            header[k] = v
+            continue
+        f = line.split()
+        t, kind = int(f[0]), f[1]
+        if kind == "#":
+            opp.append((t, int(f[2])))
+        elif kind == "+":
+            arr.append((t, int(f[2])))
+        elif kind == "-":
+            dep.append((t, int(f[2]), int(f[3])))
+        elif kind == "d":
+            drop.append((t, int(f[2]), int(f[3])))
+        else:
+            raise ValueError(f"{path}: unknown event {line!r}")
+    return header, opp, arr, dep, drop

@@ -1,0 +1,179 @@
+"""Live tests: real namespaces, real veths, real TCP/UDP through the
+pass-through emulator, checked against what the traces imply."""
+
+from __future__ import annotations
+
+import collections
+import statistics
+import subprocess
+
+import pytest
+
+from netlab import CORE_IP, Lab, constant_trace, parse_log, write_trace
+
+pytestmark = pytest.mark.usefixtures("root_netns")
+
+GOODPUT = 1448 / 1500  # TCP payload per 1500-byte packet: counts as 100% of trace rate
+
+
+def our_namespaces(lab_tag: str) -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith(lab_tag)]
+
+
+@pytest.fixture
+def lab(mml, tmp_path):
+    with Lab(mml, tmp_path) as lab:
+        yield lab
+    tag = lab.ue[:-1]
+    assert our_namespaces(tag) == [], "the lab left namespaces behind"
+
+
+@pytest.mark.parametrize("mbps", [12, 120])
+def test_constant_rate_carries_tcp_at_trace_rate(lab, tmp_path, mbps):
+    trace = constant_trace(tmp_path / f"c{mbps}", mbps)
+    lab.start_emulator(trace, trace)
+    up = lab.iperf_tcp(4)
+    down = lab.iperf_tcp(4, reverse=True)
+    assert lab.stop_emulator() == 0
+    target = mbps * 1e6 * GOODPUT
+    assert up >= 0.95 * target, f"uplink {up / 1e6:.2f} Mbit/s of {target / 1e6:.2f}"
+    assert down >= 0.95 * target, f"downlink {down / 1e6:.2f} Mbit/s of {target / 1e6:.2f}"
+    assert up <= 1.02 * target and down <= 1.02 * target, "more than the trace allows"
+
+
+def test_real_trace_per_second_delivery_matches_capacity(lab, shared_traces, tmp_path):
+    up = shared_traces / "mahimahi" / "Verizon-LTE-short.up"
+    down = shared_traces / "mahimahi" / "Verizon-LTE-short.down"
+    log = tmp_path / "up.log"
+    lab.start_emulator(up, down, f"--uplink-log={log}", "--uplink-queue=droptail", "--uplink-queue-args=packets=4000")
+    # 16 Mbit/s of 1500-byte packets: above every second of the first 14 s (peak 13 Mbit/s).
+    rows = lab.udp(lab.ue, lab.core, CORE_IP, pps=1360, count=1360 * 13)
+    assert lab.stop_emulator() == 0
+    header, _opp, arr, dep, drop = parse_log(log)
+    assert header["queue"] == "droptail [packets=4000]"
+    assert all(delay >= 0 for *_, delay in dep)
+    dep = [d for d in dep if d[1] == 1504]  # our datagrams: 1472 + 28 + 4 bytes
+    # Align receiver clock to trace time with the first departure.
+    t0_ns, dep0_ms = rows[0][0], dep[0][0]
+    got = collections.Counter((dep0_ms + (t - t0_ns) // 1_000_000) // 1000 for t, _, _ in rows)
+    trace = [int(x) for x in up.read_text().split()]
+    cap = collections.Counter(t // 1000 for t in trace)
+    first, last = dep0_ms // 1000 + 1, (dep0_ms + (rows[-1][0] - t0_ns) // 1_000_000) // 1000 - 1
+    assert last - first >= 9
+    for s in range(first, last):
+        assert abs(got[s] - cap[s]) <= max(0.03 * cap[s], 2), f"second {s}: delivered {got[s]} packets, trace allows {cap[s]}"
+    assert len(rows) == len(dep), "receiver and log disagree on deliveries"
+
+
+def test_gap_delivers_nothing_then_queue_drains(lab, tmp_path):
+    # 1 s at 12 Mbit/s, 1 s of nothing, 2 s at 48 Mbit/s; loops every 4 s.
+    trace = write_trace(tmp_path / "gap", list(range(1, 1000)) + [t for t in range(2000, 4000) for _ in range(4)])
+    log = tmp_path / "up.log"
+    lab.start_emulator(trace, trace, f"--uplink-log={log}")
+    rows = lab.udp(lab.ue, lab.core, CORE_IP, pps=500, count=1500)  # 6 Mbit/s for 3 s
+    assert lab.stop_emulator() == 0
+    _, _, arr, dep, _ = parse_log(log)
+    assert len(dep) == len(arr) == 1500, "every packet is delivered once the queue drains"
+    in_gap = [t for t, *_ in dep if 1000 <= t % 3999 < 2000]
+    assert in_gap == [], f"{len(in_gap)} departures inside the gap"
+    arrived_in_gap = [t for t, _ in arr if 1000 <= t % 3999 < 2000]
+    assert len(arrived_in_gap) > 300, "the sender was active during the gap"
+    # The backlog from the gap leaves at 48 Mbit/s right after it.
+    burst = [t for t, *_ in dep if 2000 <= t % 3999 < 2200]
+    assert len(burst) > 2 * sum(1 for t, _ in arr if 2000 <= t % 3999 < 2200)
+    gaps = [b[0] - a[0] for a, b in zip(rows, rows[1:])]
+    assert max(gaps) >= 0.95e9, "the receiver saw a one-second silence"
+
+
+def test_droptail_drops_are_counted_and_logged(lab, tmp_path):
+    trace = constant_trace(tmp_path / "c12", 12)
+    log = tmp_path / "up.log"
+    lab.start_emulator(trace, trace, f"--uplink-log={log}", "--uplink-queue=droptail", "--uplink-queue-args=packets=20")
+    rows = lab.udp(lab.ue, lab.core, CORE_IP, pps=3000, count=3000)  # 3x the link rate
+    stats = lab.read_stats()["uplink"]
+    assert lab.stop_emulator() == 0
+    stats = lab.read_stats()["uplink"]
+    _, _, arr, dep, drops = parse_log(log)
+    dropped = sum(n for _, n, _ in drops)
+    assert dropped == stats["dropped_packets"] > 1500
+    assert len(rows) == len(dep) == stats["departed_packets"]
+    assert len(arr) == len(dep) + dropped == 3000
+
+
+def test_bypass_traffic_skips_the_trace(lab, tmp_path):
+    trace = constant_trace(tmp_path / "c12", 12)
+    lab.start_emulator(trace, trace, f"--bypass={CORE_IP}:5202")
+    shaped = lab.iperf_tcp(3, port=5201)
+    bypassed = lab.iperf_tcp(3, port=5202)
+    stats = lab.read_stats()
+    assert lab.stop_emulator() == 0
+    assert shaped <= 12e6 * 1.02
+    assert bypassed > 100e6, f"bypassed traffic only reached {bypassed / 1e6:.1f} Mbit/s"
+    assert stats["uplink"]["bypassed_packets"] > 1000 and stats["downlink"]["bypassed_packets"] > 100
+
+
+def test_each_direction_is_shaped_once_by_its_own_trace(lab, tmp_path):
+    up, down = constant_trace(tmp_path / "c12", 12), constant_trace(tmp_path / "c120", 120)
+    ulog, dlog = tmp_path / "up.log", tmp_path / "down.log"
+    lab.start_emulator(up, down, f"--uplink-log={ulog}", f"--downlink-log={dlog}")
+    lab.udp(lab.ue, lab.core, CORE_IP, pps=400, count=400)
+    lab.udp(lab.core, lab.ue, "100.100.0.1", pps=400, count=300, port=9001)
+    upbps = lab.iperf_tcp(3)
+    downbps = lab.iperf_tcp(3, reverse=True)
+    assert lab.stop_emulator() == 0
+    up_full = [s for _, s in parse_log(ulog)[2] if s == 1504]
+    down_full = [s for _, s in parse_log(dlog)[2] if s == 1504]
+    # Full-size packets crossed: 400 UDP + TCP data up; 300 UDP + TCP data down.
+    # Each UDP packet appears exactly once, in its own direction only.
+    assert 400 <= len(up_full) and 300 <= len(down_full)
+    assert upbps < 12.5e6 < 100e6 < downbps
+    assert up_full[:400] == [1504] * 400
+
+
+def test_core_delay_is_added_with_microsecond_precision(lab, tmp_path):
+    fast = constant_trace(tmp_path / "c1200", 1200)
+    for delay_ms, lo, hi in ((10, 20.0, 20.6), (0.25, 0.5, 0.9)):
+        lab.start_emulator(fast, fast, f"--delay={CORE_IP}/32={delay_ms}")
+        out = lab.run(lab.ue, "ping", "-c", "30", "-i", "0.02", CORE_IP).stdout
+        assert lab.stop_emulator() == 0
+        rtts = [float(line.split("time=")[1].split()[0]) for line in out.splitlines() if "time=" in line]
+        assert len(rtts) == 30
+        median = statistics.median(rtts)
+        assert lo <= median <= hi, f"delay {delay_ms} ms one way: median RTT {median} ms, expected {lo}..{hi}"
+
+
+def test_seeded_random_loss(lab, tmp_path):
+    trace = constant_trace(tmp_path / "c120", 120)
+    results = []
+    for _ in range(2):
+        lab.start_emulator(trace, trace, "--uplink-loss=0.2", "--seed=42")
+        rows = lab.udp(lab.ue, lab.core, CORE_IP, pps=2000, count=2000)
+        stats = lab.read_stats()
+        assert lab.stop_emulator() == 0
+        stats = lab.read_stats()["uplink"]
+        assert stats["lost_packets"] + len(rows) == 2000
+        results.append(sorted(seq for *_, seq in rows))
+    assert 0.76 <= len(results[0]) / 2000 <= 0.84
+    assert results[0] == results[1], "same seed, same packets lost"
+
+
+def test_shell_mode_runs_command_and_cleans_up(mml, tmp_path, root_netns):
+    trace = constant_trace(tmp_path / "c12", 12)
+    r = subprocess.run([str(mml), str(trace), str(trace), "--", "sh", "-c", "ping -c 2 -i 0.2 -q $MAHIMAHI_BASE && exit 3"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 3, r.stderr
+    assert "2 received" in r.stdout
+    assert our_namespaces("mml") == []
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert " mml" not in links
+
+
+def test_bad_options_and_traces_are_reported_all_at_once(mml, tmp_path):
+    bad = tmp_path / "bad.trace"
+    bad.write_text("5\n3\n")
+    r = subprocess.run([str(mml), "forward", "--uplink-queue=fifo", "--seed=x", "--link=ue=a"], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "fifo" in r.stderr and "--seed" in r.stderr and "missing core" in r.stderr
+    r = subprocess.run([str(mml), "validate", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 2 and f"{bad}:2:" in r.stderr
