@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The test suite: installs what it needs (idempotently, via setup.sh), then
+# runs the Rust unit/property tests and the pytest suite (reference model,
+# live namespace tests). Run as root. Public traces are read from ../shared/traces
+# when present; tests that need them skip with a message otherwise.
+set -euo pipefail
+cd "$(dirname "$0")"
+./setup.sh --no-demo
+echo "==> cargo test (mahimahi-link)"
+(cd mahimahi-link && cargo test --release --quiet 2>&1 | grep -E "^test result|FAILED|panicked|error" ; exit "${PIPESTATUS[0]}")
+echo "==> pytest"
+exec .venv/bin/python -m pytest -q -p no:cacheprovider tests "$@"
