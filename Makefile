@@ -1,0 +1,8 @@
+bench:
+	./setup.sh --no-demo
+	.venv/bin/python mahimahi-link/bench/bench.py
+
+test:
+	./run-tests.sh
+
+.PHONY: bench test
