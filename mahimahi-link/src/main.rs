@@ -95,8 +95,9 @@ fn config(c: &Common, links: Vec<LinkSpec>, argv: &[String]) -> ForwardConfig {
         stats_interval_ns: c.stats_interval_ms * 1_000_000,
         command_line: argv.join(" "),
         quiet: c.quiet,
-        batch_ns: std::env::var("MML_BATCH_US").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) * 1000,
-        coalesce_ns: std::env::var("MML_COALESCE_US").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(100) * 1000,
+        batch_ns: c.batch_us * 1000,
+        coalesce_ns: c.coalesce_us * 1000,
+        cpu: c.cpu,
     }
 }
 

@@ -36,6 +36,11 @@ options (shell and forward):
                                         (downlink) PREFIX, microsecond precision (repeatable)
   --stats=FILE                          live JSON statistics, rewritten atomically
   --stats-interval-ms=N                 how often (default 100)
+  --cpu=N                               pin the emulator to CPU N (keep other work off it)
+  --batch-us=N                          while a queue is backlogged, serve departures due within
+                                        N us together (default 50; 0 = wake for each)
+  --coalesce-us=N                       while the next departure is at most N us away, pick up
+                                        arriving frames then instead of waking (default 100)
   --quiet                               no warnings on stderr
 ";
 
@@ -55,6 +60,9 @@ pub struct Common {
     pub stats: Option<String>,
     pub stats_interval_ms: u64,
     pub quiet: bool,
+    pub cpu: Option<usize>,
+    pub batch_us: u64,
+    pub coalesce_us: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -111,7 +119,7 @@ fn parse_prob(key: &str, v: &str) -> Result<f64, String> {
 /// Parse everything after the mode word. `allowed_simulate` enables --queue.
 pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
     let mut errors = Vec::new();
-    let mut c = Common { seed: 1, stats_interval_ms: 100, ..Default::default() };
+    let mut c = Common { seed: 1, stats_interval_ms: 100, batch_us: 50, coalesce_us: 100, ..Default::default() };
     let mut positional = Vec::new();
     let mut links = Vec::new();
     let mut command = Vec::new();
@@ -172,6 +180,9 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             "--stats" => Ok(c.stats = Some(val)),
             "--stats-interval-ms" => val.parse().ok().filter(|v| *v > 0).map(|v| c.stats_interval_ms = v).ok_or_else(|| format!("--stats-interval-ms: {val:?} is not a positive integer")),
             "--link" => LinkArg::parse(&val).map(|l| links.push(l)),
+            "--cpu" => val.parse().map(|v| c.cpu = Some(v)).map_err(|_| format!("--cpu: {val:?} is not a CPU number")),
+            "--batch-us" => val.parse().ok().filter(|v| *v <= 1000).map(|v| c.batch_us = v).ok_or_else(|| format!("--batch-us: {val:?} is not an integer 0..=1000")),
+            "--coalesce-us" => val.parse().ok().filter(|v| *v <= 10_000).map(|v| c.coalesce_us = v).ok_or_else(|| format!("--coalesce-us: {val:?} is not an integer 0..=10000")),
             _ => Err(format!("unknown option {key}; run mahimahi-link --help for the list")),
         };
         if let Err(e) = r {

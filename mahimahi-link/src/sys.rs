@@ -313,6 +313,63 @@ pub fn tight_timer_slack() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
 }
 
+/// Pin the calling thread to one CPU.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t with one bit set, passed by pointer.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "CPU number out of range"));
+        }
+        libc::CPU_SET(cpu, &mut set);
+        cvt(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set), "sched_setaffinity").map(|_| ())
+    }
+}
+
+/// Number of CPUs this process may run on.
+pub fn online_cpus() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// The RPS mask "every CPU but `avoid`", or None on a single-CPU machine.
+pub fn rps_mask_avoiding(avoid: usize) -> Option<String> {
+    let n = online_cpus().min(64);
+    if n < 2 {
+        return None;
+    }
+    let all: u64 = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+    Some(format!("{:x}", all & !(1u64 << avoid)))
+}
+
+/// Receive processing of `ifname` in named namespace `netns` (None: this
+/// one) on every CPU but `avoid`: the host stack behind a veth then runs off
+/// the emulator's core instead of inside the emulator's send(), since veth
+/// delivers synchronously. `ip netns exec` remounts /sys for the namespace.
+pub fn steer_rx_away_from(netns: Option<&str>, ifname: &str, avoid: usize) {
+    let Some(mask) = rps_mask_avoiding(avoid) else { return };
+    let path = format!("/sys/class/net/{ifname}/queues/rx-0/rps_cpus");
+    match netns {
+        None => {
+            let _ = std::fs::write(&path, &mask);
+        }
+        Some(ns) => {
+            use std::io::Write as _;
+            if let Ok(mut child) = std::process::Command::new("ip")
+                .args(["netns", "exec", ns, "tee", &path])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+            {
+                if let Some(mut stdin) = child.stdin.take() {
+                    let _ = stdin.write_all(mask.as_bytes());
+                }
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
 pub struct TimerFd(pub RawFd);
 
 impl TimerFd {

@@ -85,6 +85,12 @@ class Lab:
                 sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", "tx", "off")
             for dev in ("ue", "core"):
                 sh("ip", "-n", self.ran, "link", "set", dev, "up")
+            # The recommended deployment: the emulator pinned to CPU 0 (--cpu=0),
+            # the end hosts' receive stacks steered to the other CPUs (RPS).
+            mask = format(((1 << os.cpu_count()) - 1) & ~1, "x")
+            if os.cpu_count() > 1:
+                for ns, dev in ((self.ue, "ue0"), (self.core, "core0")):
+                    sh("ip", "netns", "exec", ns, "sh", "-c", f"echo {mask} > /sys/class/net/{dev}/queues/rx-0/rps_cpus")
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -98,7 +104,7 @@ class Lab:
     # --- emulator -----------------------------------------------------------
     def start_emulator(self, up: Path, down: Path, *options: str) -> None:
         argv = [str(self.mml), "forward", f"--link=name=ue1,ue=ue,core=core,up={up},down={down}",
-                f"--stats={self.stats}", *options]
+                f"--stats={self.stats}", "--cpu=0", *options]
         self.stats.unlink(missing_ok=True)  # its reappearance means "forwarding now"
         self.emulator = subprocess.Popen(["ip", "netns", "exec", self.ran, *argv], stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 10
