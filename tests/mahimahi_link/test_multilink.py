@@ -1,0 +1,80 @@
+"""Several UE links in one emulator process: each shaped by its own trace,
+with its own queue, logs named per link and statistics per link."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from netlab import constant_trace, parse_log, sh
+
+pytestmark = pytest.mark.usefixtures("root_netns")
+
+
+@pytest.fixture
+def two_ue_lab(mml, tmp_path):
+    tag = f"mmlm{os.getpid() % 100000}"
+    ran, core = f"{tag}r", f"{tag}c"
+    ues = [f"{tag}u{i}" for i in range(2)]
+    try:
+        for ns in (ran, core, *ues):
+            sh("ip", "netns", "add", ns)
+            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+        for i, ue in enumerate(ues):
+            sh("ip", "link", "add", "ue0", "netns", ue, "type", "veth", "peer", "name", f"ue{i}", "netns", ran)
+            sh("ip", "link", "add", f"core{i}", "netns", core, "type", "veth", "peer", "name", f"c{i}", "netns", ran)
+            for ns, dev, ip in ((ue, "ue0", f"100.100.{i}.1"), (core, f"core{i}", f"100.100.{i}.2")):
+                sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", dev)
+                sh("ip", "-n", ns, "link", "set", dev, "up")
+                sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", "tx", "off")
+            for dev in (f"ue{i}", f"c{i}"):
+                sh("ip", "-n", ran, "link", "set", dev, "up")
+        yield ran, core, ues
+    finally:
+        for ns in (ran, core, *ues):
+            sh("ip", "netns", "del", ns, check=False)
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert tag not in left
+
+
+def test_two_links_in_one_process_are_shaped_independently(mml, tmp_path, two_ue_lab):
+    ran, core, ues = two_ue_lab
+    slow, fast = constant_trace(tmp_path / "c12", 12), constant_trace(tmp_path / "c48", 48)
+    stats = tmp_path / "stats.json"
+    emu = subprocess.Popen(["ip", "netns", "exec", ran, str(mml), "forward",
+                            f"--link=name=slow,ue=ue0,core=c0,up={slow},down={slow}",
+                            f"--link=name=fast,ue=ue1,core=c1,up={fast},down={fast}",
+                            f"--uplink-log={tmp_path}/{{name}}.up.log", f"--stats={stats}"], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not stats.exists():
+            assert emu.poll() is None, emu.stderr.read()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        servers = [subprocess.Popen(["ip", "netns", "exec", core, "iperf3", "-s", "-1", "-B", f"100.100.{i}.2", "-p", "5201"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(2)]
+        time.sleep(0.3)
+        clients = [subprocess.Popen(["ip", "netns", "exec", ue, "iperf3", "-c", f"100.100.{i}.2", "-p", "5201", "-t", "4", "-J"],
+                                    stdout=subprocess.PIPE, text=True) for i, ue in enumerate(ues)]
+        rates = [json.loads(c.communicate(timeout=60)[0])["end"]["sum_received"]["bits_per_second"] for c in clients]
+        for s in servers:
+            s.wait(timeout=10)
+        links = {l["name"]: l for l in json.loads(stats.read_text())["links"]}
+    finally:
+        emu.send_signal(signal.SIGTERM)
+        assert emu.wait(timeout=10) == 0
+    goodput = 1448 / 1500
+    assert 0.95 * 12e6 * goodput <= rates[0] <= 1.02 * 12e6 * goodput, rates
+    assert 0.95 * 48e6 * goodput <= rates[1] <= 1.02 * 48e6 * goodput, rates
+    assert links["slow"]["uplink"]["departed_packets"] < links["fast"]["uplink"]["departed_packets"]
+    for name in ("slow", "fast"):
+        log = tmp_path / f"{name}.up.log"
+        trace = slow if name == "slow" else fast
+        assert log.read_text().splitlines()[0] == f"# mahimahi mm-link (Uplink) [{trace}] > {log}"
+        _, _, _, dep, _ = parse_log(log)
+        assert len(dep) > 1000
