@@ -51,6 +51,7 @@ pub struct ForwardConfig {
     pub stats_interval_ns: u64,
     pub command_line: String,
     pub quiet: bool,
+    /// While a queue is backlogged, departures due within this are served together.
     pub batch_ns: u64,
     /// Frames arriving while the next timed event is at most this far away
     /// are picked up at that event instead of waking the loop.
@@ -278,8 +279,6 @@ impl Forwarder {
             if next <= now2 {
                 continue;
             }
-            // Sleep at least `batch_ns`: events due within it are served together,
-            // trading that much timing precision for fewer wakeups.
             // Batch wakeups only while a queue is backlogged: departures then leave
             // up to batch_ns late (their opportunities are still used exactly),
             // while a lone packet at low load still leaves on time.
@@ -450,7 +449,7 @@ impl Forwarder {
     }
 
     fn uplink_departures(&mut self, li: usize, deps: &mut Vec<(Nanos, Vec<u8>)>) {
-        for (t, frame) in deps.drain(..).collect::<Vec<_>>() {
+        for (t, frame) in deps.drain(..) {
             let di = packet::parse(&frame).and_then(|m| delay_index(&self.cfg.delays, m.dst));
             self.to_core(li, di, t, frame);
         }

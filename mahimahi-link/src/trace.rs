@@ -8,7 +8,7 @@
 //! 8 bytes per millisecond instead of 8 bytes per opportunity.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// One millisecond that holds `count` opportunities.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,11 +136,6 @@ impl Trace {
         }
         n
     }
-}
-
-/// Path helper for messages.
-pub fn display(p: &Path) -> String {
-    PathBuf::from(p).display().to_string()
 }
 
 #[cfg(test)]
