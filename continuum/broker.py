@@ -1,0 +1,50 @@
+"""One Mosquitto broker per remote node (edge, cloud), started inside that
+node (its namespace and cgroup) with a config written into the run folder."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from continuum.network.plan import MQTT_PORT
+from continuum.providers.base import Node, wait_for
+
+
+def config_text(log: Path) -> str:
+    return "\n".join([
+        f"listener {MQTT_PORT} 0.0.0.0",
+        "allow_anonymous true",
+        "persistence false",
+        "user root",  # stay root inside the node so the log in the run folder is writable
+        f"log_dest file {log}",
+        "log_type error",
+        "log_type warning",
+        "log_type notice",
+        "max_inflight_messages 0",
+        "max_queued_messages 100000",
+        "",
+    ])
+
+
+def start(node: Node, run_dir: Path) -> subprocess.Popen:
+    conf = run_dir / "brokers" / f"{node.name}.conf"
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text(config_text(run_dir / "logs" / f"mosquitto-{node.name}.log"))
+    proc = node.start(["mosquitto", "-c", str(conf)], run_dir / "logs" / f"mosquitto-{node.name}.out")
+
+    def listening() -> bool:
+        if proc.poll() is not None:
+            from continuum.errors import ProviderError
+
+            raise ProviderError(f"mosquitto on {node.name} exited with status {proc.returncode}; see {conf.parent.parent}/logs/")
+        out = node.run(["ss", "-Hltn", f"sport = :{MQTT_PORT}"], check=False).stdout
+        return bool(out.strip())
+
+    wait_for(listening, 15, f"mosquitto on {node.name}")
+    return proc
+
+
+def version() -> str:
+    p = subprocess.run(["mosquitto", "-h"], capture_output=True, text=True)
+    first = (p.stdout or p.stderr).splitlines()
+    return first[0].strip() if first else "unknown"

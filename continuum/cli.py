@@ -1,0 +1,110 @@
+"""The `continuum` command. The only place that exits: library code raises
+ContinuumError subclasses, turned here into a message and a status
+(1 failure, 2 bad experiment file or usage, 130 interrupted)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from continuum import __version__
+from continuum.errors import ConfigError, ContinuumError
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="continuum", description="Emulated 5G/6G mobile edge computing experiments.")
+    ap.add_argument("--version", action="version", version=f"continuum {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run an experiment file and write a result folder")
+    r.add_argument("file", type=Path)
+    r.add_argument("--dry-run", action="store_true", help="print the plan (nodes, addresses, links, delays, processes); touch nothing")
+    v = sub.add_parser("validate", help="check an experiment file; report every problem")
+    v.add_argument("file", type=Path, nargs="+")
+    d = sub.add_parser("destroy", help="remove what runs left on the host (after a crash or kill -9)")
+    g = d.add_mutually_exclusive_group(required=True)
+    g.add_argument("run_id", nargs="?", help="the run id (8 hex digits, printed at start and in manifest.json)")
+    g.add_argument("--all", action="store_true", help="every run's leftovers")
+    d.add_argument("--list", action="store_true", help="only list what would be removed")
+    rep = sub.add_parser("report", help="regenerate requests.csv, summary and plots of a run folder")
+    rep.add_argument("run_dir", type=Path)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser().parse_args(argv)
+    console = Console(highlight=False)
+    if not console.is_terminal:  # logs and CI: long lines stay whole
+        console = Console(highlight=False, width=140)
+    err = Console(stderr=True, highlight=False, width=None if console.is_terminal else 140)
+    try:
+        if args.command == "validate":
+            return _validate(args.file, console, err)
+        if args.command == "run":
+            from continuum import config, runner
+
+            spec = config.load(args.file)
+            runner.run(spec, ["continuum", *argv], console, dry_run=args.dry_run)
+            return 0
+        if args.command == "destroy":
+            return _destroy(args, console)
+        if args.command == "report":
+            from continuum.results import report, tables
+
+            summary, made = report.build(args.run_dir)
+            console.print(tables.render(summary))
+            console.print(f"plots: {', '.join(str(p) for p in made)}")
+            return 0
+    except ConfigError as e:
+        err.print(f"[red]error:[/] {e}")
+        return 2
+    except ContinuumError as e:
+        from continuum.runner import Interrupted
+
+        err.print(f"[red]error:[/] {e}")
+        return 130 if isinstance(e, Interrupted) else 1
+    return 2
+
+
+def _validate(files: list[Path], console: Console, err: Console) -> int:
+    from continuum import config
+
+    status = 0
+    for f in files:
+        try:
+            spec = config.load(f)
+        except ConfigError as e:
+            err.print(f"[red]invalid:[/] {e}")
+            status = 2
+            continue
+        console.print(f"[green]ok[/]: {f} ({spec.name}: {len(spec.nodes)} nodes, "
+                      f"{spec.mobile.uplink.given} / {spec.mobile.downlink.given}, offload to {spec.workload.offload})")
+    return status
+
+
+def _destroy(args: argparse.Namespace, console: Console) -> int:
+    from continuum import naming
+    from continuum.providers import REGISTRY
+
+    if args.run_id and not naming.RUN_ID.match(args.run_id):
+        raise ContinuumError(f"{args.run_id!r} is not a run id (8 hex digits, e.g. 3fa85f64); see manifest.json of the run")
+    run_id = None if args.all else args.run_id
+    total = 0
+    for kind, cls in sorted(REGISTRY.items()):
+        provider = cls()
+        found = provider.leftovers(run_id)
+        for item in found:
+            console.print(f"  {kind}: {item}")
+        if not args.list:
+            total += provider.destroy(run_id, lambda s: None)
+    if args.list:
+        return 0
+    console.print(f"removed {total} resource(s)" if total else "nothing to remove")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

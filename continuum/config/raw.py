@@ -1,0 +1,135 @@
+"""The experiment file exactly as written: every section and key the TOML may
+hold, with types and bounds. Unknown keys are errors (a typo must never be
+silently ignored). Presets, trace names and host facts are resolved later, in
+`resolve.py`, so this layer stays a plain description of the file."""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+QUEUES = ("infinite", "droptail", "drophead", "codel", "pie")
+QUEUE_ARGS = {
+    "infinite": (),
+    "droptail": ("packets", "bytes"),
+    "drophead": ("packets", "bytes"),
+    "codel": ("packets", "bytes", "target", "interval"),
+    "pie": ("packets", "bytes", "qdelay_ref", "max_burst"),
+}
+UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+def parse_memory(value: str | int) -> int:
+    """'512M', '1.5G', '800K' or a byte count -> bytes."""
+    if isinstance(value, bool):
+        raise ValueError("expected a size like '512M', '2G' or a number of bytes")
+    if isinstance(value, int):
+        n = value
+    else:
+        s = str(value).strip().upper().removesuffix("IB").removesuffix("B")
+        unit = s[-1:] if s[-1:] in UNITS and s[-1:] != "" else ""
+        try:
+            n = int(float(s[: len(s) - len(unit)]) * UNITS[unit])
+        except ValueError:
+            raise ValueError(f"{value!r} is not a size; expected e.g. '512M', '2G' or a number of bytes") from None
+    if n < 16 << 20:
+        raise ValueError(f"{value!r} is below the 16M a node needs to start a process")
+    return n
+
+
+class Experiment(Strict):
+    name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    seed: int = Field(default=1, ge=0)
+    duration_s: float = Field(gt=0, le=86400)
+    warmup_s: float = Field(default=5.0, ge=0, le=3600)
+    repetitions: int = Field(default=1, ge=1, le=100)
+    output: str = "runs"
+
+
+class Provider(Strict):
+    kind: str = "netns"
+
+
+class NodeGroup(Strict):
+    count: int = Field(default=1, ge=0, le=64)
+    cpus: float = Field(default=1.0, gt=0, le=256)
+    memory: Union[int, str] = "1G"
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, v: Union[int, str]) -> Union[int, str]:
+        parse_memory(v)
+        return v
+
+
+class Nodes(Strict):
+    endpoint: NodeGroup = NodeGroup(count=1, cpus=1.0, memory="512M")
+    edge: NodeGroup = NodeGroup(count=1, cpus=1.0, memory="2G")
+    cloud: NodeGroup = NodeGroup(count=0, cpus=2.0, memory="2G")
+
+
+class Mobile(Strict):
+    preset: str | None = None
+    uplink: str | None = None
+    downlink: str | None = None
+    uplink_queue: Literal["infinite", "droptail", "drophead", "codel", "pie"] = "infinite"
+    uplink_queue_args: str = ""
+    downlink_queue: Literal["infinite", "droptail", "drophead", "codel", "pie"] = "infinite"
+    downlink_queue_args: str = ""
+    uplink_loss: float = Field(default=0.0, ge=0, le=1)
+    downlink_loss: float = Field(default=0.0, ge=0, le=1)
+    bypass: list[str] = []
+    ms_bursts: bool = False
+
+
+class Core(Strict):
+    edge: Union[str, float] = "base_edge"
+    cloud: Union[str, float] = "eu_central_1"
+    jitter_ms: float = Field(default=0.0, ge=0, le=1000)
+    mechanism: Literal["mahimahi-link", "netem"] = "mahimahi-link"
+
+
+class Workload(Strict):
+    app: str = "image_classification"
+    offload: Literal["edge", "cloud"] = "edge"
+    rate: float = Field(default=1.0, gt=0, le=10000)
+    timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    params: dict[str, Union[int, float, str, bool]] = {}
+
+
+class ExperimentFile(Strict):
+    experiment: Experiment
+    provider: Provider = Provider()
+    nodes: Nodes = Nodes()
+    mobile: Mobile = Mobile()
+    core: Core = Core()
+    workload: Workload = Workload()
+
+
+def queue_args_problems(kind: str, args: str) -> list[str]:
+    """What is wrong with an mm-link queue-args string for this discipline (empty: nothing)."""
+    problems = []
+    allowed = QUEUE_ARGS[kind]
+    for part in filter(None, (p.strip() for p in args.split(","))):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep:
+            problems.append(f"{part!r} is not KEY=VALUE")
+        elif key not in allowed:
+            valid = ", ".join(allowed) or "none"
+            problems.append(f"queue {kind} does not take {key!r}; valid: {valid}")
+        elif not value.strip().isdigit():
+            problems.append(f"{key}={value.strip()!r}: expected a whole number")
+    given = {p.split("=")[0].strip() for p in args.split(",") if "=" in p}
+    if kind in ("droptail", "drophead") and not given & {"packets", "bytes"}:
+        problems.append(f"queue {kind} needs a limit: packets=N and/or bytes=N")
+    if kind == "codel" and not {"target", "interval"} <= given:
+        problems.append("queue codel needs target=MS, interval=MS")
+    if kind == "pie" and not {"qdelay_ref", "max_burst"} <= given:
+        problems.append("queue pie needs qdelay_ref=MS, max_burst=MS")
+    return problems

@@ -1,0 +1,275 @@
+"""Experiment file -> a typed, frozen ExperimentSpec, or ONE ConfigError that
+lists every problem (TOML syntax, unknown keys, wrong types, impossible values,
+unknown presets, missing or invalid traces), each with its key path and what
+would be valid. Nothing on the host is touched."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from pydantic import BaseModel, ValidationError
+
+from continuum import traces
+from continuum.config import presets, raw
+from continuum.errors import ConfigError, ConfigIssue
+from continuum.traces import TraceRef
+
+ROLES = ("endpoint", "edge", "cloud")
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str  # endpoint0, edge0, cloud0
+    role: str
+    index: int
+    cpus: float
+    memory_bytes: int
+
+
+@dataclass(frozen=True)
+class MobileSpec:
+    preset: str | None
+    uplink: TraceRef
+    downlink: TraceRef
+    uplink_queue: str
+    uplink_queue_args: str
+    downlink_queue: str
+    downlink_queue_args: str
+    uplink_loss: float
+    downlink_loss: float
+    bypass: tuple[str, ...]
+    ms_bursts: bool
+
+
+@dataclass(frozen=True)
+class CoreSpec:
+    edge_ms: float
+    edge_label: str
+    cloud_ms: float
+    cloud_label: str
+    jitter_ms: float
+    mechanism: str
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    app: str
+    offload: str
+    rate: float
+    timeout_s: float
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    source: Path
+    text: str
+    sha256: str
+    name: str
+    seed: int
+    duration_s: float
+    warmup_s: float
+    repetitions: int
+    output: Path
+    provider: str
+    nodes: tuple[NodeSpec, ...]
+    mobile: MobileSpec
+    core: CoreSpec
+    workload: WorkloadSpec
+
+    def role(self, role: str) -> tuple[NodeSpec, ...]:
+        return tuple(n for n in self.nodes if n.role == role)
+
+    def one_way_ms(self, role: str) -> float:
+        return self.core.edge_ms if role == "edge" else self.core.cloud_ms
+
+
+def _issues_from(e: ValidationError, file: str, prefix: str) -> list[ConfigIssue]:
+    out = []
+    for err in e.errors():
+        loc = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "")
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif err["type"] == "literal_error":
+            msg = f"{msg}, got {err.get('input')!r}"
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        out.append(ConfigIssue(file, loc, msg))
+    return out
+
+
+def _section(model: type[BaseModel], data: Any, file: str, key: str, issues: list[ConfigIssue]) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        issues.extend(_issues_from(e, file, key))
+        return None
+
+
+def _extra_keys_help(model: type[BaseModel]) -> str:
+    return ", ".join(model.model_fields)
+
+
+def load(path: str | os.PathLike) -> ExperimentSpec:
+    """Parse, validate and resolve an experiment file; raise ConfigError with all problems."""
+    path = Path(path)
+    file = str(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError([ConfigIssue(file, "(file)", f"cannot read: {e.strerror}")]) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError([ConfigIssue(file, "(syntax)", f"not valid TOML: {e}")]) from None
+
+    issues: list[ConfigIssue] = []
+    sections = raw.ExperimentFile.model_fields
+    for key in data:
+        if key not in sections:
+            issues.append(ConfigIssue(file, key, f"unknown section; valid: {', '.join(sections)}"))
+    if "experiment" not in data:
+        issues.append(ConfigIssue(file, "experiment", "required section is missing (name, duration_s)"))
+    parsed = {}
+    for key, field in sections.items():
+        if key in data:
+            if not isinstance(data[key], dict):
+                issues.append(ConfigIssue(file, key, "expected a table ([" + key + "])"))
+                continue
+            parsed[key] = _section(field.annotation, data[key], file, key, issues)
+        elif key != "experiment":
+            parsed[key] = field.default
+
+    spec = _resolve(path, text, parsed, issues)
+    if issues:
+        raise ConfigError(issues)
+    assert spec is not None
+    return spec
+
+
+def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]) -> ExperimentSpec | None:
+    file = str(path)
+    base = path.resolve().parent
+
+    def bad(key: str, msg: str) -> None:
+        issues.append(ConfigIssue(file, key, msg))
+
+    # provider
+    from continuum.providers import REGISTRY as PROVIDERS
+
+    provider = p.get("provider")
+    if provider is not None and provider.kind not in PROVIDERS:
+        bad("provider.kind", f"unknown provider {provider.kind!r}; valid: {', '.join(sorted(PROVIDERS))}")
+
+    # nodes
+    nodes: list[NodeSpec] = []
+    groups = p.get("nodes")
+    if groups is not None:
+        for role in ROLES:
+            g = getattr(groups, role)
+            for i in range(g.count):
+                nodes.append(NodeSpec(f"{role}{i}", role, i, g.cpus, raw.parse_memory(g.memory)))
+        if groups.endpoint.count < 1:
+            bad("nodes.endpoint.count", "at least one endpoint is needed to send requests")
+
+    # mobile network
+    mobile = None
+    m = p.get("mobile")
+    if m is not None:
+        up_name, down_name = m.uplink, m.downlink
+        if m.preset is not None:
+            if m.preset in presets.NOT_PUBLIC:
+                bad("mobile.preset", f"{m.preset!r}: {presets.NOT_PUBLIC[m.preset]}; public presets: {', '.join(presets.MOBILE)}")
+            elif m.preset not in presets.MOBILE:
+                bad("mobile.preset", f"unknown preset {m.preset!r}; valid: {', '.join(presets.MOBILE)}")
+            else:
+                up_name = up_name or presets.MOBILE[m.preset][0]
+                down_name = down_name or presets.MOBILE[m.preset][1]
+        refs = {}
+        for key, given in (("uplink", up_name), ("downlink", down_name)):
+            if given is None:
+                if m.preset is None:
+                    bad(f"mobile.{key}", "no trace given: set mobile.preset or mobile.uplink and mobile.downlink (archive name or file path)")
+                continue
+            ref, problem = traces.resolve(given, base)
+            if problem:
+                from_preset = m.preset is not None and getattr(m, key) is None
+                bad("mobile.preset" if from_preset else f"mobile.{key}", problem)
+            refs[key] = ref
+        for d in ("uplink", "downlink"):
+            kind, args = getattr(m, f"{d}_queue"), getattr(m, f"{d}_queue_args")
+            for problem in raw.queue_args_problems(kind, args):
+                bad(f"mobile.{d}_queue_args", problem)
+        for i, rule in enumerate(m.bypass):
+            if not _valid_bypass(rule):
+                bad(f"mobile.bypass[{i}]", f"{rule!r}: expected PREFIX or PREFIX:PORT, e.g. '10.200.2.0/24' or '10.200.2.2:1883'")
+        if refs.get("uplink") and refs.get("downlink"):
+            mobile = MobileSpec(
+                m.preset, refs["uplink"], refs["downlink"], m.uplink_queue, m.uplink_queue_args,
+                m.downlink_queue, m.downlink_queue_args, m.uplink_loss, m.downlink_loss, tuple(m.bypass), m.ms_bursts,
+            )
+
+    # core network
+    core = None
+    c = p.get("core")
+    if c is not None:
+        delays = {}
+        for tier in ("edge", "cloud"):
+            v = getattr(c, tier)
+            if isinstance(v, str):
+                if v in presets.CORE_ONE_WAY_MS:
+                    delays[tier] = (presets.CORE_ONE_WAY_MS[v], v)
+                else:
+                    bad(f"core.{tier}", f"unknown preset {v!r}; valid: {', '.join(presets.CORE_ONE_WAY_MS)} or a one-way delay in ms")
+            elif v < 0 or v > 10000:
+                bad(f"core.{tier}", f"{v} ms: a one-way delay must be between 0 and 10000 ms")
+            else:
+                delays[tier] = (float(v), f"{float(v):g} ms")
+        if len(delays) == 2:
+            core = CoreSpec(delays["edge"][0], delays["edge"][1], delays["cloud"][0], delays["cloud"][1], c.jitter_ms, c.mechanism)
+
+    # workload
+    workload = None
+    w = p.get("workload")
+    if w is not None:
+        from continuum.workloads import REGISTRY as APPS
+
+        app = APPS.get(w.app)
+        if app is None:
+            bad("workload.app", f"unknown app {w.app!r}; valid: {', '.join(sorted(APPS))}")
+        else:
+            params = _section(app.params, w.params, file, "workload.params", issues)
+            if params is not None:
+                workload = WorkloadSpec(w.app, w.offload, w.rate, w.timeout_s, MappingProxyType(params.model_dump()))
+        if groups is not None and getattr(groups, w.offload).count < 1:
+            bad("workload.offload", f"offloads to {w.offload!r} but nodes.{w.offload}.count is 0")
+
+    e = p.get("experiment")
+    if issues or e is None or mobile is None or core is None or workload is None:
+        return None
+    out = Path(e.output)
+    if not out.is_absolute():
+        out = Path.cwd() / out
+    return ExperimentSpec(
+        source=path.resolve(), text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), name=e.name, seed=e.seed,
+        duration_s=e.duration_s, warmup_s=e.warmup_s, repetitions=e.repetitions, output=out,
+        provider=p["provider"].kind, nodes=tuple(nodes), mobile=mobile, core=core, workload=workload,
+    )
+
+
+def _valid_bypass(rule: str) -> bool:
+    import ipaddress
+
+    prefix, _, port = rule.partition(":") if rule.count(":") == 1 else (rule, "", "")
+    try:
+        ipaddress.ip_network(prefix, strict=False)
+    except ValueError:
+        return False
+    return port == "" or (port.isdigit() and 0 < int(port) < 65536)

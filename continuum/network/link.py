@@ -1,0 +1,69 @@
+"""The cellular hop: one `mahimahi-link forward` process in the ran namespace
+serves every UE link of the plan, with the core delay rules, and writes
+mm-link-format logs and live JSON statistics into the run folder."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from continuum.config import ExperimentSpec
+from continuum.network.plan import Plan
+from continuum.providers.base import Node, wait_for
+from continuum.traces import mahimahi_link_binary
+
+
+def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path) -> list[str]:
+    m = spec.mobile
+    out = [str(mahimahi_link_binary()), "forward"]
+    for link in plan.cell_links:
+        out.append(f"--link=name={link.name},ue={link.ue_if},core={link.core_if},up={m.uplink.path},down={m.downlink.path}")
+    out += [
+        f"--uplink-queue={m.uplink_queue}",
+        f"--downlink-queue={m.downlink_queue}",
+        f"--uplink-log={logs}/{{name}}.uplink.log",
+        f"--downlink-log={logs}/{{name}}.downlink.log",
+        f"--stats={stats}",
+        f"--seed={spec.seed}",
+        "--quiet",
+    ]
+    if m.uplink_queue_args:
+        out.append(f"--uplink-queue-args={m.uplink_queue_args}")
+    if m.downlink_queue_args:
+        out.append(f"--downlink-queue-args={m.downlink_queue_args}")
+    if m.uplink_loss:
+        out.append(f"--uplink-loss={m.uplink_loss}")
+    if m.downlink_loss:
+        out.append(f"--downlink-loss={m.downlink_loss}")
+    if m.ms_bursts:
+        out.append("--ms-bursts")
+    out += [f"--bypass={b}" for b in plan.bypass]
+    if spec.core.mechanism == "mahimahi-link":
+        out += [f"--delay={prefix}={ms}" for prefix, ms in plan.delay_rules]
+    return out
+
+
+def start(ran: Node, spec: ExperimentSpec, plan: Plan, run_dir: Path) -> tuple[subprocess.Popen, Path]:
+    """Start the emulator and wait until it serves (its first statistics file)."""
+    logs = run_dir / "links"
+    logs.mkdir(parents=True, exist_ok=True)
+    stats = run_dir / "links" / "stats.json"
+    proc = ran.start(argv(spec, plan, logs, stats), run_dir / "logs" / "mahimahi-link.log")
+
+    def ready() -> bool:
+        if proc.poll() is not None:
+            from continuum.errors import ProviderError
+
+            text = (run_dir / "logs" / "mahimahi-link.log").read_text(errors="replace").strip()
+            raise ProviderError(f"mahimahi-link exited with status {proc.returncode}: {text}")
+        return stats.exists()
+
+    wait_for(ready, 10, "mahimahi-link to start")
+    return proc, stats
+
+
+def read_stats(stats: Path) -> dict[str, dict]:
+    """{link name: {"uplink": {...}, "downlink": {...}}} from the live statistics file."""
+    doc = json.loads(stats.read_text())
+    return {link["name"]: link for link in doc["links"]}

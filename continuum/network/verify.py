@@ -1,0 +1,130 @@
+"""Check the live network against the plan before any workload starts, and
+return the measurements for the manifest. Three checks:
+
+1. Core delay: RTT from each endpoint to each remote node, sent from the
+   endpoint's probe address (which bypasses the trace but keeps the core
+   delay), must be 2 x the tier's one-way delay within 0.5 ms + 10%.
+2. Shaped exactly once: N pings on the normal path must enter that UE's
+   uplink exactly N times and its downlink exactly N times (the emulator's own
+   counters), and no other UE's link.
+3. No leak: no namespace of the run has a route to an address outside the
+   plan, and no interface of ours sits in the host's namespace.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from continuum import commands, naming
+from continuum.config import ExperimentSpec
+from continuum.errors import CommandError, VerificationError
+from continuum.network import link
+from continuum.network.plan import Plan
+from continuum.providers.base import Deployment
+
+PINGS = 10
+OUTSIDE = ("8.8.8.8", "192.0.2.1", "1.1.1.1")
+
+
+def _ping(dep: Deployment, src_node: str, dst: str, count: int, source: str | None = None) -> list[float]:
+    argv = ["ping", "-n", "-c", str(count), "-i", "0.05", "-W", "5"]
+    if source:
+        argv += ["-I", source]
+    p = dep.nodes[src_node].run([*argv, dst], check=False, timeout=60)
+    rtts = [float(x) for x in re.findall(r"time=([0-9.]+) ms", p.stdout)]
+    if not rtts:
+        raise VerificationError(f"{src_node} cannot reach {dst} ({' '.join(argv)}): {p.stdout.strip()[-200:]} {p.stderr.strip()}")
+    return rtts
+
+
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+def core_rtt(spec: ExperimentSpec, plan: Plan, dep: Deployment) -> list[dict]:
+    out = []
+    for ep in spec.role("endpoint"):
+        for remote in (n for n in spec.nodes if n.role != "endpoint"):
+            rtts = _ping(dep, ep.name, plan.addresses[remote.name], PINGS, plan.probe_addresses[ep.name])
+            expected = 2 * spec.one_way_ms(remote.role)
+            measured = _median(rtts)
+            tolerance = 0.5 + 0.1 * expected
+            out.append({
+                "from": ep.name, "to": remote.name, "tier": remote.role,
+                "expected_rtt_ms": expected, "median_rtt_ms": round(measured, 3),
+                "min_rtt_ms": min(rtts), "max_rtt_ms": max(rtts), "tolerance_ms": round(tolerance, 3),
+                "ok": abs(measured - expected) <= tolerance,
+            })
+    return out
+
+
+def shaped_once(spec: ExperimentSpec, plan: Plan, dep: Deployment, stats: Path) -> list[dict]:
+    out = []
+    target = plan.addresses[plan.offload_target]
+    for ep in spec.role("endpoint"):
+        before = _settled_stats(stats)
+        rtts = _ping(dep, ep.name, target, PINGS)
+        after = _settled_stats(stats)
+        row = {"endpoint": ep.name, "pings": PINGS, "replies": len(rtts), "median_rtt_ms": round(_median(rtts), 3)}
+        ok = len(rtts) == PINGS
+        for name in after:
+            for d in ("uplink", "downlink"):
+                delta = after[name][d]["arrived_packets"] - before[name][d]["arrived_packets"]
+                want = PINGS if name == ep.name else 0
+                row[f"{name}.{d}_packets"] = delta
+                ok &= delta == want
+        row["ok"] = ok
+        out.append(row)
+    return out
+
+
+def _settled_stats(stats: Path) -> dict:
+    """Statistics after in-flight packets have passed (two writes apart)."""
+    time.sleep(0.1)
+    first = stats.stat().st_mtime_ns
+    deadline = time.monotonic() + 2
+    while stats.stat().st_mtime_ns == first and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.25)
+    return link.read_stats(stats)
+
+
+def no_leaks(dep: Deployment, run_id: str) -> dict:
+    routes_out = {}
+    ok = True
+    for logical, node in dep.nodes.items():
+        for dst in OUTSIDE:
+            try:
+                node.run(["ip", "route", "get", dst], timeout=10)
+                routes_out[f"{logical}->{dst}"] = "ROUTED"
+                ok = False
+            except CommandError:
+                routes_out[f"{logical}->{dst}"] = "unreachable"
+    host_links = commands.run(["ip", "-o", "link", "show"]).stdout
+    leaked = [line for line in host_links.splitlines() if f"{naming.TAG}-{run_id}" in line]
+    ok &= not leaked
+    return {"ok": ok, "outside_routes": routes_out, "host_interfaces_of_run": leaked}
+
+
+def verify(spec: ExperimentSpec, plan: Plan, dep: Deployment, stats: Path) -> dict:
+    """Run all checks; raise VerificationError (with the numbers) if one fails."""
+    result = {
+        "core_rtt": core_rtt(spec, plan, dep),
+        "shaped_once": shaped_once(spec, plan, dep, stats),
+        "no_leaks": no_leaks(dep, dep.run_id),
+    }
+    failures = [f"core RTT {r['from']}->{r['to']}: {r['median_rtt_ms']} ms, plan {r['expected_rtt_ms']} ms ± {r['tolerance_ms']}"
+                for r in result["core_rtt"] if not r["ok"]]
+    failures += [f"shaping check on {r['endpoint']}: {r}" for r in result["shaped_once"] if not r["ok"]]
+    if not result["no_leaks"]["ok"]:
+        failures.append(f"route leak: {result['no_leaks']}")
+    result["ok"] = not failures
+    if failures:
+        err = VerificationError("the live network does not match the plan:\n  - " + "\n  - ".join(failures))
+        err.result = result  # type: ignore[attr-defined]
+        raise err
+    return result

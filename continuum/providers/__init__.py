@@ -1,0 +1,10 @@
+"""Infrastructure providers register under a kind name (`[provider] kind = ...`).
+An unknown kind is a config error listing the valid ones; nothing is imported
+from a string taken out of a config file."""
+
+from __future__ import annotations
+
+from continuum.providers.base import REGISTRY, Provider, register
+from continuum.providers import netns as _netns  # noqa: F401  (registers "netns")
+
+__all__ = ["REGISTRY", "Provider", "register"]

@@ -1,0 +1,170 @@
+"""The embedded default provider: each node is a network namespace with its
+own addresses, and its processes run inside a cgroup that enforces the node's
+CPU quota and memory limit. Starts in about a second; needs root.
+
+Veth pairs are created with both ends directly inside their namespaces, so no
+interface of ours ever appears in the host's namespace, and deleting a
+namespace deletes its interfaces. Namespace names carry the run id
+(ctm-<run id>-<node>), cgroups live under continuum/<run id>/<node>."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from typing import Callable
+
+from continuum import cgroups, commands, naming
+from continuum.config import ExperimentSpec
+from continuum.errors import CommandError, ProviderError
+from continuum.network.plan import Plan
+from continuum.providers.base import Deployment, Node, Provider, register, wait_for
+from continuum.traces import mahimahi_link_binary
+
+TOOLS = {"ip": "iproute2", "ethtool": "ethtool", "ping": "iputils-ping", "mosquitto": "mosquitto"}
+
+
+def list_namespaces() -> list[str]:
+    p = commands.run(["ip", "netns", "list"], check=False)
+    return [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
+
+
+def namespace_pids(netns: str) -> set[int]:
+    p = commands.run(["ip", "netns", "pids", netns], check=False)
+    return {int(x) for x in p.stdout.split()}
+
+
+def kill_namespace_processes(netns: str) -> None:
+    import signal
+    import time
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = namespace_pids(netns)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 3
+        while namespace_pids(netns) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def delete_namespace(netns: str) -> None:
+    kill_namespace_processes(netns)
+    commands.run(["ip", "netns", "del", netns], check=False)
+
+
+@register
+class NetnsProvider(Provider):
+    kind = "netns"
+
+    def check(self, spec: ExperimentSpec) -> list[str]:
+        problems = []
+        if os.geteuid() != 0:
+            problems.append("the netns provider needs root (network namespaces, cgroups): run with sudo")
+        for tool, package in TOOLS.items():
+            if not shutil.which(tool):
+                problems.append(f"{tool} not found: install the Debian package {package} (./setup.sh does)")
+        if not mahimahi_link_binary().exists():
+            problems.append(f"{mahimahi_link_binary()} missing: build it with ./setup.sh")
+        try:
+            cgroups.detect()
+        except ProviderError as e:
+            problems.append(str(e))
+        if spec.core.jitter_ms > 0 and spec.core.mechanism == "mahimahi-link":
+            problems.append("core.jitter_ms > 0 needs core.mechanism = \"netem\" (mahimahi-link's core delay is constant)")
+        return problems
+
+    def deploy(self, spec: ExperimentSpec, plan: Plan, run_id: str, undo: contextlib.ExitStack,
+               say: Callable[[str], None]) -> Deployment:
+        dep = Deployment(run_id)
+        version, _ = cgroups.detect()
+        dep.facts["cgroup_version"] = version
+        specs = {n.name: n for n in spec.nodes}
+
+        say(f"creating {len(plan.namespaces)} namespaces")
+        for logical in plan.namespaces:
+            ns = naming.netns(run_id, logical)
+            commands.run(["ip", "netns", "add", ns])
+            undo.callback(delete_namespace, ns)
+            commands.run(commands.in_netns(ns, ["ip", "link", "set", "lo", "up"]))
+            dep.nodes[logical] = Node(logical, ns, plan.addresses.get(logical), specs.get(logical))
+
+        say(f"wiring {len(plan.veths)} veth pairs")
+        for v in plan.veths:
+            a, b = dep.nodes[v.a.namespace].netns, dep.nodes[v.b.namespace].netns
+            commands.run(["ip", "link", "add", v.a.name, "netns", a, "type", "veth", "peer", "name", v.b.name, "netns", b])
+            for end, ns in ((v.a, a), (v.b, b)):
+                if end.address:
+                    commands.run(commands.in_netns(ns, ["ip", "addr", "add", end.address, "dev", end.name]))
+                # MTU-faithful emulation: the link must see 1500-byte frames, not GSO super-frames.
+                commands.run(commands.in_netns(ns, ["ethtool", "-K", end.name, "tso", "off", "gso", "off", "gro", "off"]), check=False)
+                commands.run(commands.in_netns(ns, ["ip", "link", "set", end.name, "up"]))
+        for ep, probe in plan.probe_addresses.items():
+            commands.run(commands.in_netns(dep.nodes[ep].netns, ["ip", "addr", "add", f"{probe}/32", "dev", "eth0"]))
+        core = dep.nodes["core"].netns
+        commands.run(commands.in_netns(core, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]))
+        for ns in (n.netns for n in dep.nodes.values()):
+            commands.run(commands.in_netns(ns, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"]), check=False)
+        for r in plan.routes:
+            argv = ["ip", "route", "add", r.destination]
+            if r.via:
+                argv += ["via", r.via]
+            commands.run(commands.in_netns(dep.nodes[r.namespace].netns, argv))
+
+        if spec.core.mechanism == "netem":
+            self._netem(spec, plan, dep)
+        dep.facts["delay_mechanism"] = spec.core.mechanism
+
+        say("creating cgroups (CPU quota, memory limit)")
+        for n in spec.nodes:
+            cg = cgroups.create(naming.cgroup(run_id, n.name), n.cpus, n.memory_bytes)
+            undo.callback(cg.remove)
+            dep.nodes[n.name].cgroup = cg
+        return dep
+
+    def _netem(self, spec: ExperimentSpec, plan: Plan, dep: Deployment) -> None:
+        """Core delay with tc netem on both ends of each tier's core link (where the kernel has netem)."""
+        core = dep.nodes["core"]
+        for n in spec.nodes:
+            if n.role == "endpoint":
+                continue
+            ms = spec.one_way_ms(n.role)
+            delay = ["delay", f"{ms}ms"] + ([f"{spec.core.jitter_ms}ms"] if spec.core.jitter_ms else [])
+            for node, dev in ((core, n.name), (dep.nodes[n.name], "eth0")):
+                try:
+                    node.run(["tc", "qdisc", "add", "dev", dev, "root", "netem", *delay])
+                except CommandError as e:
+                    raise ProviderError(
+                        f"core.mechanism = \"netem\" but this kernel refused it ({e.stderr or e}); "
+                        "use core.mechanism = \"mahimahi-link\""
+                    ) from e
+
+    def leftovers(self, run_id: str | None) -> list[str]:
+        out = []
+        for ns in list_namespaces():
+            parsed = naming.parse_netns(ns)
+            if parsed and (run_id is None or parsed[0] == run_id):
+                pids = namespace_pids(ns)
+                out.append(f"namespace {ns}" + (f" ({len(pids)} processes)" if pids else ""))
+        for rid, cgs in cgroups.existing(run_id).items():
+            for cg in cgs:
+                out.append(f"cgroup {next(iter(cg.dirs.values()))}")
+        return out
+
+    def destroy(self, run_id: str | None, say: Callable[[str], None]) -> int:
+        removed = 0
+        for ns in list_namespaces():
+            parsed = naming.parse_netns(ns)
+            if parsed and (run_id is None or parsed[0] == run_id):
+                say(f"removing namespace {ns} and its processes")
+                delete_namespace(ns)
+                removed += 1
+        for rid, cgs in cgroups.existing(run_id).items():
+            for cg in cgs:
+                say(f"removing cgroup {next(iter(cg.dirs.values()))}")
+                cg.remove()
+                removed += 1
+        return removed
+
+
+__all__ = ["NetnsProvider", "wait_for"]

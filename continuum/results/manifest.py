@@ -1,0 +1,94 @@
+"""manifest.json: everything needed to know how a result was made and to make
+it again: the command line, config hash, trace checksums, seed, versions of
+every component, which delay mechanism and cgroup version ran, host facts."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import continuum
+from continuum.config import ExperimentSpec
+from continuum.traces import REPO, mahimahi_link_binary
+
+
+def _out(argv: list[str]) -> str:
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        return (p.stdout or p.stderr).strip().splitlines()[0] if (p.stdout or p.stderr).strip() else "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def _os_release() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return "unknown"
+
+
+def versions() -> dict:
+    from continuum import broker
+
+    v = {
+        "continuum": continuum.__version__,
+        "continuum_git": _out(["git", "-C", str(REPO), "describe", "--always", "--dirty"]),
+        "python": sys.version.split()[0],
+        "kernel": platform.release(),
+        "mosquitto": broker.version(),
+        "mahimahi-link": _out([str(mahimahi_link_binary()), "--version"]),
+    }
+    for mod in ("torch", "torchvision", "paho.mqtt", "pandas", "numpy", "pydantic"):
+        try:
+            m = __import__(mod, fromlist=["__version__"])
+            v[mod] = getattr(m, "__version__", "unknown")
+        except ImportError:
+            v[mod] = "not installed"
+    return v
+
+
+def host() -> dict:
+    mem = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return {"hostname": platform.node(), "os": _os_release(), "machine": platform.machine(),
+            "cpus": os.cpu_count(), "memory_bytes": mem}
+
+
+def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> dict:
+    return {
+        "run_id": run_id,
+        "experiment": spec.name,
+        "command_line": argv,
+        "started": started,
+        "config_file": str(spec.source),
+        "config_sha256": spec.sha256,
+        "seed": spec.seed,
+        "provider": spec.provider,
+        "traces": {
+            "uplink": {"given": spec.mobile.uplink.given, "path": str(spec.mobile.uplink.path), "sha256": spec.mobile.uplink.sha256},
+            "downlink": {"given": spec.mobile.downlink.given, "path": str(spec.mobile.downlink.path), "sha256": spec.mobile.downlink.sha256},
+        },
+        "core": {"edge_one_way_ms": spec.core.edge_ms, "edge": spec.core.edge_label,
+                 "cloud_one_way_ms": spec.core.cloud_ms, "cloud": spec.core.cloud_label,
+                 "jitter_ms": spec.core.jitter_ms, "delay_mechanism": spec.core.mechanism},
+        "versions": versions(),
+        "host": host(),
+    }
+
+
+def write(manifest: dict, run_dir: Path) -> None:
+    tmp = run_dir / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+    tmp.replace(run_dir / "manifest.json")

@@ -1,0 +1,22 @@
+"""Turn a run folder's raw files (per-endpoint and per-server CSVs, link logs,
+node samples) into requests.csv, summary.json, the printed table and plots.
+The same function serves the end of `continuum run` and `continuum report`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from continuum.errors import ContinuumError
+from continuum.results import plots, tables
+
+
+def build(run_dir: Path) -> tuple[dict, list[Path]]:
+    run_dir = Path(run_dir)
+    raw = run_dir / "raw"
+    if not raw.is_dir():
+        raise ContinuumError(f"{run_dir} is not a run folder (no raw/ inside); give a folder under runs/")
+    df = tables.merge(sorted(raw.glob("requests-*.csv")), sorted(raw.glob("server-*.csv")))
+    summary = tables.summarize(df)
+    tables.write(df, summary, run_dir)
+    made = plots.all_plots(run_dir, df, summary)
+    return summary, made

@@ -1,0 +1,111 @@
+"""Per-request rows -> latency metrics and the summary (count, median, P95,
+P99, max for each metric; no trimming: the tail is the point).
+
+Metrics (thesis names): M1 uplink = server received - endpoint sent;
+M2 downlink = endpoint received - server sent; M3 pre-processing = sent -
+created; M4 server = server sent - server received (queueing + inference).
+They add up exactly to end-to-end = received - created."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+METRICS = {
+    "uplink_ms": "M1 uplink",
+    "downlink_ms": "M2 downlink",
+    "preprocessing_ms": "M3 pre-processing",
+    "server_ms": "M4 server",
+    "inference_ms": "  of which inference",
+    "e2e_ms": "end-to-end",
+}
+
+
+def add_metrics(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    ms = lambda a, b: (df[a] - df[b]) / 1e6  # noqa: E731
+    df["uplink_ms"] = ms("t_server_received", "t_sent")
+    df["downlink_ms"] = ms("t_received", "t_server_sent")
+    df["preprocessing_ms"] = ms("t_sent", "t_created")
+    df["server_ms"] = ms("t_server_sent", "t_server_received")
+    df["inference_ms"] = ms("t_server_done", "t_server_start")
+    df["e2e_ms"] = ms("t_received", "t_created")
+    return df
+
+
+def merge(endpoint_csvs: list[Path], server_csvs: list[Path]) -> pd.DataFrame:
+    """All endpoints' rows, with `dropped` (the server never saw the request) and the metrics."""
+    parts = [pd.read_csv(p) for p in endpoint_csvs if p.exists() and p.stat().st_size > 0]
+    if not parts:
+        return add_metrics(pd.DataFrame(columns=[
+            "repetition", "endpoint", "request_id", "phase", "request_bytes", "response_bytes", "class", "t_created",
+            "t_sent", "t_server_received", "t_server_start", "t_server_done", "t_server_sent", "t_received", "timeout", "dropped"]))
+    df = pd.concat(parts, ignore_index=True)
+    seen = set()
+    for p in server_csvs:
+        if p.exists() and p.stat().st_size > 0:
+            s = pd.read_csv(p)
+            seen |= set(zip(s["repetition"], s["endpoint"], s["request_id"]))
+    df["dropped"] = [int((r, e, i) not in seen) for r, e, i in zip(df["repetition"], df["endpoint"], df["request_id"])]
+    df = df.sort_values(["repetition", "t_created", "endpoint"]).reset_index(drop=True)
+    return add_metrics(df)
+
+
+def summarize(df: pd.DataFrame) -> dict:
+    measured = df[df["phase"] == "measure"]
+    answered = measured[measured["timeout"] == 0]
+    out = {
+        "requests": int(len(measured)),
+        "answered": int(len(answered)),
+        "timeouts": int((measured["timeout"] == 1).sum()),
+        "dropped": int(measured["dropped"].sum()) if "dropped" in measured else 0,
+        "warmup_requests": int((df["phase"] == "warmup").sum()),
+        "request_bytes_median": float(answered["request_bytes"].median()) if len(answered) else None,
+        "metrics": {},
+    }
+    for col in METRICS:
+        x = answered[col].astype(float).to_numpy()
+        if len(x) == 0:
+            out["metrics"][col] = {"count": 0}
+            continue
+        out["metrics"][col] = {
+            "count": int(len(x)),
+            "median": float(np.median(x)),
+            "p95": float(np.percentile(x, 95)),
+            "p99": float(np.percentile(x, 99)),
+            "max": float(x.max()),
+            "mean": float(x.mean()),
+        }
+    m = out["metrics"]
+    if m["e2e_ms"].get("count"):
+        net = m["uplink_ms"]["median"] + m["downlink_ms"]["median"]
+        out["decomposition_of_median"] = {
+            "network_share": net / max(1e-9, m["e2e_ms"]["median"]),
+            "uplink_share_of_network": m["uplink_ms"]["median"] / max(1e-9, net),
+        }
+    return out
+
+
+def write(df: pd.DataFrame, summary: dict, run_dir: Path) -> None:
+    df.to_csv(run_dir / "requests.csv", index=False)
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def render(summary: dict):
+    """A rich Table of the summary."""
+    from rich.table import Table
+
+    t = Table(title=f"{summary['answered']} of {summary['requests']} requests answered "
+                    f"({summary['timeouts']} timeouts, {summary['dropped']} dropped); milliseconds")
+    for h in ("metric", "count", "median", "P95", "P99", "max"):
+        t.add_column(h, justify="left" if h == "metric" else "right")
+    for col, label in METRICS.items():
+        s = summary["metrics"][col]
+        if not s.get("count"):
+            t.add_row(label, "0", "-", "-", "-", "-")
+            continue
+        t.add_row(label, str(s["count"]), *(f"{s[k]:.2f}" for k in ("median", "p95", "p99", "max")))
+    return t

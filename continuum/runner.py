@@ -1,0 +1,276 @@
+"""`continuum run`: provision -> network -> verify -> brokers -> workload ->
+teardown -> results. Every resource's undo is registered the moment it
+exists; SIGINT and SIGTERM unwind the same way as an error, and the result
+folder keeps whatever was measured up to that point."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+from continuum import broker, naming
+from continuum.config import ExperimentSpec
+from continuum.errors import ContinuumError, ProviderError, VerificationError
+from continuum.monitor import NodeSampler
+from continuum.network import link, plan as netplan, verify
+from continuum.providers import REGISTRY
+from continuum.providers.base import Deployment, stop_process, wait_for
+from continuum.results import manifest, report, tables
+from continuum.traces import REPO
+from continuum.undo import Undo
+from continuum.workloads import REGISTRY as APPS
+
+
+class Interrupted(ContinuumError):
+    """Stopped by SIGINT/SIGTERM; everything was torn down."""
+
+
+def _raise_interrupt(signum, _frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list[str]:
+    lines = [f"experiment {spec.name!r}: provider {spec.provider}, run id {run_id}"]
+    lines.append("nodes:")
+    for n in spec.nodes:
+        lines.append(f"  {n.name:<10} namespace {naming.netns(run_id, n.name):<24} {plan.addresses[n.name]:<12} "
+                     f"cpus {n.cpus:g}  memory {n.memory_bytes / 2**20:.0f} MiB  cgroup {naming.cgroup(run_id, n.name)}")
+    lines.append(f"  {'ran':<10} namespace {naming.netns(run_id, 'ran'):<24} mahimahi-link forward (no limits)")
+    lines.append(f"  {'core':<10} namespace {naming.netns(run_id, 'core'):<24} router")
+    lines.append("links:")
+    for v in plan.veths:
+        lines.append(f"  {v.a.namespace}:{v.a.name} ({v.a.address or 'unnumbered'}) <-> {v.b.namespace}:{v.b.name} ({v.b.address or 'unnumbered'})")
+    m = spec.mobile
+    lines.append("cellular link (per endpoint, in ran):")
+    lines.append(f"  uplink   {m.uplink.path}  queue {m.uplink_queue} {m.uplink_queue_args}  loss {m.uplink_loss}")
+    lines.append(f"  downlink {m.downlink.path}  queue {m.downlink_queue} {m.downlink_queue_args}  loss {m.downlink_loss}")
+    lines.append(f"  bypass   {', '.join(plan.bypass)} (first one: verification probe addresses)")
+    lines.append(f"core delay ({spec.core.mechanism}):")
+    for role in ("edge", "cloud"):
+        if spec.role(role):
+            label = spec.core.edge_label if role == "edge" else spec.core.cloud_label
+            lines.append(f"  {role:<6} {spec.one_way_ms(role):g} ms one-way ({label}), RTT {2 * spec.one_way_ms(role):g} ms")
+    w = spec.workload
+    lines.append("processes:")
+    lines.append(f"  ran: mahimahi-link forward ({len(plan.cell_links)} link(s))")
+    for n in spec.nodes:
+        if n.role != "endpoint":
+            lines.append(f"  {n.name}: mosquitto :{netplan.MQTT_PORT}" + (f", {w.app} server" if n.name == plan.offload_target else ""))
+    for n in spec.role("endpoint"):
+        lines.append(f"  {n.name}: {w.app} endpoint -> {plan.offload_target} ({plan.addresses[plan.offload_target]}), {w.rate:g} req/s")
+    lines.append(f"schedule: {spec.repetitions} x ({spec.warmup_s:g} s warm-up + {spec.duration_s:g} s measured), seed {spec.seed}")
+    return lines
+
+
+def new_run_dir(spec: ExperimentSpec, run_id: str) -> Path:
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    d = spec.output / f"{stamp}-{spec.name}"
+    if d.exists():
+        d = spec.output / f"{stamp}-{spec.name}-{run_id}"
+    return d
+
+
+def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool = False) -> Path | None:
+    provider = REGISTRY[spec.provider]()
+    run_id = naming.new_run_id()
+    plan = netplan.build(spec)
+    if dry_run:
+        for line in describe_plan(spec, plan, run_id):
+            console.print(line, highlight=False)
+        problems = provider.check(spec)
+        for p in problems:
+            console.print(f"[yellow]host not ready:[/] {p}")
+        return None
+    problems = provider.check(spec)
+    if problems:
+        raise ProviderError("the host is not ready:\n  - " + "\n  - ".join(problems))
+
+    run_dir = new_run_dir(spec, run_id)
+    (run_dir / "raw").mkdir(parents=True)
+    (run_dir / "logs").mkdir()
+    shutil.copyfile(spec.source, run_dir / "experiment.toml")
+    started = dt.datetime.now(dt.timezone.utc).isoformat()
+    man = manifest.build(spec, run_id, argv, started)
+    man["status"] = "running"
+    manifest.write(man, run_dir)
+    console.print(f"[bold]{spec.name}[/]: run {run_id} -> {run_dir}")
+
+    old = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    t_start = time.monotonic()
+    error: BaseException | None = None
+    try:
+        with Undo(lambda s: console.print(f"[red]{s}[/]")) as undo:
+            _run(spec, plan, provider, run_id, run_dir, undo, man, console)
+            console.print("tearing down")
+    except KeyboardInterrupt as e:
+        error = e
+        man["status"] = f"interrupted ({e or 'SIGINT'})"
+    except BaseException as e:
+        error = e
+        man["status"] = f"failed: {e}"
+    else:
+        man["status"] = "complete"
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        man["finished"] = dt.datetime.now(dt.timezone.utc).isoformat()
+        man["wall_s"] = round(time.monotonic() - t_start, 2)
+        manifest.write(man, run_dir)
+    console.print("[green]torn down[/]: nothing of this run is left on the host")
+
+    summary, made = report.build(run_dir)
+    (run_dir / "summary.txt").write_text(_plain(tables.render(summary)))
+    if summary["requests"]:
+        console.print(tables.render(summary))
+        console.print(f"plots: {', '.join(str(p.relative_to(run_dir)) for p in made)}")
+    console.print(f"results: {run_dir}")
+    if isinstance(error, KeyboardInterrupt):
+        raise Interrupted(f"interrupted; partial results in {run_dir}") from None
+    if error is not None:
+        raise error
+    return run_dir
+
+
+def _plain(renderable) -> str:
+    c = Console(width=100, record=True, file=open("/dev/null", "w"))
+    c.print(renderable)
+    return c.export_text()
+
+
+def _run(spec: ExperimentSpec, plan: netplan.Plan, provider, run_id: str, run_dir: Path, undo: Undo,
+         man: dict, console: Console) -> None:
+    def phase(msg: str) -> None:
+        console.print(f"  {msg}")
+
+    t = time.monotonic()
+    console.print(f"[bold]provision[/] ({spec.provider})")
+    dep = provider.deploy(spec, plan, run_id, undo, phase)
+    man["cgroup_version"] = dep.facts.get("cgroup_version")
+    man["delay_mechanism"] = dep.facts.get("delay_mechanism")
+    man["addresses"] = plan.addresses
+    phase(f"done in {time.monotonic() - t:.1f} s")
+
+    console.print("[bold]network[/]: cellular link (mahimahi-link) and core delay")
+    emulator, stats = link.start(dep.nodes["ran"], spec, plan, run_dir)
+    undo.callback(stop_process, emulator)
+
+    console.print("[bold]verify[/] the live network against the plan")
+    try:
+        checks = verify.verify(spec, plan, dep, stats)
+    except VerificationError as e:
+        man["verification"] = getattr(e, "result", None)
+        (run_dir / "verification.json").write_text(json.dumps(man["verification"], indent=2) + "\n")
+        raise
+    man["verification"] = checks
+    (run_dir / "verification.json").write_text(json.dumps(checks, indent=2) + "\n")
+    for r in checks["core_rtt"]:
+        phase(f"RTT {r['from']} -> {r['to']} (core only): {r['median_rtt_ms']:.2f} ms, plan {r['expected_rtt_ms']:g} ms  ok")
+    for r in checks["shaped_once"]:
+        phase(f"{r['endpoint']}: {r['pings']} pings entered uplink {r[r['endpoint'] + '.uplink_packets']}x, "
+              f"downlink {r[r['endpoint'] + '.downlink_packets']}x (shaped once), RTT through link {r['median_rtt_ms']:.2f} ms  ok")
+    phase("no route from any namespace of the run to outside addresses  ok")
+    manifest.write(man, run_dir)
+
+    console.print("[bold]brokers[/]")
+    for n in spec.nodes:
+        if n.role != "endpoint":
+            proc = broker.start(dep.nodes[n.name], run_dir)
+            undo.callback(stop_process, proc)
+            phase(f"mosquitto on {n.name} ({plan.addresses[n.name]}:{netplan.MQTT_PORT})")
+
+    with NodeSampler([dep.nodes[n.name] for n in spec.nodes], run_dir / "nodes.csv"):
+        for rep in range(1, spec.repetitions + 1):
+            _repetition(spec, plan, dep, run_dir, rep, man, console, undo)
+    manifest.write(man, run_dir)
+    stop_process(emulator)  # flushes the link logs before the report reads them
+
+
+def _python() -> list[str]:
+    return [sys.executable, "-m"]
+
+
+def _repetition(spec: ExperimentSpec, plan: netplan.Plan, dep: Deployment, run_dir: Path, rep: int, man: dict,
+                console: Console, undo: Undo) -> None:
+    w = spec.workload
+    app = APPS[w.app]
+    p = dict(w.params)
+    target = dep.nodes[plan.offload_target]
+    env = {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": str(max(1, math.floor(target.spec.cpus)))}
+    console.print(f"[bold]workload[/] {w.app}, repetition {rep}/{spec.repetitions}")
+    ready = run_dir / "raw" / f"server-ready-r{rep}.json"
+    server = target.start(
+        [*_python(), app.server_module, "--broker", "127.0.0.1", "--threads", str(max(1, math.floor(target.spec.cpus))),
+         "--resolution", str(p["resolution"]), "--qos", str(p["qos"]), "--ready-file", str(ready),
+         "--log", str(run_dir / "raw" / f"server-{target.name}.csv")],
+        run_dir / "logs" / f"server-{target.name}.log", env,
+    )
+    undo.callback(stop_process, server)
+
+    def server_ready() -> bool:
+        if server.poll() is not None:
+            raise ProviderError(f"the {w.app} server on {target.name} exited ({server.returncode}); see {run_dir}/logs/server-{target.name}.log")
+        return ready.exists()
+
+    wait_for(server_ready, 120, f"the {w.app} server on {target.name} to load its model")
+    man.setdefault("workload", {})["model"] = json.loads(ready.read_text())
+    console.print(f"  server ready on {target.name}: {man['workload']['model']['model']}, weights {man['workload']['model']['weights']}")
+
+    clients = []
+    for n in spec.role("endpoint"):
+        out = run_dir / "raw" / f"requests-{n.name}.csv"
+        proc = dep.nodes[n.name].start(
+            [*_python(), app.endpoint_module, "--name", n.name, "--broker", plan.addresses[target.name],
+             "--rate", str(w.rate), "--warmup", str(spec.warmup_s), "--duration", str(spec.duration_s),
+             "--timeout", str(w.timeout_s), "--seed", str(spec.seed + n.index), "--repetition", str(rep),
+             "--resolution", str(p["resolution"]), "--jpeg-quality", str(p["jpeg_quality"]),
+             "--bank-size", str(p["bank_size"]), "--qos", str(p["qos"]), "--out", str(out)],
+            run_dir / "logs" / f"endpoint-{n.name}.log", {"PYTHONPATH": str(REPO)},
+        )
+        undo.callback(stop_process, proc)
+        clients.append((n, proc, out))
+
+    total = spec.warmup_s + spec.duration_s
+    t0 = time.monotonic()
+    with Progress(TextColumn("  {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                  TimeRemainingColumn(), TextColumn("{task.fields[live]}"), console=console, transient=False) as bar:
+        task = bar.add_task("warm-up", total=total, live="")
+        last_poll = 0.0
+        while any(proc.poll() is None for _, proc, _ in clients):
+            el = time.monotonic() - t0
+            if el - last_poll >= 1.0:
+                last_poll = el
+                bar.update(task, completed=min(total, el), live=_live(clients, rep),
+                           description="warm-up" if el < spec.warmup_s else ("measuring" if el < total else "last answers"))
+            time.sleep(0.1)
+        bar.update(task, completed=total, live=_live(clients, rep), description="done")
+    for n, proc, _ in clients:
+        if proc.returncode != 0:
+            raise ProviderError(f"the endpoint on {n.name} failed ({proc.returncode}); see {run_dir}/logs/endpoint-{n.name}.log")
+    stop_process(server)
+
+
+def _live(clients, rep: int) -> str:
+    frames = []
+    for _, _, out in clients:
+        try:
+            frames.append(pd.read_csv(out))
+        except (OSError, pd.errors.EmptyDataError):
+            pass
+    if not frames:
+        return "0 requests"
+    df = pd.concat(frames)
+    df = df[(df["repetition"] == rep) & (df["timeout"] == 0)]
+    if df.empty:
+        return "0 answered"
+    e2e = (df["t_received"] - df["t_created"]) / 1e6
+    return f"{len(df)} answered, median {e2e.median():.1f} ms"
