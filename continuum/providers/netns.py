@@ -10,6 +10,7 @@ namespace deletes its interfaces. Namespace names carry the run id
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 from typing import Callable
@@ -99,6 +100,7 @@ class NetnsProvider(Provider):
                 # MTU-faithful emulation: the link must see 1500-byte frames, not GSO super-frames.
                 commands.run(commands.in_netns(ns, ["ethtool", "-K", end.name, "tso", "off", "gso", "off", "gro", "off"]), check=False)
                 commands.run(commands.in_netns(ns, ["ip", "link", "set", end.name, "up"]))
+        self._static_neighbours(plan, dep)
         for ep, probe in plan.probe_addresses.items():
             commands.run(commands.in_netns(dep.nodes[ep].netns, ["ip", "addr", "add", f"{probe}/32", "dev", "eth0"]))
         core = dep.nodes["core"].netns
@@ -121,6 +123,28 @@ class NetnsProvider(Provider):
             undo.callback(cg.remove)
             dep.nodes[n.name].cgroup = cg
         return dep
+
+    @staticmethod
+    def _static_neighbours(plan: Plan, dep: Deployment) -> None:
+        """A cellular link carries no ARP: both ends of each UE link get permanent
+        neighbour entries, so no address resolution (and no neighbour-cache
+        expiry stalling a request) ever crosses the emulated link."""
+
+        def mac(ns: str, dev: str) -> str:
+            out = commands.run(commands.in_netns(ns, ["ip", "-j", "link", "show", "dev", dev])).stdout
+            return json.loads(out)[0]["address"]
+
+        for v in plan.veths:
+            if v.a.namespace in plan.probe_addresses and v.b.namespace == "ran":  # endpoint eth0 <-> ran ue_i
+                ep, ep_if = dep.nodes[v.a.namespace].netns, v.a.name
+                ep_ip = v.a.address.split("/")[0]
+                gw = next(w for w in plan.veths if w.b.namespace == "core" and w.b.address
+                          and w.b.address.rsplit(".", 1)[0] == ep_ip.rsplit(".", 1)[0])
+                core, core_if, gw_ip = dep.nodes["core"].netns, gw.b.name, gw.b.address.split("/")[0]
+                commands.run(commands.in_netns(ep, ["ip", "neigh", "replace", gw_ip, "lladdr", mac(core, core_if),
+                                                    "dev", ep_if, "nud", "permanent"]))
+                commands.run(commands.in_netns(core, ["ip", "neigh", "replace", ep_ip, "lladdr", mac(ep, ep_if),
+                                                      "dev", core_if, "nud", "permanent"]))
 
     def _netem(self, spec: ExperimentSpec, plan: Plan, dep: Deployment) -> None:
         """Core delay with tc netem on both ends of each tier's core link (where the kernel has netem)."""
