@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Install everything continuum needs on a fresh Debian/Ubuntu machine, build
-# mahimahi-link, and run a first emulated link. Idempotent: a second run only
-# checks. Needs root (namespaces, raw sockets, apt).
+# Install everything continuum needs on a fresh Debian/Ubuntu machine (system
+# packages, the mahimahi-link build, the Python environment), then run the
+# first experiment, configs/quickstart.toml. Idempotent: a second run only
+# checks. Needs root (namespaces, cgroups, raw sockets, apt).
+# --no-demo: install only (the test command uses this).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -10,7 +12,9 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-APT_PACKAGES=(iproute2 iperf3 ethtool iputils-ping python3 python3-venv python3-pip build-essential pkg-config)
+APT_PACKAGES=(iproute2 iperf3 ethtool iputils-ping python3 python3-venv python3-pip build-essential pkg-config
+  mosquitto python3-paho-mqtt python3-rich python3-pandas python3-matplotlib python3-numpy python3-pil
+  python3-torch python3-torchvision)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -31,19 +35,19 @@ fi
 echo "==> building mahimahi-link (release)"
 (cd mahimahi-link && cargo build --release --quiet)
 
-echo "==> Python environment (.venv)"
-if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+echo "==> Python environment (.venv, on Debian's python3 so it sees python3-torch and friends)"
+if [ -x .venv/bin/python ] && ! grep -q "include-system-site-packages = true" .venv/pyvenv.cfg; then
+  rm -rf .venv  # made by an older setup.sh without the system packages
+fi
+if [ ! -x .venv/bin/python ]; then /usr/bin/python3 -m venv --system-site-packages .venv; fi
 if ! cmp -s requirements.txt .venv/.requirements.installed 2>/dev/null; then
   .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
   cp requirements.txt .venv/.requirements.installed
 fi
+if [ ! -x .venv/bin/continuum ]; then
+  .venv/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+fi
 
 if [ "${1:-}" = "--no-demo" ]; then exit 0; fi
-echo "==> first run: TCP through an emulated 48 Mbit/s link (configs/traces/const-48mbps)"
-iperf3 -s -1 -p 5299 >/dev/null 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null || true' EXIT
-sleep 0.3
-mahimahi-link/target/release/mahimahi-link configs/traces/const-48mbps configs/traces/const-48mbps \
-  -- sh -c 'ping -c 3 -q $MAHIMAHI_BASE | tail -1; iperf3 -c $MAHIMAHI_BASE -p 5299 -t 3 -f m | grep -E "sender|receiver"'
-echo "==> done: see README.md for what to run next"
+echo "==> first experiment: configs/quickstart.toml (results go to runs/)"
+exec .venv/bin/continuum run configs/quickstart.toml

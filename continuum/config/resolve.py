@@ -90,13 +90,25 @@ class ExperimentSpec:
         return self.core.edge_ms if role == "edge" else self.core.cloud_ms
 
 
-def _issues_from(e: ValidationError, file: str, prefix: str) -> list[ConfigIssue]:
+def _valid_keys(model: type[BaseModel], loc: tuple) -> str:
+    """The keys allowed next to an unknown key at loc (inside model)."""
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        ann = getattr(field, "annotation", None)
+        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
+            return ""
+        model = ann
+    return ", ".join(model.model_fields)
+
+
+def _issues_from(e: ValidationError, file: str, prefix: str, model: type[BaseModel] | None = None) -> list[ConfigIssue]:
     out = []
     for err in e.errors():
         loc = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "")
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = "unknown key"
+            valid = _valid_keys(model, err["loc"]) if model else ""
+            msg = "unknown key" + (f"; valid: {valid}" if valid else "")
         elif err["type"] == "literal_error":
             msg = f"{msg}, got {err.get('input')!r}"
         elif err["type"] == "missing":
@@ -109,7 +121,7 @@ def _section(model: type[BaseModel], data: Any, file: str, key: str, issues: lis
     try:
         return model.model_validate(data)
     except ValidationError as e:
-        issues.extend(_issues_from(e, file, key))
+        issues.extend(_issues_from(e, file, key, model))
         return None
 
 

@@ -1,0 +1,91 @@
+"""Experiment files: fixtures that must load and files that must fail, each
+failure asserting the error type and that the message names the key."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from continuum import config
+from continuum.errors import ConfigError
+
+HERE = Path(__file__).parent / "configs"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_minimal_file_gets_defaults():
+    spec = config.load(HERE / "good-minimal.toml")
+    assert [n.name for n in spec.nodes] == ["endpoint0", "edge0"]
+    assert spec.core.edge_ms == 0.5 and spec.workload.offload == "edge"
+    assert spec.mobile.uplink.path.name == "const-12mbps"
+    assert len(spec.mobile.uplink.sha256) == 64
+
+
+def test_full_file_resolves_every_section():
+    spec = config.load(HERE / "good-full.toml")
+    assert [n.name for n in spec.nodes] == ["endpoint0", "endpoint1", "edge0", "cloud0"]
+    ep = spec.nodes[0]
+    assert ep.cpus == 0.5 and ep.memory_bytes == 256 << 20
+    assert spec.nodes[2].memory_bytes == int(1.5 * (1 << 30))
+    assert spec.core.edge_ms == 0.25 and spec.core.cloud_ms == 40.0 and spec.core.cloud_label == "us_east_1"
+    assert spec.mobile.uplink_queue == "codel" and spec.mobile.bypass == ("10.202.0.0/16:22",)
+    assert spec.workload.params["resolution"] == 128 and spec.workload.params["qos"] == 1
+    with pytest.raises(Exception):
+        spec.seed = 3  # frozen
+
+
+def test_shipped_configs_are_valid():
+    for f in sorted((REPO / "configs").glob("*.toml")):
+        config.load(f)
+
+
+@pytest.mark.parametrize("name, keys", [
+    ("bad-unknown-key", ["experiment.duraton"]),
+    ("bad-many", ["experiment.duration_s", "nodes.edge.cpus", "nodes.edge.memory", "mobile.uplink_queue", "core.cloud"]),
+    ("bad-trace-missing", ["mobile.uplink"]),
+    ("bad-trace-invalid", ["mobile.uplink"]),
+    ("bad-kpn-preset", ["mobile.preset"]),
+    ("bad-offload-no-node", ["workload.offload"]),
+    ("bad-queue-args", ["mobile.uplink_queue_args"]),
+    ("bad-provider", ["provider.kind"]),
+    ("bad-syntax", ["(syntax)"]),
+    ("bad-params", ["workload.params.resolution", "workload.params.colour"]),
+])
+def test_bad_files_report_every_problem_with_its_key(name, keys):
+    with pytest.raises(ConfigError) as e:
+        config.load(HERE / f"{name}.toml")
+    got = [i.key for i in e.value.issues]
+    assert set(got) == set(keys), e.value
+    for issue in e.value.issues:
+        assert issue.file.endswith(f"{name}.toml")
+        assert len(issue.message) > 10  # says what would be valid, not just "invalid"
+
+
+def test_messages_say_what_is_valid():
+    with pytest.raises(ConfigError) as e:
+        config.load(HERE / "bad-many.toml")
+    text = str(e.value)
+    assert "valid: base_edge, eu_central_1, eu_west_3, us_east_1" in text
+    assert "'infinite', 'droptail'" in text
+    with pytest.raises(ConfigError) as e:
+        config.load(HERE / "bad-unknown-key.toml")
+    assert "valid: name, seed, duration_s" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        config.load(HERE / "bad-trace-invalid.toml")
+    assert "invalid.trace:2" in str(e.value)
+
+
+def test_cli_validate_and_dry_run_touch_nothing(tmp_path):
+    cli = [sys.executable, "-m", "continuum"]
+    bad = subprocess.run([*cli, "validate", str(HERE / "bad-many.toml")], capture_output=True, text=True, cwd=REPO)
+    assert bad.returncode == 2 and "core.cloud" in bad.stderr
+    before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    dry = subprocess.run([*cli, "run", str(HERE / "good-full.toml"), "--dry-run"], capture_output=True, text=True, cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    for word in ("endpoint1", "10.203.0.2", "mahimahi-link forward", "us_east_1", "codel", "mosquitto"):
+        assert word in dry.stdout
+    assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout == before
+    assert not (tmp_path / "runs").exists()
