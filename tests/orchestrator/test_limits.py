@@ -1,0 +1,79 @@
+"""Node limits are enforced by the kernel: a busy loop in a 0.5-CPU node gets
+about half a core; a process allocating past a node's memory limit is killed
+by the OOM killer (the documented behaviour) and the kill is counted."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from continuum import cgroups
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="cgroup limits need root")
+
+
+@pytest.fixture
+def cgroup_factory():
+    made = []
+
+    def make(name: str, cpus: float, memory: int) -> cgroups.Cgroup:
+        cg = cgroups.create(f"continuum/test{os.getpid()}/{name}", cpus, memory)
+        made.append(cg)
+        return cg
+
+    yield make
+    for cg in made:
+        cg.remove()
+
+
+def test_cpu_quota_half_a_core(cgroup_factory):
+    cg = cgroup_factory("busy", 0.5, 256 << 20)
+    p = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=cg.join)
+    try:
+        time.sleep(0.5)
+        u0, t0 = cg.cpu_usage_ns(), time.monotonic_ns()
+        time.sleep(3)
+        cores = (cg.cpu_usage_ns() - u0) / (time.monotonic_ns() - t0)
+    finally:
+        p.kill()
+        p.wait()
+    assert 0.4 <= cores <= 0.6, f"a busy loop in a 0.5-CPU node used {cores:.2f} cores"
+
+
+def test_cpu_quota_scales(cgroup_factory):
+    cg = cgroup_factory("busy2", 0.2, 256 << 20)
+    p = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=cg.join)
+    try:
+        time.sleep(0.5)
+        u0, t0 = cg.cpu_usage_ns(), time.monotonic_ns()
+        time.sleep(2)
+        cores = (cg.cpu_usage_ns() - u0) / (time.monotonic_ns() - t0)
+    finally:
+        p.kill()
+        p.wait()
+    assert 0.12 <= cores <= 0.28, f"a busy loop in a 0.2-CPU node used {cores:.2f} cores"
+
+
+def test_memory_limit_kills_the_over_allocating_process(cgroup_factory):
+    cg = cgroup_factory("hog", 1.0, 64 << 20)
+    hog = "b = bytearray(300 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('survived')"
+    p = subprocess.run([sys.executable, "-c", hog], preexec_fn=cg.join, capture_output=True, text=True, timeout=60)
+    assert p.returncode == -9, f"expected SIGKILL from the OOM killer, got {p.returncode}: {p.stdout} {p.stderr}"
+    assert "survived" not in p.stdout
+    assert cg.oom_kills() >= 1
+    small = subprocess.run([sys.executable, "-c", "b = bytearray(16 << 20); print('ok')"], preexec_fn=cg.join,
+                           capture_output=True, text=True, timeout=60)
+    assert small.stdout.strip() == "ok", "a process within the limit runs normally"
+
+
+def test_removed_cgroups_leave_nothing(cgroup_factory):
+    cg = cgroups.create(f"continuum/test{os.getpid()}x/gone", 1.0, 64 << 20)
+    p = subprocess.Popen(["sleep", "30"], preexec_fn=cg.join)
+    cg.remove()  # kills what is inside first
+    assert p.wait(5) == -9
+    assert all(not d.exists() for d in cg.dirs.values())
+    assert all(not d.parent.exists() for d in cg.dirs.values())

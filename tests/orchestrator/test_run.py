@@ -1,0 +1,213 @@
+"""End-to-end: `continuum run` on real namespaces, a real Mosquitto, the real
+MobileNetV2 server and the real link emulator. Results are checked against
+physics (serialization time at the trace rate, the preset core RTT), not only
+for existence; afterwards the host must hold nothing of the run, also after a
+SIGINT, and after a SIGKILL followed by `continuum destroy`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import hoststate
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-m", "continuum"]
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
+
+
+def write_config(dir: Path, name: str, duration: float = 10, warmup: float = 2, rate: float = 2.0, offload: str = "edge",
+                 cloud: str = "eu_central_1", cloud_count: int = 0, resolution: int = 224, up: str = "const-12mbps") -> Path:
+    text = (REPO / "configs" / "quickstart.toml").read_text()
+    text = re.sub(r"(?m)^name = .*$", f'name = "{name}"', text)
+    text = re.sub(r"(?m)^duration_s = .*$", f"duration_s = {duration}", text)
+    text = re.sub(r"(?m)^warmup_s = .*$", f"warmup_s = {warmup}", text)
+    text = re.sub(r"(?m)^output = .*$", f'output = "{dir / "runs"}"', text)
+    text = re.sub(r"(?m)^rate = .*$", f"rate = {rate}", text)
+    text = re.sub(r"(?m)^offload = .*$", f'offload = "{offload}"', text)
+    text = re.sub(r"(?m)^cloud = .*$", f'cloud = "{cloud}"', text)
+    text = re.sub(r"(?m)^resolution = .*$", f"resolution = {resolution}", text)
+    text = re.sub(r'(?m)^uplink = .*$', f'uplink = "{up}"', text)
+    text = text.replace("[nodes.cloud]\ncount = 0", f"[nodes.cloud]\ncount = {cloud_count}\ncpus = 1.0\nmemory = \"2G\"")
+    path = dir / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+def run(config: Path, cwd: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    p = subprocess.run([*CLI, "run", str(config)], capture_output=True, text=True, cwd=cwd, timeout=600)
+    dirs = sorted((cwd / "runs").glob("*"))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    return p, dirs[-1]
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory):
+    """The shipped quickstart, shortened to 10 s measured."""
+    d = tmp_path_factory.mktemp("quick")
+    cfg = write_config(d, "quick")
+    before = hoststate.snapshot()
+    p, run_dir = run(cfg, d)
+    return p, run_dir, before
+
+
+def test_quickstart_writes_every_result_file(quickstart):
+    p, run_dir, _ = quickstart
+    for f in ("experiment.toml", "manifest.json", "requests.csv", "summary.json", "summary.txt", "nodes.csv",
+              "verification.json", "links/endpoint0.uplink.log", "links/endpoint0.downlink.log",
+              "plots/latency_over_time.png", "plots/decomposition.png", "plots/link_endpoint0.png", "plots/nodes.png"):
+        assert (run_dir / f).exists() and (run_dir / f).stat().st_size > 0, f
+    assert "end-to-end" in p.stdout and "P99" in p.stdout
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert m["status"] == "complete"
+    assert m["cgroup_version"] in (1, 2) and m["delay_mechanism"] == "mahimahi-link"
+    assert len(m["traces"]["uplink"]["sha256"]) == 64 and len(m["config_sha256"]) == 64
+    for k in ("continuum", "python", "kernel", "mosquitto", "mahimahi-link", "torch"):
+        assert m["versions"][k] not in ("", "unknown", "not installed"), k
+    assert m["workload"]["model"]["model"] == "mobilenet_v2"
+    with open(run_dir / "links" / "endpoint0.uplink.log") as f:
+        assert f.readline().startswith("# mahimahi mm-link (Uplink)")
+
+
+def test_quickstart_latencies_obey_physics(quickstart):
+    _, run_dir, _ = quickstart
+    df = pd.read_csv(run_dir / "requests.csv")
+    measured = df[(df["phase"] == "measure") & (df["timeout"] == 0)]
+    assert len(measured) >= 15  # 10 s at 2 req/s
+    assert (df["phase"] == "warmup").sum() >= 3
+    # the parts add up to end-to-end exactly (one clock for every node)
+    parts = measured[["uplink_ms", "downlink_ms", "preprocessing_ms", "server_ms"]].sum(axis=1)
+    assert (parts - measured["e2e_ms"]).abs().max() < 1e-3
+    # uplink at 12 Mbit/s: the median request cannot arrive faster than its bytes serialize
+    serialization_ms = measured["request_bytes"].median() * 8 / 12e6 * 1e3
+    assert measured["uplink_ms"].median() >= serialization_ms
+    assert measured["uplink_ms"].median() <= serialization_ms * 3 + 20
+    # the ~150-byte answer on a 48 Mbit/s downlink plus 0.5 ms core delay
+    assert 0.5 <= measured["downlink_ms"].median() <= 15
+    assert (measured["server_ms"] >= measured["inference_ms"]).all()
+    s = json.loads((run_dir / "summary.json").read_text())
+    assert s["metrics"]["e2e_ms"]["p99"] >= s["metrics"]["e2e_ms"]["median"]
+    assert s["dropped"] == 0 and s["timeouts"] == 0
+
+
+def test_quickstart_verified_the_network(quickstart):
+    _, run_dir, _ = quickstart
+    v = json.loads((run_dir / "verification.json").read_text())
+    assert v["ok"]
+    (rtt,) = v["core_rtt"]
+    assert abs(rtt["median_rtt_ms"] - 1.0) <= 0.6
+    (once,) = v["shaped_once"]
+    assert once["endpoint0.uplink_packets"] == once["pings"] == once["endpoint0.downlink_packets"]
+    assert all(r == "unreachable" for r in v["no_leaks"]["outside_routes"].values())
+
+
+def test_quickstart_node_samples(quickstart):
+    _, run_dir, _ = quickstart
+    nodes = pd.read_csv(run_dir / "nodes.csv")
+    assert set(nodes["node"]) == {"endpoint0", "edge0"}
+    edge = nodes[nodes["node"] == "edge0"]
+    assert edge["memory_bytes"].max() > 50 << 20  # the model is loaded
+    assert edge["cpu_cores"].max() <= 1.15  # 1-CPU quota (sampling jitter allowed)
+
+
+def test_quickstart_leaves_nothing(quickstart):
+    _, run_dir, before = quickstart
+    after = hoststate.snapshot()
+    assert after["namespaces"] == before["namespaces"]
+    assert after["cgroups"] == before["cgroups"]
+    assert not hoststate.processes(str(run_dir))
+
+
+def test_report_regenerates(quickstart):
+    _, run_dir, _ = quickstart
+    (run_dir / "summary.json").unlink()
+    (run_dir / "plots" / "decomposition.png").unlink()
+    p = subprocess.run([*CLI, "report", str(run_dir)], capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    assert (run_dir / "summary.json").exists() and (run_dir / "plots" / "decomposition.png").exists()
+    assert "end-to-end" in p.stdout
+
+
+def test_edge_and_us_east_differ_by_the_preset_rtt(tmp_path):
+    """Small images (one TCP window), so the difference is one core RTT: 2 x (40 - 0.5) ms."""
+    edge = write_config(tmp_path, "near", duration=6, warmup=1, resolution=48)
+    far = write_config(tmp_path, "far", duration=6, warmup=1, resolution=48, offload="cloud", cloud="us_east_1", cloud_count=1)
+    medians = {}
+    for cfg in (edge, far):
+        _, run_dir = run(cfg, tmp_path)
+        s = json.loads((run_dir / "summary.json").read_text())
+        medians[cfg.stem] = s["metrics"]["e2e_ms"]["median"]
+        net = s["metrics"]["uplink_ms"]["median"] + s["metrics"]["downlink_ms"]["median"]
+        medians[cfg.stem + "_net"] = net
+    expected = 2 * (40 - 0.5)
+    diff = medians["far_net"] - medians["near_net"]
+    assert abs(diff - expected) <= 0.15 * expected, medians
+    assert abs((medians["far"] - medians["near"]) - expected) <= 0.25 * expected + 10, medians
+
+
+def _wait_for(pred, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def _start_and_wait_for_workload(cfg: Path, cwd: Path) -> tuple[subprocess.Popen, str]:
+    p = subprocess.Popen([*CLI, "run", str(cfg)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
+    run_id = None
+    for line in p.stdout:
+        m = re.search(r"run ([0-9a-f]{8}) ->", line)
+        if m:
+            run_id = m.group(1)
+        if "server ready" in line:
+            break
+    assert run_id, "no run id printed"
+    return p, run_id
+
+
+def test_sigint_tears_down_and_keeps_partial_results(tmp_path):
+    cfg = write_config(tmp_path, "interrupted", duration=60)
+    p, run_id = _start_and_wait_for_workload(cfg, tmp_path)
+    time.sleep(3)
+    assert hoststate.namespaces(run_id)
+    p.send_signal(signal.SIGINT)
+    out = p.communicate(timeout=60)[0]
+    assert p.returncode == 130, out[-2000:]
+    assert not hoststate.namespaces(run_id) and not hoststate.cgroup_dirs(run_id)
+    (run_dir,) = (tmp_path / "runs").glob("*")
+    assert not hoststate.processes(str(run_dir))
+    assert json.loads((run_dir / "manifest.json").read_text())["status"].startswith("interrupted")
+    assert (run_dir / "requests.csv").exists()
+
+
+def test_sigkill_then_destroy_removes_everything_and_is_idempotent(tmp_path):
+    cfg = write_config(tmp_path, "killed", duration=60)
+    p, run_id = _start_and_wait_for_workload(cfg, tmp_path)
+    time.sleep(2)
+    p.kill()
+    p.wait()
+    (run_dir,) = (tmp_path / "runs").glob("*")
+    assert len(hoststate.namespaces(run_id)) == 4 and hoststate.cgroup_dirs(run_id)
+    assert hoststate.processes(str(run_dir)), "the orphans are still running (what destroy is for)"
+    listed = subprocess.run([*CLI, "destroy", run_id, "--list"], capture_output=True, text=True, cwd=REPO)
+    assert f"ctm-{run_id}-ran" in listed.stdout
+    d = subprocess.run([*CLI, "destroy", run_id], capture_output=True, text=True, cwd=REPO)
+    assert d.returncode == 0, d.stderr
+    assert not hoststate.namespaces(run_id) and not hoststate.cgroup_dirs(run_id)
+    _wait_for(lambda: not hoststate.processes(str(run_dir)), 10, "orphans to exit")
+    again = subprocess.run([*CLI, "destroy", run_id], capture_output=True, text=True, cwd=REPO)
+    assert again.returncode == 0 and "nothing to remove" in again.stdout
+
+
+def test_destroy_rejects_a_bad_run_id():
+    p = subprocess.run([*CLI, "destroy", "../../etc"], capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 1 and "not a run id" in p.stderr
