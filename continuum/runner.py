@@ -55,7 +55,7 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
     lines.append(f"  uplink   {m.uplink.path}  queue {m.uplink_queue} {m.uplink_queue_args}  loss {m.uplink_loss}")
     lines.append(f"  downlink {m.downlink.path}  queue {m.downlink_queue} {m.downlink_queue_args}  loss {m.downlink_loss}")
     lines.append(f"  bypass   {', '.join(plan.bypass)} (first one: verification probe addresses)")
-    lines.append(f"core delay ({spec.core.mechanism}):")
+    lines.append(f"core delay (mechanism {spec.core.mechanism}):")
     for role in ("edge", "cloud"):
         if spec.role(role):
             label = spec.core.edge_label if role == "edge" else spec.core.cloud_label
@@ -157,11 +157,13 @@ def _run(spec: ExperimentSpec, plan: netplan.Plan, provider, run_id: str, run_di
     dep = provider.deploy(spec, plan, run_id, undo, phase)
     man["cgroup_version"] = dep.facts.get("cgroup_version")
     man["delay_mechanism"] = dep.facts.get("delay_mechanism")
+    man["netem_available"] = dep.facts.get("netem_available")
     man["addresses"] = plan.addresses
     phase(f"done in {time.monotonic() - t:.1f} s")
 
-    console.print("[bold]network[/]: cellular link (mahimahi-link) and core delay")
-    emulator, stats = link.start(dep.nodes["ran"], spec, plan, run_dir)
+    console.print(f"[bold]network[/]: cellular link (mahimahi-link), core delay by {dep.facts['delay_mechanism']}"
+                  f" (netem {'available' if dep.facts['netem_available'] else 'not in this kernel'})")
+    emulator, stats = link.start(dep.nodes["ran"], spec, plan, run_dir, dep.facts["delay_mechanism"])
     undo.callback(stop_process, emulator)
 
     console.print("[bold]verify[/] the live network against the plan")

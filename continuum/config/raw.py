@@ -91,7 +91,7 @@ class Core(Strict):
     edge: Union[str, float] = "base_edge"
     cloud: Union[str, float] = "eu_central_1"
     jitter_ms: float = Field(default=0.0, ge=0, le=1000)
-    mechanism: Literal["mahimahi-link", "netem"] = "mahimahi-link"
+    mechanism: Literal["auto", "mahimahi-link", "netem"] = "auto"
 
 
 class Workload(Strict):

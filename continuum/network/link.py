@@ -14,7 +14,7 @@ from continuum.providers.base import Node, wait_for
 from continuum.traces import mahimahi_link_binary
 
 
-def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path) -> list[str]:
+def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechanism: str) -> list[str]:
     m = spec.mobile
     out = [str(mahimahi_link_binary()), "forward"]
     for link in plan.cell_links:
@@ -39,17 +39,17 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path) -> list[str]
     if m.ms_bursts:
         out.append("--ms-bursts")
     out += [f"--bypass={b}" for b in plan.bypass]
-    if spec.core.mechanism == "mahimahi-link":
+    if delay_mechanism == "mahimahi-link":
         out += [f"--delay={prefix}={ms}" for prefix, ms in plan.delay_rules]
     return out
 
 
-def start(ran: Node, spec: ExperimentSpec, plan: Plan, run_dir: Path) -> tuple[subprocess.Popen, Path]:
+def start(ran: Node, spec: ExperimentSpec, plan: Plan, run_dir: Path, delay_mechanism: str) -> tuple[subprocess.Popen, Path]:
     """Start the emulator and wait until it serves (its first statistics file)."""
     logs = run_dir / "links"
     logs.mkdir(parents=True, exist_ok=True)
     stats = run_dir / "links" / "stats.json"
-    proc = ran.start(argv(spec, plan, logs, stats), run_dir / "logs" / "mahimahi-link.log")
+    proc = ran.start(argv(spec, plan, logs, stats, delay_mechanism), run_dir / "logs" / "mahimahi-link.log")
 
     def ready() -> bool:
         if proc.poll() is not None:

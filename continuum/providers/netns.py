@@ -72,7 +72,8 @@ class NetnsProvider(Provider):
         except ProviderError as e:
             problems.append(str(e))
         if spec.core.jitter_ms > 0 and spec.core.mechanism == "mahimahi-link":
-            problems.append("core.jitter_ms > 0 needs core.mechanism = \"netem\" (mahimahi-link's core delay is constant)")
+            problems.append("core.jitter_ms > 0 needs tc netem: set core.mechanism = \"auto\" or \"netem\" "
+                            "(mahimahi-link's core delay is constant)")
         return problems
 
     def deploy(self, spec: ExperimentSpec, plan: Plan, run_id: str, undo: contextlib.ExitStack,
@@ -113,9 +114,17 @@ class NetnsProvider(Provider):
                 argv += ["via", r.via]
             commands.run(commands.in_netns(dep.nodes[r.namespace].netns, argv))
 
-        if spec.core.mechanism == "netem":
+        netem = self._netem_available(dep.nodes["core"])
+        mechanism = spec.core.mechanism
+        if mechanism == "auto":  # the emulator's delay (µs-precise, tested everywhere) unless jitter needs netem
+            mechanism = "netem" if spec.core.jitter_ms > 0 else "mahimahi-link"
+        if mechanism == "netem":
+            if not netem:
+                raise ProviderError("core delay needs tc netem (core.jitter_ms > 0 or core.mechanism = \"netem\") "
+                                    "but this kernel has no sch_netem; set core.jitter_ms = 0 to use mahimahi-link's delay")
             self._netem(spec, plan, dep)
-        dep.facts["delay_mechanism"] = spec.core.mechanism
+        dep.facts["delay_mechanism"] = mechanism
+        dep.facts["netem_available"] = netem
 
         say("creating cgroups (CPU quota, memory limit)")
         for n in spec.nodes:
@@ -145,6 +154,14 @@ class NetnsProvider(Provider):
                                                     "dev", ep_if, "nud", "permanent"]))
                 commands.run(commands.in_netns(core, ["ip", "neigh", "replace", ep_ip, "lladdr", mac(ep, ep_if),
                                                       "dev", core_if, "nud", "permanent"]))
+
+    @staticmethod
+    def _netem_available(core: Node) -> bool:
+        """Detect sch_netem by trying it on the core namespace's own loopback."""
+        ok = core.run(["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"], check=False).returncode == 0
+        if ok:
+            core.run(["tc", "qdisc", "del", "dev", "lo", "root"], check=False)
+        return ok
 
     def _netem(self, spec: ExperimentSpec, plan: Plan, dep: Deployment) -> None:
         """Core delay with tc netem on both ends of each tier's core link (where the kernel has netem)."""

@@ -211,3 +211,22 @@ def test_sigkill_then_destroy_removes_everything_and_is_idempotent(tmp_path):
 def test_destroy_rejects_a_bad_run_id():
     p = subprocess.run([*CLI, "destroy", "../../etc"], capture_output=True, text=True, cwd=REPO)
     assert p.returncode == 1 and "not a run id" in p.stderr
+
+
+def test_core_jitter_uses_netem_or_says_the_kernel_lacks_it(tmp_path):
+    """This machine's kernel has no sch_netem: the run must stop before the
+    workload with a message that says so, and leave nothing; on kernels with
+    netem the run uses it and records that."""
+    cfg = write_config(tmp_path, "jitter", duration=3, warmup=0)
+    cfg.write_text(cfg.read_text().replace('[core]\n', '[core]\njitter_ms = 2.0\n'))
+    before = hoststate.snapshot()
+    p = subprocess.run([*CLI, "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    (run_dir,) = (tmp_path / "runs").glob("*")
+    m = json.loads((run_dir / "manifest.json").read_text())
+    if p.returncode != 0:
+        assert "no sch_netem" in p.stderr and "jitter_ms = 0" in p.stderr, p.stderr
+        assert m["status"].startswith("failed")
+    else:
+        assert m["delay_mechanism"] == "netem" and m["netem_available"] is True
+    after = hoststate.snapshot()
+    assert after["namespaces"] == before["namespaces"] and after["cgroups"] == before["cgroups"]
