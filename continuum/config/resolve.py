@@ -125,10 +125,6 @@ def _section(model: type[BaseModel], data: Any, file: str, key: str, issues: lis
         return None
 
 
-def _extra_keys_help(model: type[BaseModel]) -> str:
-    return ", ".join(model.model_fields)
-
-
 def load(path: str | os.PathLike) -> ExperimentSpec:
     """Parse, validate and resolve an experiment file; raise ConfigError with all problems."""
     path = Path(path)

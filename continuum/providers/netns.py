@@ -19,7 +19,7 @@ from continuum import cgroups, commands, naming
 from continuum.config import ExperimentSpec
 from continuum.errors import CommandError, ProviderError
 from continuum.network.plan import Plan
-from continuum.providers.base import Deployment, Node, Provider, register, wait_for
+from continuum.providers.base import Deployment, Node, Provider, register
 from continuum.traces import mahimahi_link_binary
 
 TOOLS = {"ip": "iproute2", "ethtool": "ethtool", "ping": "iputils-ping", "mosquitto": "mosquitto"}
@@ -207,5 +207,3 @@ class NetnsProvider(Provider):
                 removed += 1
         return removed
 
-
-__all__ = ["NetnsProvider", "wait_for"]

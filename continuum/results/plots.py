@@ -59,17 +59,11 @@ def decomposition(summary: dict, out: Path) -> None:
     plt.close(fig)
 
 
-def read_link_log(path: Path, bin_s: float) -> tuple[pd.DataFrame, int] | None:
-    """Bin an mm-link log: capacity, delivered Mbit/s and mean queueing delay per bin; (bins, base ms)."""
+def read_link_log(path: Path, bin_s: float) -> pd.DataFrame | None:
+    """Bin an mm-link log (times in ms since the link started): capacity,
+    delivered Mbit/s, mean queueing delay and drops per bin."""
     if not path.exists():
         return None
-    base = 0
-    with open(path) as f:
-        for line in f:
-            if not line.startswith("#"):
-                break
-            if line.startswith("# base timestamp:"):
-                base = int(line.split(":")[1])
     ev = pd.read_csv(path, sep=" ", comment=None, skiprows=5, names=["t", "ev", "a", "b"], dtype={"ev": str})
     ev["bin"] = (ev["t"] // (bin_s * 1000)).astype(int)
     scale = 8 / bin_s / 1e6
@@ -80,16 +74,15 @@ def read_link_log(path: Path, bin_s: float) -> tuple[pd.DataFrame, int] | None:
     drops = ev[ev["ev"] == "d"].groupby("bin")["a"].sum()
     out = pd.DataFrame({"capacity_mbps": cap, "delivered_mbps": delivered, "queue_delay_ms": qdelay, "drops": drops}).fillna(0)
     out.index = out.index * bin_s
-    return out, base
+    return out
 
 
 def link(run_dir: Path, endpoint: str, out: Path, bin_s: float = 0.5) -> None:
     fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
     for ax, d in zip(axes, ("uplink", "downlink")):
-        got = read_link_log(run_dir / "links" / f"{endpoint}.{d}.log", bin_s)
-        if got is None:
+        b = read_link_log(run_dir / "links" / f"{endpoint}.{d}.log", bin_s)
+        if b is None:
             continue
-        b, _ = got
         ax.plot(b.index, b["capacity_mbps"], color="0.6", lw=1, label="trace capacity")
         ax.plot(b.index, b["delivered_mbps"], color="C0", lw=1, label="delivered")
         ax.set_ylabel(f"{d} Mbit/s")

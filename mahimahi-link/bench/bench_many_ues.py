@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -52,7 +51,7 @@ def build(n: int, tag: str) -> tuple[str, str, list[str]]:
     return ran, core, ues
 
 
-def blast(core: str, n: int, seconds: float, stop: threading.Event) -> None:
+def blast(core: str, n: int, seconds: float) -> None:
     """One paced UDP sender in the core namespace: 1472-byte datagrams to every UE."""
     code = f"""
 import socket, time
@@ -101,7 +100,7 @@ def main() -> None:
             idle = (proc_cpu_s(emu.pid) - c0) / (time.monotonic() - w0)
 
             seconds = 8
-            sender = threading.Thread(target=blast, args=(core, n, seconds, threading.Event()))
+            sender = threading.Thread(target=blast, args=(core, n, seconds))
             sender.start()
             time.sleep(2)  # queues fill
             doc0 = json.loads(stats.read_text())
@@ -121,7 +120,7 @@ def main() -> None:
     before = {l["name"]: l["downlink"]["departed_bytes"] for l in doc0["links"]}
     per_link = sorted((l["downlink"]["departed_bytes"] - before[l["name"]]) * 8 / wall / 1e6 for l in doc1["links"])
     total = sum(per_link)
-    print(f"| UE links | trace per link | delivered total Mbit/s (mm-link bytes: IP + 4) | per link min / median / max (% of trace) | emulator CPU, cores | CPU per delivered Gbit/s | idle CPU (100 links) | namespace setup |")
+    print("| UE links | trace per link | delivered total Mbit/s (mm-link bytes: IP + 4) | per link min / median / max (% of trace) | emulator CPU, cores | CPU per delivered Gbit/s | idle CPU (100 links) | namespace setup |")
     print("|---|---|---|---|---|---|---|---|")
     pct = [f"{100 * x / RATE_MBPS:.1f}%" for x in (per_link[0], per_link[len(per_link) // 2], per_link[-1])]
     print(f"| {n} | {RATE_MBPS} Mbit/s | {total:.0f} | {' / '.join(pct)} "
