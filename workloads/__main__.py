@@ -1,0 +1,24 @@
+"""`python3 -m workloads endpoint|server APP`: run one side of a built-in app
+under the environment-variable contract (workloads/contract.py)."""
+
+import importlib
+import sys
+
+from workloads import driver
+
+APPS = ("image_classification", "translation")
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] not in ("endpoint", "server") or argv[1] not in APPS:
+        print(f"usage: python3 -m workloads endpoint|server {'|'.join(APPS)}", file=sys.stderr)
+        return 2
+    side, app = argv
+    module = importlib.import_module(f"workloads.{app}.{side}")
+    if side == "endpoint":
+        return driver.run_endpoint(module.Endpoint)
+    return driver.run_server(module.Server)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,116 @@
+"""The contract between continuum and a workload, for any language or image:
+configuration comes in as CONTINUUM_* environment variables, records go out
+as CSV files with the columns below. continuum's own apps follow it through
+`driver.py`; `workloads/example/` follows it by hand in one file.
+
+All timestamps are time.time_ns() on the host clock: every node of a run is a
+namespace or container of one machine, so one-way latencies are exact."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass, field
+
+# One row per request, written by the endpoint as soon as the request is answered or times out.
+RECORD_FIELDS = [
+    "repetition", "endpoint", "request_id", "seq", "phase", "status", "request_bytes", "response_bytes", "result",
+    "t_drawn", "t_pre_start", "t_pre_end", "t_published",
+    "t_server_received", "t_server_start", "t_server_done", "t_server_published",
+    "t_received", "send_rate",
+]
+# One row per request the server received: requests missing here were lost before the server.
+SERVER_FIELDS = ["repetition", "endpoint", "request_id", "request_bytes", "t_server_received", "t_server_start",
+                 "t_server_done", "t_server_published"]
+# One row per sending-rate change made by application-level congestion control.
+RATE_FIELDS = ["t", "endpoint", "repetition", "rate", "reason", "latency_ms"]
+
+
+def request_topic(endpoint: str) -> str:
+    return f"continuum/{endpoint}/request"
+
+
+def response_topic(endpoint: str) -> str:
+    return f"continuum/{endpoint}/response"
+
+
+def pack(header: dict, payload: bytes) -> bytes:
+    """A message: 4-byte header length, JSON header (ids, timestamps), opaque payload."""
+    h = json.dumps(header, separators=(",", ":")).encode()
+    return struct.pack("!I", len(h)) + h + payload
+
+
+def unpack(message: bytes) -> tuple[dict, bytes]:
+    (n,) = struct.unpack("!I", message[:4])
+    return json.loads(message[4 : 4 + n]), message[4 + n :]
+
+
+def _env(name: str, default: str | None = None) -> str:
+    v = os.environ.get(name, default)
+    if v is None:
+        raise SystemExit(f"environment variable {name} is required (see docs/workloads.md)")
+    return v
+
+
+def _json(name: str) -> dict:
+    raw = os.environ.get(name, "")
+    try:
+        return json.loads(raw) if raw else {}
+    except json.JSONDecodeError as e:
+        raise SystemExit(f"{name} is not valid JSON ({e}): {raw!r}") from None
+
+
+@dataclass
+class Common:
+    broker_host: str
+    broker_port: int
+    qos: int
+    seed: int
+    repetition: int
+    params: dict
+
+
+def _common() -> Common:
+    host, _, port = _env("CONTINUUM_BROKER").rpartition(":")
+    return Common(host or "127.0.0.1", int(port), int(_env("CONTINUUM_QOS", "0")), int(_env("CONTINUUM_SEED", "1")),
+                  int(_env("CONTINUUM_REPETITION", "1")), _json("CONTINUUM_PARAMS"))
+
+
+@dataclass
+class EndpointSettings(Common):
+    endpoint: str = ""
+    rate: float = 1.0
+    arrivals: str = "constant"  # or "poisson"
+    burst: int = 1
+    warmup_s: float = 0.0
+    duration_s: float = 10.0
+    timeout_s: float = 10.0
+    payload: dict = field(default_factory=dict)  # distribution, min_bytes, max_bytes, ...
+    congestion_control: dict = field(default_factory=dict)  # empty: off
+    records: str = ""
+    rate_log: str = ""
+
+    @classmethod
+    def from_env(cls) -> "EndpointSettings":
+        c = _common()
+        return cls(**vars(c), endpoint=_env("CONTINUUM_ENDPOINT"), rate=float(_env("CONTINUUM_RATE")),
+                   arrivals=_env("CONTINUUM_ARRIVALS", "constant"), burst=int(_env("CONTINUUM_BURST", "1")),
+                   warmup_s=float(_env("CONTINUUM_WARMUP_S", "0")), duration_s=float(_env("CONTINUUM_DURATION_S")),
+                   timeout_s=float(_env("CONTINUUM_TIMEOUT_S", "10")), payload=_json("CONTINUUM_PAYLOAD"),
+                   congestion_control=_json("CONTINUUM_CONGESTION_CONTROL"), records=_env("CONTINUUM_RECORDS"),
+                   rate_log=_env("CONTINUUM_RATE_LOG", ""))
+
+
+@dataclass
+class ServerSettings(Common):
+    threads: int = 1
+    server_log: str = ""
+    ready_file: str = ""
+    model_cache: str = ""
+
+    @classmethod
+    def from_env(cls) -> "ServerSettings":
+        c = _common()
+        return cls(**vars(c), threads=int(_env("CONTINUUM_THREADS", "1")), server_log=_env("CONTINUUM_SERVER_LOG"),
+                   ready_file=_env("CONTINUUM_READY_FILE"), model_cache=_env("CONTINUUM_MODEL_CACHE", ""))

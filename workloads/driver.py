@@ -1,0 +1,216 @@
+"""The two sides every continuum app shares; an app only supplies its data
+(`Endpoint.draw`, `Endpoint.preprocess`) and its model (`Server.process`).
+
+Endpoint: open-loop. Requests leave on schedule (constant or Poisson
+arrivals, optionally in bursts) whether or not earlier ones were answered,
+so a congested link shows up as growing latency, as in the thesis. Each
+request's row is written the moment it is answered or times out.
+
+Server: paho's network thread timestamps each request the moment it arrives
+and queues it; one worker processes in arrival order. Time spent waiting for
+the model therefore counts as server time (M4), never as uplink time (M1)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import queue
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import paho.mqtt.client as mqtt
+
+from workloads import congestion, contract
+from workloads.contract import EndpointSettings, ServerSettings
+
+
+class EndpointApp(Protocol):
+    def __init__(self, settings: EndpointSettings) -> None: ...
+    def draw(self, seq: int) -> object: ...
+    def preprocess(self, item: object) -> bytes: ...
+
+
+class ServerApp(Protocol):
+    info: dict  # model, framework, weights, versions: recorded in the manifest
+
+    def __init__(self, settings: ServerSettings) -> None: ...
+    def process(self, payload: bytes) -> bytes: ...
+
+
+def connect(client: mqtt.Client, host: str, port: int, timeout: float = 30.0) -> None:
+    """The broker may still be starting: retry until it accepts."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.connect(host, port, keepalive=60)
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def _stop_event() -> threading.Event:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    return stop
+
+
+class _CsvLog:
+    def __init__(self, path: str, fields: list[str]) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(path, "a", newline="")
+        self._w = csv.DictWriter(self._f, fields)
+        if self._f.tell() == 0:
+            self._w.writeheader()
+
+    def write(self, row: dict) -> None:
+        self._w.writerow(row)
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def run_endpoint(app_cls: type[EndpointApp]) -> int:
+    s = EndpointSettings.from_env()
+    app = app_cls(s)
+    stop = _stop_event()
+    rng = np.random.default_rng(s.seed + 7919 * s.repetition)
+    cc = congestion.from_settings(s.rate, s.congestion_control)
+    lock = threading.Lock()
+    pending: dict[str, dict] = {}
+    records = _CsvLog(s.records, contract.RECORD_FIELDS)
+    rates = _CsvLog(s.rate_log, contract.RATE_FIELDS) if s.rate_log and cc else None
+    last_latency_ms = [0.0]
+
+    def adapt(now_ns: int) -> None:
+        """Congestion control: the larger of the last answer's latency and the oldest pending request's age."""
+        if cc is None:
+            return
+        oldest = min((r["t_drawn"] for r in pending.values()), default=now_ns)
+        signal_ms = max(last_latency_ms[0], (now_ns - oldest) / 1e6)
+        why = cc.update(now_ns / 1e9, signal_ms)
+        if why and rates:
+            rates.write({"t": now_ns, "endpoint": s.endpoint, "repetition": s.repetition, "rate": cc.rate,
+                         "reason": why, "latency_ms": round(signal_ms, 3)})
+
+    def on_message(_c, _u, m) -> None:
+        t = time.time_ns()
+        header, result = contract.unpack(m.payload)
+        with lock:
+            row = pending.pop(header["request_id"], None)
+            if row is None:
+                return  # answered after its timeout: already recorded as a timeout
+            row.update({k: header[k] for k in ("t_server_received", "t_server_start", "t_server_done", "t_server_published")})
+            row.update({"status": "ok", "result": result[:64].decode("utf-8", "replace").replace("\n", " "),
+                        "response_bytes": len(m.payload), "t_received": t})
+            records.write(row)
+            last_latency_ms[0] = (t - row["t_drawn"]) / 1e6
+            adapt(t)
+
+    def expire(now_ns: int, everything: bool = False) -> None:
+        with lock:
+            for rid in [r for r, row in pending.items() if everything or now_ns - row["t_published"] > s.timeout_s * 1e9]:
+                row = pending.pop(rid)
+                row["status"] = "timeout" if not everything else "unanswered"
+                records.write(row)
+
+    client = mqtt.Client(client_id=f"{s.endpoint}-r{s.repetition}", clean_session=True)
+    client.on_message = on_message
+    subscribed = threading.Event()
+    client.on_subscribe = lambda *_: subscribed.set()
+    client.on_connect = lambda c, *_: c.subscribe(contract.response_topic(s.endpoint), qos=s.qos)
+    connect(client, s.broker_host, s.broker_port)
+    client.loop_start()
+    if not subscribed.wait(30):
+        raise SystemExit(f"no subscription acknowledged by the broker at {s.broker_host}:{s.broker_port} within 30 s")
+
+    t0 = time.time_ns()
+    warm_end = t0 + s.warmup_s * 1e9
+    end = t0 + (s.warmup_s + s.duration_s) * 1e9
+    due = float(t0)
+    seq = 0
+    while not stop.is_set() and due < end:
+        delay = (due - time.time_ns()) / 1e9
+        if delay > 0 and stop.wait(delay):
+            break
+        for _ in range(max(1, s.burst)):
+            t_drawn = time.time_ns()
+            item = app.draw(seq)
+            t_pre_start = time.time_ns()
+            payload = app.preprocess(item)
+            t_pre_end = time.time_ns()
+            rid = f"{s.endpoint}-{s.repetition}-{seq}"
+            row = {"repetition": s.repetition, "endpoint": s.endpoint, "request_id": rid, "seq": seq,
+                   "phase": "warmup" if t_drawn < warm_end else "measure", "status": "timeout",
+                   "t_drawn": t_drawn, "t_pre_start": t_pre_start, "t_pre_end": t_pre_end,
+                   "send_rate": cc.rate if cc else s.rate}
+            with lock:
+                row["t_published"] = time.time_ns()
+                message = contract.pack({"request_id": rid, "endpoint": s.endpoint, "repetition": s.repetition,
+                                         "t_published": row["t_published"]}, payload)
+                row["request_bytes"] = len(message)
+                pending[rid] = row
+            client.publish(contract.request_topic(s.endpoint), message, qos=s.qos)
+            seq += 1
+        now = time.time_ns()
+        with lock:
+            adapt(now)
+        rate = cc.rate if cc else s.rate
+        due += rng.exponential(1e9 / rate) if s.arrivals == "poisson" else 1e9 / rate
+        expire(now)
+
+    # Every request gets its full timeout for an answer.
+    while pending and not stop.is_set():
+        expire(time.time_ns())
+        stop.wait(0.05)
+    expire(time.time_ns(), everything=True)  # stopped early: still unanswered
+    client.loop_stop()
+    client.disconnect()
+    records.close()
+    if rates:
+        rates.close()
+    return 0
+
+
+def run_server(app_cls: type[ServerApp]) -> int:
+    s = ServerSettings.from_env()
+    app = app_cls(s)
+    stop = _stop_event()
+    inbox: queue.Queue = queue.Queue()
+    log = _CsvLog(s.server_log, contract.SERVER_FIELDS)
+
+    client = mqtt.Client(client_id=f"server-{s.repetition}", clean_session=True)
+    client.on_message = lambda _c, _u, m: inbox.put((time.time_ns(), m.payload))
+    client.on_connect = lambda c, *_: c.subscribe(contract.request_topic("+"), qos=s.qos)
+    connect(client, s.broker_host, s.broker_port)
+    client.loop_start()
+
+    Path(s.ready_file).write_text(json.dumps(app.info))
+    print(f"server ready: {json.dumps(app.info)}", flush=True)
+    served = 0
+    while not stop.is_set():
+        try:
+            t_recv, message = inbox.get(timeout=0.2)
+        except queue.Empty:
+            continue
+        t_start = time.time_ns()
+        header, payload = contract.unpack(message)
+        result = app.process(payload)
+        t_done = time.time_ns()
+        answer = {"request_id": header["request_id"], "t_server_received": t_recv, "t_server_start": t_start,
+                  "t_server_done": t_done, "t_server_published": time.time_ns()}
+        client.publish(contract.response_topic(header["endpoint"]), contract.pack(answer, result), qos=s.qos)
+        log.write({"repetition": header["repetition"], "endpoint": header["endpoint"], "request_bytes": len(message), **answer})
+        served += 1
+    client.loop_stop()
+    client.disconnect()
+    log.close()
+    print(f"server stopped after {served} requests", flush=True)
+    return 0
