@@ -28,6 +28,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("run_id", nargs="?", help="the run id (8 hex digits, printed at start and in manifest.json)")
     g.add_argument("--all", action="store_true", help="every run's leftovers")
     d.add_argument("--list", action="store_true", help="only list what would be removed")
+    im = sub.add_parser("images", help="build or list the workload container images (needs ./setup.sh --containers)")
+    im.add_argument("action", choices=["build", "list"])
+    im.add_argument("--only", nargs="+", metavar="IMAGE", help="build just these (e.g. continuum/example)")
     rep = sub.add_parser("report", help="regenerate requests.csv, summary and plots of a run folder")
     rep.add_argument("run_dir", type=Path)
     return ap
@@ -51,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "destroy":
             return _destroy(args, console)
+        if args.command == "images":
+            return _images(args, console)
         if args.command == "report":
             from continuum.results import report, tables
 
@@ -83,6 +88,24 @@ def _validate(files: list[Path], console: Console, err: Console) -> int:
         console.print(f"[green]ok[/]: {f} ({spec.name}: {len(spec.nodes)} nodes, "
                       f"{spec.mobile.uplink.given} / {spec.mobile.downlink.given}, offload to {spec.workload.offload})")
     return status
+
+
+def _images(args: argparse.Namespace, console: Console) -> int:
+    from continuum import containers
+
+    if args.action == "build":
+        import time
+
+        t = time.monotonic()
+        built = containers.build(lambda s: console.print(f"  {s}"), args.only)
+        console.print(f"[green]built[/] {', '.join(built)} in {time.monotonic() - t:.0f} s")
+        return 0
+    problem = containers.engine_problem()
+    if problem:
+        raise ContinuumError(problem)
+    for image, missing in ((i, containers.image_problems([i])) for i in containers.IMAGES):
+        console.print(f"  {containers.ref(image):<32} {missing[0] if missing else 'up to date'}")
+    return 0
 
 
 def _destroy(args: argparse.Namespace, console: Console) -> int:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 import shutil
 import signal
 import sys
@@ -18,7 +17,7 @@ import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from continuum import broker, naming
+from continuum import broker, containers, naming
 from continuum.config import ExperimentSpec
 from continuum.errors import ContinuumError, ProviderError, VerificationError
 from continuum.monitor import NodeSampler
@@ -26,9 +25,8 @@ from continuum.network import link, plan as netplan, verify
 from continuum.providers import REGISTRY
 from continuum.providers.base import Deployment, stop_process, wait_for
 from continuum.results import manifest, report, tables
-from continuum.traces import REPO
 from continuum.undo import Undo
-from continuum.workloads import REGISTRY as APPS
+from continuum.workloads import launch
 
 
 class Interrupted(ContinuumError):
@@ -65,11 +63,21 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
     lines.append(f"  ran: mahimahi-link forward ({len(plan.cell_links)} link(s))")
     for n in spec.nodes:
         if n.role != "endpoint":
-            lines.append(f"  {n.name}: mosquitto :{netplan.MQTT_PORT}" + (f", {w.app} server" if n.name == plan.offload_target else ""))
+            lines.append(f"  {n.name}: mosquitto :{netplan.MQTT_PORT}"
+                         + (f", {w.app} server ({_how(w.server)})" if n.name == plan.offload_target else ""))
     for n in spec.role("endpoint"):
-        lines.append(f"  {n.name}: {w.app} endpoint -> {plan.offload_target} ({plan.addresses[plan.offload_target]}), {w.rate:g} req/s")
+        lines.append(f"  {n.name}: {w.app} endpoint ({_how(w.endpoint)}) -> {plan.offload_target} "
+                     f"({plan.addresses[plan.offload_target]}), {w.rate:g} req/s {w.arrivals}"
+                     + (f", bursts of {w.burst}" if w.burst > 1 else "")
+                     + (", congestion control" if w.congestion_control.get("enabled") else ""))
     lines.append(f"schedule: {spec.repetitions} x ({spec.warmup_s:g} s warm-up + {spec.duration_s:g} s measured), seed {spec.seed}")
     return lines
+
+
+def _how(side) -> str:
+    if side.runtime == "container":
+        return f"container {containers.ref(side.image)}" + (f" {' '.join(side.command)}" if side.command else "")
+    return "process" + (f": {' '.join(side.command)}" if side.command else "")
 
 
 def new_run_dir(spec: ExperimentSpec, run_id: str) -> Path:
@@ -197,49 +205,41 @@ def _run(spec: ExperimentSpec, plan: netplan.Plan, provider, run_id: str, run_di
     stop_process(emulator)  # flushes the link logs before the report reads them
 
 
-def _python() -> list[str]:
-    return [sys.executable, "-m"]
-
-
 def _repetition(spec: ExperimentSpec, plan: netplan.Plan, dep: Deployment, run_dir: Path, rep: int, man: dict,
                 console: Console, undo: Undo) -> None:
     w = spec.workload
-    app = APPS[w.app]
-    p = dict(w.params)
+    raw = run_dir / "raw"
     target = dep.nodes[plan.offload_target]
-    env = {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": str(max(1, math.floor(target.spec.cpus)))}
-    console.print(f"[bold]workload[/] {w.app}, repetition {rep}/{spec.repetitions}")
-    ready = run_dir / "raw" / f"server-ready-r{rep}.json"
-    server = target.start(
-        [*_python(), app.server_module, "--broker", "127.0.0.1", "--threads", str(max(1, math.floor(target.spec.cpus))),
-         "--resolution", str(p["resolution"]), "--qos", str(p["qos"]), "--ready-file", str(ready),
-         "--log", str(run_dir / "raw" / f"server-{target.name}.csv")],
-        run_dir / "logs" / f"server-{target.name}.log", env,
-    )
+    console.print(f"[bold]workload[/] {w.app} ({w.runtime}), repetition {rep}/{spec.repetitions}")
+    env = launch.server_env(spec, target, raw, rep)
+    ready = Path(env["CONTINUUM_READY_FILE"])
+    server, box = launch.start(spec, "server", target, env, run_dir, dep.run_id, rep)
     undo.callback(stop_process, server)
+    if box:
+        undo.callback(containers.remove, box)
 
     def server_ready() -> bool:
         if server.poll() is not None:
             raise ProviderError(f"the {w.app} server on {target.name} exited ({server.returncode}); see {run_dir}/logs/server-{target.name}.log")
         return ready.exists()
 
-    wait_for(server_ready, 120, f"the {w.app} server on {target.name} to load its model")
-    man.setdefault("workload", {})["model"] = json.loads(ready.read_text())
-    console.print(f"  server ready on {target.name}: {man['workload']['model']['model']}, weights {man['workload']['model']['weights']}")
+    wait_for(server_ready, 300, f"the {w.app} server on {target.name} to load its model")
+    info = json.loads(ready.read_text())
+    man.setdefault("workload", {})["server"] = info
+    man["workload"]["runtime"] = {"endpoint": w.endpoint.runtime, "server": w.server.runtime}
+    if w.runtime == "container":
+        man["workload"]["images"] = {i: containers.image_id(i) for i in (w.endpoint.image, w.server.image) if i}
+    console.print(f"  server ready on {target.name}: {info.get('model', '?')}, weights {info.get('weights', '?')}")
 
     clients = []
     for n in spec.role("endpoint"):
-        out = run_dir / "raw" / f"requests-{n.name}.csv"
-        proc = dep.nodes[n.name].start(
-            [*_python(), app.endpoint_module, "--name", n.name, "--broker", plan.addresses[target.name],
-             "--rate", str(w.rate), "--warmup", str(spec.warmup_s), "--duration", str(spec.duration_s),
-             "--timeout", str(w.timeout_s), "--seed", str(spec.seed + n.index), "--repetition", str(rep),
-             "--resolution", str(p["resolution"]), "--jpeg-quality", str(p["jpeg_quality"]),
-             "--bank-size", str(p["bank_size"]), "--qos", str(p["qos"]), "--out", str(out)],
-            run_dir / "logs" / f"endpoint-{n.name}.log", {"PYTHONPATH": str(REPO)},
-        )
+        node = dep.nodes[n.name]
+        env = launch.endpoint_env(spec, node, plan.addresses[target.name], raw, rep)
+        proc, box = launch.start(spec, "endpoint", node, env, run_dir, dep.run_id, rep)
         undo.callback(stop_process, proc)
-        clients.append((n, proc, out))
+        if box:
+            undo.callback(containers.remove, box)
+        clients.append((n, proc, Path(env["CONTINUUM_RECORDS"])))
 
     total = spec.warmup_s + spec.duration_s
     t0 = time.monotonic()
@@ -271,8 +271,8 @@ def _live(clients, rep: int) -> str:
     if not frames:
         return "0 requests"
     df = pd.concat(frames)
-    df = df[(df["repetition"] == rep) & (df["timeout"] == 0)]
+    df = df[(df["repetition"] == rep) & (df["status"] == "ok")]
     if df.empty:
         return "0 answered"
-    e2e = (df["t_received"] - df["t_created"]) / 1e6
+    e2e = (df["t_received"] - df["t_drawn"]) / 1e6
     return f"{len(df)} answered, median {e2e.median():.1f} ms"

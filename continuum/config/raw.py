@@ -94,11 +94,51 @@ class Core(Strict):
     mechanism: Literal["auto", "mahimahi-link", "netem"] = "auto"
 
 
+class Payload(Strict):
+    """Request payload sizes; each app builds its data bank to follow them."""
+
+    distribution: Literal["uniform", "fixed", "normal", "lognormal"] = "uniform"
+    min_bytes: int | None = Field(default=None, ge=1, le=100_000_000)
+    max_bytes: int | None = Field(default=None, ge=1, le=100_000_000)
+    mean_bytes: int | None = Field(default=None, ge=1, le=100_000_000)
+    sd_bytes: float | None = Field(default=None, gt=0)
+    sigma: float | None = Field(default=None, gt=0, le=5)
+
+
+class CongestionControl(Strict):
+    """The thesis' application-level rule: x factor while e2e > threshold, restore after."""
+
+    enabled: bool = False
+    threshold_ms: float = Field(default=500.0, gt=0)
+    factor: float = Field(default=0.5, gt=0, lt=1)
+    hold_s: float = Field(default=1.0, ge=0)
+    restore: Literal["reset", "double", "additive"] = "reset"
+    step: float = Field(default=0.0, ge=0)
+    min_rate: float = Field(default=0.0, ge=0)
+
+
+class Custom(Strict):
+    """A bring-your-own app: an image and/or a command per side (see docs/workloads.md)."""
+
+    endpoint_image: str | None = None
+    server_image: str | None = None
+    endpoint_command: list[str] = []
+    server_command: list[str] = []
+    environment: dict[str, str] = {}
+
+
 class Workload(Strict):
     app: str = "image_classification"
     offload: Literal["edge", "cloud"] = "edge"
+    runtime: Literal["process", "container"] = "process"
     rate: float = Field(default=1.0, gt=0, le=10000)
+    arrivals: Literal["constant", "poisson"] = "constant"
+    burst: int = Field(default=1, ge=1, le=1000)
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    qos: int = Field(default=0, ge=0, le=2)
+    payload: Payload = Payload()
+    congestion_control: CongestionControl = CongestionControl()
+    custom: Custom | None = None
     params: dict[str, Union[int, float, str, bool]] = {}
 
 

@@ -58,12 +58,35 @@ class CoreSpec:
 
 
 @dataclass(frozen=True)
+class SideSpec:
+    """How one side (endpoint or server) of the workload starts."""
+
+    runtime: str  # process | container
+    image: str | None  # container image
+    command: tuple[str, ...]  # process argv, or the container's command (empty: the image's own)
+
+
+@dataclass(frozen=True)
 class WorkloadSpec:
     app: str
     offload: str
     rate: float
     timeout_s: float
     params: Mapping[str, Any]
+    arrivals: str
+    burst: int
+    qos: int
+    payload: Mapping[str, Any]
+    congestion_control: Mapping[str, Any]
+    endpoint: SideSpec
+    server: SideSpec
+    environment: Mapping[str, str]
+    workdir: Path  # where custom commands start (the experiment file's folder)
+
+    @property
+    def runtime(self) -> str:
+        """container when either side runs in one."""
+        return "container" if "container" in (self.endpoint.runtime, self.server.runtime) else "process"
 
 
 @dataclass(frozen=True)
@@ -247,15 +270,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     workload = None
     w = p.get("workload")
     if w is not None:
-        from continuum.workloads import REGISTRY as APPS
-
-        app = APPS.get(w.app)
-        if app is None:
-            bad("workload.app", f"unknown app {w.app!r}; valid: {', '.join(sorted(APPS))}")
-        else:
-            params = _section(app.params, w.params, file, "workload.params", issues)
-            if params is not None:
-                workload = WorkloadSpec(w.app, w.offload, w.rate, w.timeout_s, MappingProxyType(params.model_dump()))
+        workload = _workload(w, base, bad, file, issues)
         if groups is not None and getattr(groups, w.offload).count < 1:
             bad("workload.offload", f"offloads to {w.offload!r} but nodes.{w.offload}.count is 0")
 
@@ -269,6 +284,62 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         source=path.resolve(), text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), name=e.name, seed=e.seed,
         duration_s=e.duration_s, warmup_s=e.warmup_s, repetitions=e.repetitions, output=out,
         provider=p["provider"].kind, nodes=tuple(nodes), mobile=mobile, core=core, workload=workload,
+    )
+
+
+def _workload(w: raw.Workload, base: Path, bad, file: str, issues: list[ConfigIssue]) -> WorkloadSpec | None:
+    from continuum.workloads import REGISTRY as APPS
+
+    app = APPS.get(w.app)
+    if app is None:
+        bad("workload.app", f"unknown app {w.app!r}; valid: {', '.join(sorted(APPS))}")
+        return None
+    if app.params is not None:
+        model = _section(app.params, w.params, file, "workload.params", issues)
+        if model is None:
+            return None
+        params = model.model_dump()
+    else:
+        params = dict(w.params)
+
+    pl = w.payload.model_dump(exclude_none=True)
+    lo, hi = pl.setdefault("min_bytes", app.default_payload[0]), pl.setdefault("max_bytes", app.default_payload[1])
+    if lo > hi:
+        bad("workload.payload", f"min_bytes {lo} > max_bytes {hi}")
+    if w.app == "image_classification" and (lo < 1000 or hi > 100_000):
+        bad("workload.payload", f"image_classification makes requests of 1000 to 100000 bytes; got {lo}..{hi}")
+    if w.app == "translation" and (lo < 40 or hi > 2000):
+        bad("workload.payload", f"translation makes phrases of 40 to 2000 bytes; got {lo}..{hi}")
+    if pl["distribution"] == "fixed" and "mean_bytes" not in pl and lo != hi:
+        bad("workload.payload.mean_bytes", "distribution \"fixed\" needs mean_bytes (or min_bytes = max_bytes)")
+
+    sides = {}
+    if w.app == "custom":
+        c = w.custom
+        if c is None:
+            bad("workload.custom", "app = \"custom\" needs a [workload.custom] table with endpoint_image or "
+                                   "endpoint_command, and server_image or server_command")
+            return None
+        for side in ("endpoint", "server"):
+            image, command = getattr(c, f"{side}_image"), tuple(getattr(c, f"{side}_command"))
+            if not image and not command:
+                bad(f"workload.custom.{side}_command", f"give {side}_image or {side}_command for the {side} side")
+            runtime = "container" if image and (w.runtime == "container" or not command) else "process"
+            sides[side] = SideSpec(runtime, image, command)
+        env = dict(c.environment)
+        for key in env:
+            if key.startswith("CONTINUUM_"):
+                bad(f"workload.custom.environment.{key}", "CONTINUUM_* variables are set by continuum (the contract)")
+    else:
+        if w.custom is not None:
+            bad("workload.custom", f"only for app = \"custom\" (app is {w.app!r})")
+        env = {}
+        for side, image in zip(("endpoint", "server"), app.images):
+            sides[side] = SideSpec(w.runtime, image if w.runtime == "container" else None, ())
+    return WorkloadSpec(
+        w.app, w.offload, w.rate, w.timeout_s, MappingProxyType(params), w.arrivals, w.burst, w.qos,
+        MappingProxyType(pl), MappingProxyType(w.congestion_control.model_dump()), sides["endpoint"], sides["server"],
+        MappingProxyType(env), base,
     )
 
 

@@ -44,18 +44,23 @@ class Node:
     def run(self, argv: list[str], *, check: bool = True, timeout: float = 60.0) -> subprocess.CompletedProcess:
         return commands.run(self.argv(argv), check=check, timeout=timeout)
 
-    def start(self, argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
-        """Start a long-running process inside the node (and its cgroup), output to log."""
+    def start(self, argv: list[str], log: Path, env: dict[str, str] | None = None, *, cwd: Path | None = None,
+              contained: bool = True) -> subprocess.Popen:
+        """Start a long-running process inside the node (and its cgroup), output to log.
+
+        contained=False starts it on the host: for `docker run`, whose container
+        joins the node by itself (network and cgroup)."""
         log.parent.mkdir(parents=True, exist_ok=True)
         out = open(log, "ab")
         try:
             return subprocess.Popen(
-                self.argv(argv),
+                self.argv(argv) if contained else argv,
+                cwd=cwd,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env={**os.environ, **(env or {})},
-                preexec_fn=self.cgroup.join if self.cgroup else None,
+                preexec_fn=self.cgroup.join if self.cgroup and contained else None,
                 start_new_session=True,  # Ctrl-C reaches the orchestrator only; it stops children in order
             )
         finally:

@@ -15,7 +15,7 @@ import os
 import shutil
 from typing import Callable
 
-from continuum import cgroups, commands, naming
+from continuum import cgroups, commands, containers, naming
 from continuum.config import ExperimentSpec
 from continuum.errors import CommandError, ProviderError
 from continuum.network.plan import Plan
@@ -71,6 +71,13 @@ class NetnsProvider(Provider):
             cgroups.detect()
         except ProviderError as e:
             problems.append(str(e))
+        if spec.workload.runtime == "container":
+            problem = containers.engine_problem()
+            if problem:
+                problems.append(f"workload.runtime is container: {problem}")
+            else:
+                needed = sorted({*self._images(spec), "continuum/base"})
+                problems += containers.image_problems(needed)
         if spec.core.jitter_ms > 0 and spec.core.mechanism == "mahimahi-link":
             problems.append("core.jitter_ms > 0 needs tc netem: set core.mechanism = \"auto\" or \"netem\" "
                             "(mahimahi-link's core delay is constant)")
@@ -83,10 +90,17 @@ class NetnsProvider(Provider):
         dep.facts["cgroup_version"] = version
         specs = {n.name: n for n in spec.nodes}
 
-        say(f"creating {len(plan.namespaces)} namespaces")
+        sandboxed = containers.container_nodes(spec, plan.offload_target)
+        say(f"creating {len(plan.namespaces)} namespaces" + (f" ({len(sandboxed)} from sandbox containers)" if sandboxed else ""))
         for logical in plan.namespaces:
             ns = naming.netns(run_id, logical)
-            commands.run(["ip", "netns", "add", ns])
+            if logical in sandboxed:
+                box = containers.sandbox_name(run_id, logical)
+                undo.callback(containers.remove, box)
+                pid = containers.sandbox(box, run_id)
+                commands.run(["ip", "netns", "attach", ns, str(pid)])
+            else:
+                commands.run(["ip", "netns", "add", ns])
             undo.callback(delete_namespace, ns)
             commands.run(commands.in_netns(ns, ["ip", "link", "set", "lo", "up"]))
             dep.nodes[logical] = Node(logical, ns, plan.addresses.get(logical), specs.get(logical))
@@ -180,8 +194,13 @@ class NetnsProvider(Provider):
                         "use core.mechanism = \"mahimahi-link\""
                     ) from e
 
+    @staticmethod
+    def _images(spec: ExperimentSpec) -> list[str]:
+        w = spec.workload
+        return [s.image for s in (w.endpoint, w.server) if s.runtime == "container" and s.image]
+
     def leftovers(self, run_id: str | None) -> list[str]:
-        out = []
+        out = [f"container {name}" for name in containers.leftovers(run_id)]
         for ns in list_namespaces():
             parsed = naming.parse_netns(ns)
             if parsed and (run_id is None or parsed[0] == run_id):
@@ -194,6 +213,10 @@ class NetnsProvider(Provider):
 
     def destroy(self, run_id: str | None, say: Callable[[str], None]) -> int:
         removed = 0
+        for name in containers.leftovers(run_id):
+            say(f"removing container {name}")
+            containers.remove(name)
+            removed += 1
         for ns in list_namespaces():
             parsed = naming.parse_netns(ns)
             if parsed and (run_id is None or parsed[0] == run_id):

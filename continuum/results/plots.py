@@ -18,16 +18,16 @@ PARTS = [("preprocessing_ms", "pre-processing (M3)"), ("uplink_ms", "uplink (M1)
 
 def latency_over_time(df: pd.DataFrame, out: Path) -> None:
     fig, ax = plt.subplots(figsize=(9, 4))
-    t0 = df["t_created"].min()
+    t0 = df["t_drawn"].min()
     for ep, g in df.groupby("endpoint"):
-        ok = g[g["timeout"] == 0]
-        ax.plot((ok["t_created"] - t0) / 1e9, ok["e2e_ms"], ".-", ms=3, lw=0.6, label=f"{ep}")
-        lost = g[g["timeout"] == 1]
+        ok = g[g["status"] == "ok"]
+        ax.plot((ok["t_drawn"] - t0) / 1e9, ok["e2e_ms"], ".-", ms=3, lw=0.6, label=f"{ep}")
+        lost = g[g["status"] != "ok"]
         if len(lost):
-            ax.plot((lost["t_created"] - t0) / 1e9, [ok["e2e_ms"].max() if len(ok) else 1] * len(lost), "rx", label=f"{ep} timeout")
+            ax.plot((lost["t_drawn"] - t0) / 1e9, [ok["e2e_ms"].max() if len(ok) else 1] * len(lost), "rx", label=f"{ep} timeout")
     warm = df[df["phase"] == "warmup"]
     if len(warm):
-        ax.axvspan(0, (warm["t_created"].max() - t0) / 1e9, color="0.9", label="warm-up")
+        ax.axvspan(0, (warm["t_drawn"].max() - t0) / 1e9, color="0.9", label="warm-up")
     ax.set_xlabel("request sent at (s since first request)")
     ax.set_ylabel("end-to-end latency (ms)")
     ax.set_yscale("log")
@@ -99,6 +99,37 @@ def link(run_dir: Path, endpoint: str, out: Path, bin_s: float = 0.5) -> None:
     plt.close(fig)
 
 
+def sending_rate(df: pd.DataFrame, rate_logs: list[Path], out: Path) -> bool:
+    """Congestion control at work: each endpoint's sending rate (from its rate
+    log) over its end-to-end latency. False when no rate was ever changed."""
+    logs = [pd.read_csv(p) for p in rate_logs if p.stat().st_size > 0]
+    if not logs or not len(df):
+        return False
+    t0 = df["t_drawn"].min()
+    fig, ax = plt.subplots(figsize=(9, 4))
+    ax2 = ax.twinx()
+    for i, (ep, g) in enumerate(df.groupby("endpoint")):
+        ok = g[g["status"] == "ok"]
+        ax2.plot((ok["t_drawn"] - t0) / 1e9, ok["e2e_ms"], ".", ms=3, color=f"C{i}", alpha=0.4, label=f"{ep} e2e")
+        changes = pd.concat(logs)
+        changes = changes[changes["endpoint"] == ep].sort_values("t")
+        t = [0.0, *((changes["t"] - t0) / 1e9), (g["t_drawn"].max() - t0) / 1e9]
+        r = [g["send_rate"].iloc[0], *changes["rate"], changes["rate"].iloc[-1] if len(changes) else g["send_rate"].iloc[0]]
+        ax.step(t, r, where="post", color=f"C{i}", lw=1.5, label=f"{ep} sending rate")
+    ax.set_xlabel("time (s since first request)")
+    ax.set_ylabel("sending rate (requests/s)")
+    ax2.set_ylabel("end-to-end latency (ms)")
+    ax2.set_yscale("log")
+    lines = ax.get_lines() + ax2.get_lines()
+    ax.legend(lines, [l.get_label() for l in lines], fontsize=8, loc="upper right")
+    ax.grid(alpha=0.3)
+    ax.set_title("Application-level congestion control")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return True
+
+
 def nodes(samples: Path, out: Path) -> None:
     if not samples.exists():
         return
@@ -133,6 +164,8 @@ def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict) -> list[Path]:
     for ep in sorted(df["endpoint"].unique()) if len(df) else []:
         link(run_dir, ep, plots / f"link_{ep}.png")
         made.append(plots / f"link_{ep}.png")
+    if sending_rate(df, sorted((run_dir / "raw").glob("rate-*.csv")), plots / "sending_rate.png"):
+        made.append(plots / "sending_rate.png")
     nodes(run_dir / "nodes.csv", plots / "nodes.png")
     made.append(plots / "nodes.png")
     return [p for p in made if p.exists()]

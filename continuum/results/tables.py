@@ -1,10 +1,14 @@
 """Per-request rows -> latency metrics and the summary (count, median, P95,
 P99, max for each metric; no trimming: the tail is the point).
 
-Metrics (thesis names): M1 uplink = server received - endpoint sent;
-M2 downlink = endpoint received - server sent; M3 pre-processing = sent -
-created; M4 server = server sent - server received (queueing + inference).
-They add up exactly to end-to-end = received - created."""
+Metrics (thesis names), from the records of workloads/contract.py:
+M1 uplink = server received - endpoint published; M2 downlink = endpoint
+received - server published; M3 pre-processing = published - data drawn
+(drawing, pre-processing proper, framing); M4 server = server published -
+server received (queueing + processing). They add up exactly to end-to-end =
+received - drawn. `status` is ok, timeout (no answer within timeout_s) or
+unanswered (the run was stopped first); `dropped` marks requests the server
+never received."""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from workloads.contract import RECORD_FIELDS
 
 METRICS = {
     "uplink_ms": "M1 uplink",
@@ -27,12 +33,12 @@ METRICS = {
 def add_metrics(df: pd.DataFrame) -> pd.DataFrame:
     df = df.copy()
     ms = lambda a, b: (df[a] - df[b]) / 1e6  # noqa: E731
-    df["uplink_ms"] = ms("t_server_received", "t_sent")
-    df["downlink_ms"] = ms("t_received", "t_server_sent")
-    df["preprocessing_ms"] = ms("t_sent", "t_created")
-    df["server_ms"] = ms("t_server_sent", "t_server_received")
+    df["uplink_ms"] = ms("t_server_received", "t_published")
+    df["downlink_ms"] = ms("t_received", "t_server_published")
+    df["preprocessing_ms"] = ms("t_published", "t_drawn")
+    df["server_ms"] = ms("t_server_published", "t_server_received")
     df["inference_ms"] = ms("t_server_done", "t_server_start")
-    df["e2e_ms"] = ms("t_received", "t_created")
+    df["e2e_ms"] = ms("t_received", "t_drawn")
     return df
 
 
@@ -40,27 +46,28 @@ def merge(endpoint_csvs: list[Path], server_csvs: list[Path]) -> pd.DataFrame:
     """All endpoints' rows, with `dropped` (the server never saw the request) and the metrics."""
     parts = [pd.read_csv(p) for p in endpoint_csvs if p.exists() and p.stat().st_size > 0]
     if not parts:
-        return add_metrics(pd.DataFrame(columns=[
-            "repetition", "endpoint", "request_id", "phase", "request_bytes", "response_bytes", "class", "t_created",
-            "t_sent", "t_server_received", "t_server_start", "t_server_done", "t_server_sent", "t_received", "timeout", "dropped"]))
+        return add_metrics(pd.DataFrame(columns=[*RECORD_FIELDS, "dropped"]))
     df = pd.concat(parts, ignore_index=True)
+    missing = [c for c in RECORD_FIELDS if c not in df.columns]
+    if missing:
+        raise ValueError(f"records lack the contract's columns {', '.join(missing)} (see docs/workloads.md)")
     seen = set()
     for p in server_csvs:
         if p.exists() and p.stat().st_size > 0:
-            s = pd.read_csv(p)
-            seen |= set(zip(s["repetition"], s["endpoint"], s["request_id"]))
-    df["dropped"] = [int((r, e, i) not in seen) for r, e, i in zip(df["repetition"], df["endpoint"], df["request_id"])]
-    df = df.sort_values(["repetition", "t_created", "endpoint"]).reset_index(drop=True)
+            seen |= set(pd.read_csv(p, usecols=["request_id"])["request_id"].astype(str))
+    df["request_id"] = df["request_id"].astype(str)
+    df["dropped"] = (~df["request_id"].isin(seen)).astype(int)
+    df = df.sort_values(["repetition", "t_drawn", "endpoint"]).reset_index(drop=True)
     return add_metrics(df)
 
 
 def summarize(df: pd.DataFrame) -> dict:
     measured = df[df["phase"] == "measure"]
-    answered = measured[measured["timeout"] == 0]
+    answered = measured[measured["status"] == "ok"]
     out = {
         "requests": int(len(measured)),
         "answered": int(len(answered)),
-        "timeouts": int((measured["timeout"] == 1).sum()),
+        "timeouts": int((measured["status"] != "ok").sum()),
         "dropped": int(measured["dropped"].sum()) if "dropped" in measured else 0,
         "warmup_requests": int((df["phase"] == "warmup").sum()),
         "request_bytes_median": float(answered["request_bytes"].median()) if len(answered) else None,

@@ -1,7 +1,8 @@
-"""Workloads register here under an app name, with the model of their own
-`[workload.params]` keys. Each has a server side (runs on the remote node next
-to its MQTT broker) and an endpoint side (runs on every endpoint), both plain
-`python -m` entry points so the orchestrator can start them in any node."""
+"""The apps an experiment can name in `workload.app`, with the model of their
+own `[workload.params]` keys. The apps themselves live in the top-level
+`workloads/` package (copied into the container images); this registry is the
+orchestrator's view of them: how to start each side as a process or a
+container, and what payload sizes they default to."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 class WorkloadKind:
     name: str
     description: str
-    params: type[BaseModel]
-    server_module: str
-    endpoint_module: str
+    params: type[BaseModel] | None  # None: free-form, handed to the app as JSON
+    default_payload: tuple[int, int]  # min, max bytes when [workload.payload] does not say
+    builtin: bool = True  # runs as `python -m workloads endpoint|server NAME`
+    images: tuple[str, str] = ("", "")  # endpoint, server image (continuum images build)
 
 
 REGISTRY: dict[str, WorkloadKind] = {}
@@ -27,23 +29,29 @@ def register(kind: WorkloadKind) -> WorkloadKind:
     return kind
 
 
-class ImageClassificationParams(BaseModel):
-    """W1: an image is pre-processed on the endpoint (resize, JPEG), sent to the
-    remote node and classified by MobileNetV2; ~20 bytes come back."""
-
+class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    resolution: int = Field(default=224, ge=32, le=1024)
-    jpeg_quality: int = Field(default=90, ge=10, le=100)
+
+
+class ImageClassificationParams(_Params):
+    """W1: images are pre-processed on the endpoint (decode, resize to 224x224,
+    normalise) and classified by MobileNetV2 (TensorFlow) on the remote node."""
+
     bank_size: int = Field(default=16, ge=1, le=1000)
-    qos: int = Field(default=0, ge=0, le=1)
 
 
-register(
-    WorkloadKind(
-        name="image_classification",
-        description="W1: MobileNetV2 image classification over MQTT",
-        params=ImageClassificationParams,
-        server_module="continuum.workloads.image_classification.server",
-        endpoint_module="continuum.workloads.image_classification.endpoint",
-    )
-)
+class TranslationParams(_Params):
+    """W2: phrases translated by MarianMT (opus-mt-en-de architecture, PyTorch), greedy decoding."""
+
+    bank_size: int = Field(default=64, ge=1, le=10000)
+    max_output_tokens: int = Field(default=128, ge=1, le=512)
+    max_output_ratio: float = Field(default=1.3, gt=0, le=10)
+
+
+register(WorkloadKind("image_classification", "W1: MobileNetV2 (TensorFlow) image classification over MQTT",
+                      ImageClassificationParams, (10_000, 100_000),
+                      images=("continuum/w1-endpoint", "continuum/w1-server")))
+register(WorkloadKind("translation", "W2: MarianMT (PyTorch) English-German translation over MQTT",
+                      TranslationParams, (100, 200), images=("continuum/w2-endpoint", "continuum/w2-server")))
+register(WorkloadKind("custom", "bring your own: images and/or commands named in [workload.custom]",
+                      None, (1000, 1000), builtin=False))

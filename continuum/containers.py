@@ -1,0 +1,197 @@
+"""Workloads in Docker containers, attached to the node's namespace and
+limited by the node's cgroup.
+
+A node that runs containers is created from a sandbox container (`sleep`
+with no network of its own, like a Kubernetes pause container) whose network
+namespace is given the node's name with `ip netns attach`; the provider then
+wires it like any other node, and workload containers join it with
+`--network container:SANDBOX`. With Docker's cgroupfs driver, containers are
+started under the node's own cgroup (`--cgroup-parent`), so the node's CPU
+quota and memory limit cover them exactly as they cover processes.
+
+No image registry is reachable here, so every image is built locally: a
+Debian base made by mmdebstrap and `docker import`, then one Dockerfile per
+workload side, with Python wheels from a local wheelhouse."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from continuum import commands
+from continuum.errors import CommandError, ProviderError
+
+REPO = Path(__file__).resolve().parent.parent
+WORKLOADS = REPO / "workloads"
+WHEELHOUSE = REPO / ".cache" / "wheelhouse"
+LABEL_RUN = "continuum.run"
+LABEL_SOURCE = "continuum.source"
+TAG = "local"
+SUITE, MIRROR = "bookworm", "http://deb.debian.org/debian"
+BASE_PACKAGES = ["python3", "python3-paho-mqtt", "python3-numpy", "python3-pil", "python3-pip", "python3-setuptools",
+                 "python3-protobuf", "python3-requests", "python3-six", "python3-packaging", "python3-astunparse",
+                 "python3-oauthlib", "python3-markupsafe", "python3-yaml", "ca-certificates"]
+BASES = {"continuum/base": BASE_PACKAGES, "continuum/base-torch": BASE_PACKAGES + ["python3-torch"]}
+# image -> (Dockerfile, requirements it installs from the wheelhouse)
+IMAGES = {
+    "continuum/w1-endpoint": ("image_classification/endpoint.Dockerfile", None),
+    "continuum/w1-server": ("image_classification/server.Dockerfile", "requirements-tensorflow.txt"),
+    "continuum/w2-endpoint": ("translation/endpoint.Dockerfile", None),
+    "continuum/w2-server": ("translation/server.Dockerfile", "requirements-transformers.txt"),
+    "continuum/example": ("example/Dockerfile", None),
+}
+
+
+def ref(image: str) -> str:
+    """An image name as the user gives it; continuum's own images get the local tag."""
+    return f"{image}:{TAG}" if image in IMAGES and ":" not in image else image
+
+
+def source_hash() -> str:
+    """What continuum's images are built from: the workloads/ sources and the base package list."""
+    h = hashlib.sha256(json.dumps(BASES, sort_keys=True).encode())
+    for p in sorted(WORKLOADS.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts:
+            h.update(str(p.relative_to(WORKLOADS)).encode() + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _docker(args: list[str], check: bool = True, timeout: float = 120.0) -> subprocess.CompletedProcess:
+    return commands.run(["docker", *args], check=check, timeout=timeout)
+
+
+def engine_problem() -> str | None:
+    """Why containers cannot run here (None: the Docker engine answers)."""
+    if not shutil.which("docker"):
+        return "docker not found: run ./setup.sh --containers (installs Debian's docker.io and starts the engine)"
+    p = _docker(["info", "--format", "{{.CgroupDriver}}"], check=False, timeout=30)
+    if p.returncode != 0:
+        return ("the Docker engine is not running (" + (p.stderr.strip().splitlines() or ["no answer"])[-1] +
+                "): run ./setup.sh --containers, which starts dockerd")
+    return None
+
+
+def cgroup_driver() -> str:
+    return _docker(["info", "--format", "{{.CgroupDriver}}"]).stdout.strip()
+
+
+def image_problems(images: list[str]) -> list[str]:
+    """Images that are missing, or continuum images built from other workloads/ sources."""
+    problems, current = [], source_hash()
+    for image in images:
+        p = _docker(["image", "inspect", "--format", "{{json .Config.Labels}}", ref(image)], check=False)
+        if p.returncode != 0:
+            how = "continuum images build" if image in IMAGES else "docker build/load it"
+            problems.append(f"image {ref(image)} not found: {how}")
+        elif image in IMAGES and (json.loads(p.stdout) or {}).get(LABEL_SOURCE) != current:
+            problems.append(f"image {ref(image)} was built from other workloads/ sources: continuum images build")
+    return problems
+
+
+def build(say: Callable[[str], None], only: list[str] | None = None) -> list[str]:
+    """Build the bases (if missing) and continuum's workload images; returns the image refs."""
+    problem = engine_problem()
+    if problem:
+        raise ProviderError(problem)
+    wanted = only or list(IMAGES)
+    unknown = [i for i in wanted if i not in IMAGES]
+    if unknown:
+        raise ProviderError(f"unknown image(s) {', '.join(unknown)}; valid: {', '.join(IMAGES)}")
+    for base, packages in BASES.items():
+        tag = f"{base}:{SUITE}-{hashlib.sha256(' '.join(packages).encode()).hexdigest()[:8]}"
+        if _docker(["image", "inspect", tag], check=False).returncode != 0:
+            if not shutil.which("mmdebstrap"):
+                raise ProviderError("mmdebstrap not found: run ./setup.sh --containers")
+            say(f"building {tag} with mmdebstrap ({len(packages)} Debian packages; a minute or two)")
+            with tempfile.TemporaryDirectory() as d:
+                tar = Path(d) / "rootfs.tar"
+                commands.run(["mmdebstrap", "--quiet", "--variant=minbase", f"--include={','.join(packages)}",
+                              SUITE, str(tar), MIRROR], timeout=1800)
+                _docker(["import", str(tar), tag], timeout=600)
+        _docker(["tag", tag, f"{base}:{TAG}"])
+    source = source_hash()
+    for req in {r for i in wanted if (r := IMAGES[i][1])}:
+        say(f"wheelhouse: {req}")
+        commands.run([str(REPO / ".venv" / "bin" / "pip"), "download", "--quiet", "--disable-pip-version-check",
+                      "--no-deps", "-r", str(WORKLOADS / req), "-d", str(WHEELHOUSE)], timeout=1800)
+    built = []
+    for image in wanted:
+        dockerfile, req = IMAGES[image]
+        say(f"building {ref(image)} ({dockerfile})")
+        with tempfile.TemporaryDirectory() as d:
+            ctx = Path(d)
+            shutil.copytree(WORKLOADS, ctx / "workloads", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            (ctx / "wheels").mkdir()
+            if req:
+                for line in (WORKLOADS / req).read_text().splitlines():
+                    name = line.split("#")[0].strip().split("==")[0].lower().replace("-", "_")
+                    for whl in WHEELHOUSE.glob("*.whl"):
+                        if name and whl.name.lower().startswith(name + "-"):
+                            shutil.copy(whl, ctx / "wheels")
+            p = commands.run(["docker", "build", "--quiet", "--label", f"{LABEL_SOURCE}={source}", "-t", ref(image),
+                              "-f", str(ctx / "workloads" / dockerfile), str(ctx)], check=False, timeout=1800)
+            if p.returncode != 0:
+                raise ProviderError(f"docker build of {image} failed:\n{p.stderr[-3000:]}")
+        built.append(ref(image))
+    return built
+
+
+def sandbox(name: str, run_id: str) -> int:
+    """Start a node's sandbox container (no network of its own); returns its PID for `ip netns attach`."""
+    try:
+        _docker(["run", "-d", "--name", name, "--label", f"{LABEL_RUN}={run_id}", "--network", "none",
+                 "--init", ref("continuum/base"), "sleep", "infinity"])
+        return int(_docker(["inspect", "--format", "{{.State.Pid}}", name]).stdout.strip())
+    except CommandError as e:
+        raise ProviderError(f"cannot start the sandbox container {name}: {e.stderr or e}") from None
+
+
+def sandbox_name(run_id: str, node: str) -> str:
+    return f"ctm-{run_id}-{node}-sandbox"
+
+
+def container_nodes(spec, offload_target: str) -> list[str]:
+    """Nodes of an ExperimentSpec whose namespace must come from a sandbox container."""
+    w = spec.workload
+    nodes = [n.name for n in spec.role("endpoint")] if w.endpoint.runtime == "container" else []
+    return nodes + ([offload_target] if w.server.runtime == "container" else [])
+
+
+def remove(name: str) -> None:
+    _docker(["rm", "-f", name], check=False, timeout=60)
+
+
+def run_argv(name: str, run_id: str, image: str, command: list[str], sandbox_name: str, cgroup_parent: str,
+             cpus: float, memory_bytes: int, env: dict[str, str], mounts: list[tuple[Path, bool]]) -> list[str]:
+    """`docker run` for one workload side inside its node (foreground: SIGTERM reaches the app)."""
+    argv = ["docker", "run", "--rm", "--name", name, "--label", f"{LABEL_RUN}={run_id}", "--init",
+            "--network", f"container:{sandbox_name}"]
+    if cgroup_driver() == "cgroupfs":
+        argv += ["--cgroup-parent", "/" + cgroup_parent]
+    else:  # systemd driver: parents must be slices; limit the container itself instead
+        argv += ["--cpus", f"{cpus:g}", "--memory", str(memory_bytes), "--memory-swap", str(memory_bytes)]
+    for key, value in env.items():
+        argv += ["-e", f"{key}={value}"]
+    for path, writable in mounts:
+        argv += ["-v", f"{path}:{path}:{'rw' if writable else 'ro'}"]
+    return argv + [ref(image), *command]
+
+
+def leftovers(run_id: str | None) -> list[str]:
+    """Names of containers continuum started (for one run, or any) that still exist."""
+    if not shutil.which("docker"):
+        return []
+    flt = f"label={LABEL_RUN}" + (f"={run_id}" if run_id else "")
+    p = _docker(["ps", "-a", "--filter", flt, "--format", "{{.Names}}"], check=False, timeout=30)
+    return p.stdout.split() if p.returncode == 0 else []
+
+
+def image_id(image: str) -> str:
+    """The image's content id, for the manifest."""
+    p = _docker(["image", "inspect", "--format", "{{.Id}}", ref(image)], check=False)
+    return p.stdout.strip() or "unknown"

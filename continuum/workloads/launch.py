@@ -1,0 +1,71 @@
+"""Start one side of the workload in a node, as a process or as a container,
+with the same environment-variable contract either way (workloads/contract.py),
+so both give the same records."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from continuum import containers, naming
+from continuum.config import ExperimentSpec
+from continuum.network import plan as netplan
+from continuum.providers.base import Node
+from continuum.traces import REPO
+from continuum.workloads import REGISTRY
+
+
+def model_cache() -> Path:
+    """Where pretrained weights are looked for (docs/workloads.md): $CONTINUUM_MODEL_CACHE or ~/.cache/continuum/models."""
+    return Path(os.environ.get("CONTINUUM_MODEL_CACHE", Path.home() / ".cache" / "continuum" / "models"))
+
+
+def _common(spec: ExperimentSpec, broker: str, rep: int, seed: int) -> dict[str, str]:
+    w = spec.workload
+    return {"CONTINUUM_BROKER": f"{broker}:{netplan.MQTT_PORT}", "CONTINUUM_QOS": str(w.qos),
+            "CONTINUUM_SEED": str(seed), "CONTINUUM_REPETITION": str(rep),
+            "CONTINUUM_PARAMS": json.dumps(dict(w.params)), **w.environment}
+
+
+def server_env(spec: ExperimentSpec, node: Node, raw: Path, rep: int) -> dict[str, str]:
+    return {**_common(spec, "127.0.0.1", rep, spec.seed), "CONTINUUM_THREADS": str(max(1, math.floor(node.spec.cpus))),
+            "OMP_NUM_THREADS": str(max(1, math.floor(node.spec.cpus))),
+            "CONTINUUM_SERVER_LOG": str(raw / f"server-{node.name}.csv"),
+            "CONTINUUM_READY_FILE": str(raw / f"server-ready-r{rep}.json"), "CONTINUUM_MODEL_CACHE": str(model_cache())}
+
+
+def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: int) -> dict[str, str]:
+    w = spec.workload
+    return {**_common(spec, broker, rep, spec.seed + node.spec.index), "CONTINUUM_ENDPOINT": node.name,
+            "CONTINUUM_RATE": f"{w.rate:g}", "CONTINUUM_ARRIVALS": w.arrivals, "CONTINUUM_BURST": str(w.burst),
+            "CONTINUUM_WARMUP_S": f"{spec.warmup_s:g}", "CONTINUUM_DURATION_S": f"{spec.duration_s:g}",
+            "CONTINUUM_TIMEOUT_S": f"{w.timeout_s:g}", "CONTINUUM_PAYLOAD": json.dumps(dict(w.payload)),
+            "CONTINUUM_CONGESTION_CONTROL": json.dumps(dict(w.congestion_control)),
+            "CONTINUUM_RECORDS": str(raw / f"requests-{node.name}.csv"),
+            "CONTINUUM_RATE_LOG": str(raw / f"rate-{node.name}.csv")}
+
+
+def start(spec: ExperimentSpec, side: str, node: Node, env: dict[str, str], run_dir: Path, run_id: str,
+          rep: int) -> tuple[subprocess.Popen, str | None]:
+    """Start the side; returns the process (the app, or its `docker run`) and the container name, if any."""
+    w = spec.workload
+    s = w.endpoint if side == "endpoint" else w.server
+    log = run_dir / "logs" / f"{side}-{node.name}.log"
+    if s.runtime == "container":
+        name = f"{naming.netns(run_id, node.name)}-{side}-r{rep}"
+        mounts = [(run_dir / "raw", True)] + ([(model_cache(), False)] if model_cache().is_dir() else [])
+        argv = containers.run_argv(name, run_id, s.image, list(s.command), containers.sandbox_name(run_id, node.name),
+                                   naming.cgroup(run_id, node.name), node.spec.cpus, node.spec.memory_bytes, env, mounts)
+        return node.start(argv, log, contained=False), name
+    if REGISTRY[w.app].builtin:
+        argv = [sys.executable, "-m", "workloads", side, w.app]
+        env = {**env, "PYTHONPATH": str(REPO)}
+    else:
+        argv = [sys.executable if a == "{python}" else a for a in s.command]
+    return node.start(argv, log, env, cwd=w.workdir), None
+
+
