@@ -87,18 +87,27 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     pending: dict[str, dict] = {}
     records = _CsvLog(s.records, contract.RECORD_FIELDS)
     rates = _CsvLog(s.rate_log, contract.RATE_FIELDS) if s.rate_log and cc else None
-    last_latency_ms = [0.0]
+    fresh: list[float] = []  # latencies of answers since the last rate change: the evidence for the next one
 
     def adapt(now_ns: int) -> None:
-        """Congestion control: the larger of the last answer's latency and the oldest pending request's age."""
+        """Congestion control, on fresh evidence only: a request pending for longer
+        than the threshold (no answer may come at all), else the latest answer
+        since the last change. With neither, the rate stays as it is."""
         if cc is None:
             return
-        oldest = min((r["t_drawn"] for r in pending.values()), default=now_ns)
-        signal_ms = max(last_latency_ms[0], (now_ns - oldest) / 1e6)
+        oldest_ms = (now_ns - min((r["t_drawn"] for r in pending.values()), default=now_ns)) / 1e6
+        if oldest_ms > cc.threshold_ms:
+            signal_ms = oldest_ms
+        elif fresh:
+            signal_ms = fresh[-1]
+        else:
+            return
         why = cc.update(now_ns / 1e9, signal_ms)
-        if why and rates:
-            rates.write({"t": now_ns, "endpoint": s.endpoint, "repetition": s.repetition, "rate": cc.rate,
-                         "reason": why, "latency_ms": round(signal_ms, 3)})
+        if why:
+            fresh.clear()
+            if rates:
+                rates.write({"t": now_ns, "endpoint": s.endpoint, "repetition": s.repetition, "rate": cc.rate,
+                             "reason": why, "latency_ms": round(signal_ms, 3)})
 
     def on_message(_c, _u, m) -> None:
         t = time.time_ns()
@@ -111,7 +120,7 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
             row.update({"status": "ok", "result": result[:64].decode("utf-8", "replace").replace("\n", " "),
                         "response_bytes": len(m.payload), "t_received": t})
             records.write(row)
-            last_latency_ms[0] = (t - row["t_drawn"]) / 1e6
+            fresh.append((t - row["t_drawn"]) / 1e6)
             adapt(t)
 
     def expire(now_ns: int, everything: bool = False) -> None:
@@ -134,12 +143,23 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     t0 = time.time_ns()
     warm_end = t0 + s.warmup_s * 1e9
     end = t0 + (s.warmup_s + s.duration_s) * 1e9
-    due = float(t0)
-    seq = 0
-    while not stop.is_set() and due < end:
-        delay = (due - time.time_ns()) / 1e9
-        if delay > 0 and stop.wait(delay):
+    last_send, unit_gap, seq = float(t0), 0.0, 0
+    while not stop.is_set():
+        # The next send is one gap after the last at the current rate; congestion control
+        # may change the rate while we wait, so the wait is re-planned every 100 ms.
+        rate = cc.rate if cc else s.rate
+        due = last_send + unit_gap * 1e9 / rate
+        now = time.time_ns()
+        if due > now:
+            if stop.wait(min(0.1, (due - now) / 1e9)):
+                break
+            with lock:
+                adapt(time.time_ns())
+            expire(time.time_ns())
+            continue
+        if due >= end:
             break
+        last_send = due
         for _ in range(max(1, s.burst)):
             t_drawn = time.time_ns()
             item = app.draw(seq)
@@ -159,12 +179,8 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
                 pending[rid] = row
             client.publish(contract.request_topic(s.endpoint), message, qos=s.qos)
             seq += 1
-        now = time.time_ns()
-        with lock:
-            adapt(now)
-        rate = cc.rate if cc else s.rate
-        due += rng.exponential(1e9 / rate) if s.arrivals == "poisson" else 1e9 / rate
-        expire(now)
+        unit_gap = rng.exponential(1.0) if s.arrivals == "poisson" else 1.0  # in units of 1/rate
+        expire(time.time_ns())
 
     # Every request gets its full timeout for an answer.
     while pending and not stop.is_set():

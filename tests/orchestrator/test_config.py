@@ -32,7 +32,12 @@ def test_full_file_resolves_every_section():
     assert spec.nodes[2].memory_bytes == int(1.5 * (1 << 30))
     assert spec.core.edge_ms == 0.25 and spec.core.cloud_ms == 40.0 and spec.core.cloud_label == "us_east_1"
     assert spec.mobile.uplink_queue == "codel" and spec.mobile.bypass == ("10.202.0.0/16:22",)
-    assert spec.workload.params["resolution"] == 128 and spec.workload.params["qos"] == 1
+    w = spec.workload
+    assert w.params["bank_size"] == 8 and w.qos == 1 and w.arrivals == "poisson" and w.burst == 2
+    assert w.payload == {"distribution": "lognormal", "mean_bytes": 30000, "sigma": 0.4,
+                         "min_bytes": 10000, "max_bytes": 100000}  # the app's range fills in the bounds
+    assert w.congestion_control["enabled"] and w.congestion_control["threshold_ms"] == 400
+    assert w.endpoint.runtime == w.server.runtime == "process"
     with pytest.raises(Exception):
         spec.seed = 3  # frozen
 
@@ -52,7 +57,10 @@ def test_shipped_configs_are_valid():
     ("bad-queue-args", ["mobile.uplink_queue_args"]),
     ("bad-provider", ["provider.kind"]),
     ("bad-syntax", ["(syntax)"]),
-    ("bad-params", ["workload.params.resolution", "workload.params.colour"]),
+    ("bad-params", ["workload.params.bank_size", "workload.params.colour"]),
+    ("bad-workload", ["workload.payload", "workload.custom"]),
+    ("bad-workload-types", ["workload.arrivals", "workload.congestion_control.factor"]),
+    ("bad-custom", ["workload.custom.server_command", "workload.custom.environment.CONTINUUM_RATE"]),
 ])
 def test_bad_files_report_every_problem_with_its_key(name, keys):
     with pytest.raises(ConfigError) as e:
