@@ -199,3 +199,33 @@ def existing(run_id: str | None = None) -> dict[str, list[Cgroup]]:
         if not nodes:
             found[rid] = [Cgroup(version, {c: bases[c] / rid for c in V1_CONTROLLERS})]
     return found
+
+
+def prune(run_id: str | None = None) -> list[Path]:
+    """Remove empty continuum/<run id> directories from every cgroup hierarchy,
+    deepest first; returns what was removed. Docker's cgroupfs driver creates a
+    container's parent path in all controllers (pids, freezer, devices, ...),
+    not only the three a node's limits use."""
+    removed = []
+    for fstype, mnt, _ in _mounts():
+        if fstype not in ("cgroup", "cgroup2"):
+            continue
+        base = Path(mnt) / CGROUP_ROOT
+        if not base.is_dir():
+            continue
+        runs = [base / run_id] if run_id else [p for p in base.iterdir() if p.is_dir()]
+        for run in runs:
+            if not run.is_dir():
+                continue
+            for d in sorted((p for p in run.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)) + [run]:
+                try:
+                    d.rmdir()
+                    removed.append(d)
+                except OSError:
+                    pass
+        try:
+            if not any(p.is_dir() for p in base.iterdir()):
+                base.rmdir()
+        except OSError:
+            pass
+    return removed

@@ -49,7 +49,7 @@ IMAGES = {
 
 def ref(image: str) -> str:
     """An image name as the user gives it; continuum's own images get the local tag."""
-    return f"{image}:{TAG}" if image in IMAGES and ":" not in image else image
+    return f"{image}:{TAG}" if (image in IMAGES or image in BASES) and ":" not in image else image
 
 
 def source_hash() -> str:
@@ -86,7 +86,7 @@ def image_problems(images: list[str]) -> list[str]:
     for image in images:
         p = _docker(["image", "inspect", "--format", "{{json .Config.Labels}}", ref(image)], check=False)
         if p.returncode != 0:
-            how = "continuum images build" if image in IMAGES else "docker build/load it"
+            how = "continuum images build" if image in IMAGES or image in BASES else "docker build/load it"
             problems.append(f"image {ref(image)} not found: {how}")
         elif image in IMAGES and (json.loads(p.stdout) or {}).get(LABEL_SOURCE) != current:
             problems.append(f"image {ref(image)} was built from other workloads/ sources: continuum images build")

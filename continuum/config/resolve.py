@@ -324,8 +324,10 @@ def _workload(w: raw.Workload, base: Path, bad, file: str, issues: list[ConfigIs
             image, command = getattr(c, f"{side}_image"), tuple(getattr(c, f"{side}_command"))
             if not image and not command:
                 bad(f"workload.custom.{side}_command", f"give {side}_image or {side}_command for the {side} side")
-            runtime = "container" if image and (w.runtime == "container" or not command) else "process"
-            sides[side] = SideSpec(runtime, image, command)
+            if w.runtime == "container" and not image:
+                bad(f"workload.custom.{side}_image", "workload.runtime is container: give an image for this side")
+            # An image means a container (the command, if any, is its command); a command alone, a process.
+            sides[side] = SideSpec("container" if image else "process", image, command)
         env = dict(c.environment)
         for key in env:
             if key.startswith("CONTINUUM_"):

@@ -141,6 +141,7 @@ class NetnsProvider(Provider):
         dep.facts["netem_available"] = netem
 
         say("creating cgroups (CPU quota, memory limit)")
+        undo.callback(cgroups.prune, run_id)  # after the nodes' own cgroups: what containers added elsewhere
         for n in spec.nodes:
             cg = cgroups.create(naming.cgroup(run_id, n.name), n.cpus, n.memory_bytes)
             undo.callback(cg.remove)
@@ -228,5 +229,6 @@ class NetnsProvider(Provider):
                 say(f"removing cgroup {next(iter(cg.dirs.values()))}")
                 cg.remove()
                 removed += 1
+        removed += len(cgroups.prune(run_id))
         return removed
 
