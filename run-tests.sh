@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The test suite: installs what it needs (idempotently, via setup.sh), then
 # runs the Rust unit/property tests and the pytest suite (reference model,
-# live namespace tests). Run as root. Public traces are read from ../shared/traces
+# live namespace tests, workloads as processes and in Docker containers). Run as root. Public traces are read from ../shared/traces
 # when present; tests that need them skip with a message otherwise.
 set -euo pipefail
 cd "$(dirname "$0")"
-./setup.sh --no-demo
+./setup.sh --no-demo --containers
 echo "==> cargo test (mahimahi-link)"
 (cd mahimahi-link && cargo test --release --quiet 2>&1 | grep -E "^test result|FAILED|panicked|error" ; exit "${PIPESTATUS[0]}")
 echo "==> pytest"

@@ -4,8 +4,18 @@
 # first experiment, configs/quickstart.toml. Idempotent: a second run only
 # checks. Needs root (namespaces, cgroups, raw sockets, apt).
 # --no-demo: install only (the test command uses this).
+# --containers: also install and start the Docker engine (Debian's docker.io)
+#   and build the workload images (continuum images build).
 set -euo pipefail
 cd "$(dirname "$0")"
+DEMO=1 CONTAINERS=0
+for arg in "$@"; do
+  case "$arg" in
+    --no-demo) DEMO=0 ;;
+    --containers) CONTAINERS=1 ;;
+    *) echo "setup.sh: unknown option $arg (valid: --no-demo, --containers)" >&2; exit 2 ;;
+  esac
+done
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "setup.sh: run as root (sudo ./setup.sh): the testbed creates network namespaces" >&2
@@ -14,7 +24,10 @@ fi
 
 APT_PACKAGES=(iproute2 iperf3 ethtool iputils-ping python3 python3-venv python3-pip build-essential pkg-config
   mosquitto python3-paho-mqtt python3-rich python3-pandas python3-matplotlib python3-numpy python3-pil
-  python3-torch python3-torchvision)
+  python3-torch python3-torchvision
+  python3-protobuf python3-requests python3-six python3-packaging python3-astunparse python3-oauthlib
+  python3-markupsafe python3-yaml)
+if [ "$CONTAINERS" = 1 ]; then APT_PACKAGES+=(docker.io mmdebstrap); fi
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -40,14 +53,32 @@ if [ -x .venv/bin/python ] && ! grep -q "include-system-site-packages = true" .v
   rm -rf .venv  # made by an older setup.sh without the system packages
 fi
 if [ ! -x .venv/bin/python ]; then /usr/bin/python3 -m venv --system-site-packages .venv; fi
-if ! cmp -s requirements.txt .venv/.requirements.installed 2>/dev/null; then
-  .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
-  cp requirements.txt .venv/.requirements.installed
+# The ML stack (TensorFlow for W1, transformers for W2) is ~1.2 GB; pip only
+# runs when a requirements file changed since the last install.
+REQS=(requirements.txt workloads/requirements-tensorflow.txt workloads/requirements-transformers.txt)
+if ! cat "${REQS[@]}" | cmp -s - .venv/.requirements.installed 2>/dev/null; then
+  echo "==> Python packages (pinned; TensorFlow and transformers take a minute the first time)"
+  .venv/bin/pip install --quiet --disable-pip-version-check $(printf -- "-r %s " "${REQS[@]}")
+  cat "${REQS[@]}" > .venv/.requirements.installed
 fi
-if [ ! -x .venv/bin/continuum ]; then
+if ! cmp -s pyproject.toml .venv/.pyproject.installed 2>/dev/null || [ ! -x .venv/bin/continuum ]; then
   .venv/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+  cp pyproject.toml .venv/.pyproject.installed
 fi
 
-if [ "${1:-}" = "--no-demo" ]; then exit 0; fi
+if [ "$CONTAINERS" = 1 ]; then
+  if ! docker info >/dev/null 2>&1; then
+    echo "==> starting the Docker engine"
+    if command -v systemctl >/dev/null 2>&1 && systemctl start docker 2>/dev/null; then :; else
+      (dockerd >/var/log/continuum-dockerd.log 2>&1 &)
+    fi
+    for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+    docker info >/dev/null 2>&1 || { echo "setup.sh: dockerd did not start; see /var/log/continuum-dockerd.log" >&2; exit 1; }
+  fi
+  echo "==> workload container images (the first build runs mmdebstrap: a few minutes)"
+  .venv/bin/continuum images build
+fi
+
+if [ "$DEMO" = 0 ]; then exit 0; fi
 echo "==> first experiment: configs/quickstart.toml (results go to runs/)"
 exec .venv/bin/continuum run configs/quickstart.toml

@@ -115,13 +115,17 @@ def build(say: Callable[[str], None], only: list[str] | None = None) -> list[str
                 _docker(["import", str(tar), tag], timeout=600)
         _docker(["tag", tag, f"{base}:{TAG}"])
     source = source_hash()
-    for req in {r for i in wanted if (r := IMAGES[i][1])}:
+    for req in {r for i in wanted if (r := IMAGES[i][1]) and image_problems([i])}:
         say(f"wheelhouse: {req}")
         commands.run([str(REPO / ".venv" / "bin" / "pip"), "download", "--quiet", "--disable-pip-version-check",
                       "--no-deps", "-r", str(WORKLOADS / req), "-d", str(WHEELHOUSE)], timeout=1800)
     built = []
     for image in wanted:
         dockerfile, req = IMAGES[image]
+        if not image_problems([image]):
+            say(f"{ref(image)} is up to date")
+            built.append(ref(image))
+            continue
         say(f"building {ref(image)} ({dockerfile})")
         with tempfile.TemporaryDirectory() as d:
             ctx = Path(d)
