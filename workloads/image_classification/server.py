@@ -27,8 +27,11 @@ class Server:
     def __init__(self, s: ServerSettings) -> None:
         import tensorflow as tf
 
-        tf.config.threading.set_intra_op_parallelism_threads(max(1, s.threads))
-        tf.config.threading.set_inter_op_parallelism_threads(1)
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(max(1, s.threads))
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+        except RuntimeError:  # TensorFlow already started in this process (tests): keep its threads
+            pass
         tf.keras.utils.set_random_seed(s.seed)
         cached = Path(s.model_cache) / "mobilenet_v2" / WEIGHTS if s.model_cache else None
         if cached and cached.is_file():
