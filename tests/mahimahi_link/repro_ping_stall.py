@@ -4,7 +4,6 @@ lost. Usage (root): .venv/bin/python tests/mahimahi_link/repro_ping_stall.py RUN
 import sys, re
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pathlib import Path
 from netlab import Lab, constant_trace, CORE_IP
 import tempfile
 d = Path(tempfile.mkdtemp())
