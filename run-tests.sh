@@ -5,7 +5,10 @@
 # when present; tests that need them skip with a message otherwise.
 set -euo pipefail
 cd "$(dirname "$0")"
-./setup.sh --no-demo --containers
+./setup.sh --no-demo
+# Docker and the workload images; if the engine cannot run on this host the
+# container tests skip and say why, the rest of the suite still runs.
+./setup.sh --no-demo --containers || echo "==> WARNING: containers unavailable here; the container tests will skip" >&2
 echo "==> cargo test (mahimahi-link)"
 (cd mahimahi-link && cargo test --release --quiet 2>&1 | grep -E "^test result|FAILED|panicked|error" ; exit "${PIPESTATUS[0]}")
 echo "==> pytest"
