@@ -9,7 +9,6 @@ import datetime as dt
 import json
 import shutil
 import signal
-import sys
 import time
 from pathlib import Path
 

@@ -133,7 +133,8 @@ def test_each_direction_is_shaped_once_by_its_own_trace(lab, tmp_path):
 
 def test_core_delay_is_added_with_microsecond_precision(lab, tmp_path):
     fast = constant_trace(tmp_path / "c1200", 1200)
-    for delay_ms, lo, hi in ((10, 20.0, 21.5), (0.25, 0.5, 1.5))  # generous: a busy 2-core host adds wakeup latency:
+    # generous bounds: a busy 2-core host adds wakeup latency
+    for delay_ms, lo, hi in ((10, 20.0, 21.5), (0.25, 0.5, 1.5)):
         lab.start_emulator(fast, fast, f"--delay={CORE_IP}/32={delay_ms}")
         out = lab.run(lab.ue, "ping", "-c", "30", "-i", "0.02", CORE_IP).stdout
         assert lab.stop_emulator() == 0

@@ -118,14 +118,15 @@ min_bytes = 500
 max_bytes = 5000
 [workload.custom]
 """
+AS_PROCESSES = """
+server_command = ["{python}", "app.py", "server"]
+endpoint_command = ["{python}", "app.py", "endpoint"]
+"""
 
 
 def test_bring_your_own_example_app(tmp_path):
     shutil.copy(REPO / "workloads" / "example" / "app.py", tmp_path / "app.py")
-    run_dir = run(experiment(tmp_path, "byo", EXAMPLE + """
-server_command = ["{python}", "app.py", "server"]
-endpoint_command = ["{python}", "app.py", "endpoint"]
-environment = { EXAMPLE_WORK_MS = "20" }
+    run_dir = run(experiment(tmp_path, "byo", EXAMPLE + AS_PROCESSES + """environment = { EXAMPLE_WORK_MS = "20" }
 """, duration=4))
     ok = assert_complete(records(run_dir), 15)
     assert 19 <= ok["inference_ms"].median() <= 40  # the 20 ms of work the environment asked for
@@ -147,10 +148,7 @@ def test_containers_give_the_same_records_as_processes(tmp_path):
     if problem:
         pytest.skip(f"containers unavailable: {problem} (./run-tests.sh builds them)")
     shutil.copy(REPO / "workloads" / "example" / "app.py", tmp_path / "app.py")
-    process = records(run(experiment(tmp_path, "byo-process", EXAMPLE + """
-server_command = ["{python}", "app.py", "server"]
-endpoint_command = ["{python}", "app.py", "endpoint"]
-""", duration=3)))
+    process = records(run(experiment(tmp_path, "byo-process", EXAMPLE + AS_PROCESSES, duration=3)))
     boxed_dir = run(experiment(tmp_path, "byo-container", EXAMPLE + """
 server_image = "continuum/example"
 server_command = ["server"]
