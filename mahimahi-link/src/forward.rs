@@ -10,6 +10,7 @@
 
 use crate::link::{Link, LinkOptions, Sink};
 use crate::mmlog::{Header, MmLog};
+use crate::writer::Writer;
 use crate::packet::{self, BypassRule, DelayRule};
 use crate::queue::{QueueConfig, Queued};
 use crate::rng::SplitMix64;
@@ -139,6 +140,7 @@ pub struct Forwarder {
     links: Vec<RunLink>,
     t0: u64,
     warned_oversize: bool,
+    writer: Writer,
 }
 
 /// Why the loop ended.
@@ -149,10 +151,14 @@ pub enum Stop {
     TracesEnded,
 }
 
+/// How soon to kick TX frames again that the kernel did not take.
+const TX_RETRY_NS: Nanos = 20_000;
+
 impl Forwarder {
     /// Open every interface and log; nothing is forwarded until `run`.
     pub fn open(cfg: ForwardConfig) -> Result<Forwarder, String> {
         let init_ms = sys::unix_ms();
+        let writer = Writer::start();
         let frames = (8192 / cfg.links.len().max(1)).clamp(256, 4096);
         let mut links = Vec::new();
         for (i, spec) in cfg.links.iter().enumerate() {
@@ -173,6 +179,7 @@ impl Forwarder {
                         MmLog::create(
                             p,
                             &Header { direction: label, trace: &d.trace_path, command_line: &cfg.command_line, queue: &d.queue.describe(), init_timestamp_ms: init_ms, base_timestamp_ms: 0 },
+                            &writer,
                         )
                         .map_err(|e| format!("link {}: cannot create log {p}: {e}", spec.name))?,
                     ),
@@ -198,7 +205,7 @@ impl Forwarder {
                 delay_down: vec![VecDeque::new(); cfg.delays.len()],
             });
         }
-        Ok(Forwarder { cfg, links, t0: sys::monotonic_ns(), warned_oversize: false })
+        Ok(Forwarder { cfg, links, t0: sys::monotonic_ns(), warned_oversize: false, writer })
     }
 
     /// Forward until a stop signal, the child (pidfd) exits, or `once` traces end.
@@ -237,13 +244,14 @@ impl Forwarder {
             let real_offset = sys::realtime_ns() - mono + self.t0;
             let now = mono - self.t0;
             let mut busy = false;
+            let mut tx_left = false;
             for li in 0..self.links.len() {
                 busy |= self.receive(li, now, real_offset, &mut deps);
                 self.release_delayed(li, now, &mut deps);
                 self.advance(li, now, &mut deps);
                 let l = &mut self.links[li];
-                l.ue.tx_flush();
-                l.core.tx_flush();
+                tx_left |= !l.ue.tx_flush();
+                tx_left |= !l.core.tx_flush();
             }
             if self.cfg.stats_path.is_some() && now >= next_stats {
                 self.write_stats(now);
@@ -260,6 +268,11 @@ impl Forwarder {
                 continue;
             }
             let mut next = next_flush;
+            if tx_left {
+                // The kernel took only part of a TX batch (send buffer full): kick
+                // the rest again shortly, as its earlier frames complete.
+                next = now + TX_RETRY_NS;
+            }
             if self.cfg.stats_path.is_some() {
                 next = next.min(next_stats);
             }
@@ -308,18 +321,20 @@ impl Forwarder {
             self.write_stats(now);
         }
         self.flush_logs()?;
+        self.writer.finish()?;
         Ok(stop)
     }
 
+    /// Hand gathered log lines to the writer thread; report a write error.
     fn flush_logs(&mut self) -> Result<(), String> {
         for l in &mut self.links {
             for d in [&mut l.up, &mut l.down] {
                 if let Some(log) = d.log.as_mut() {
-                    log.flush()?;
+                    log.flush();
                 }
             }
         }
-        Ok(())
+        self.writer.take_error().map_or(Ok(()), Err)
     }
 
     /// Drain both RX rings of link `li`. Returns whether any frame was seen.
@@ -496,7 +511,7 @@ impl Forwarder {
         self.downlink_departures(li, deps);
     }
 
-    /// Live statistics as one JSON document, replaced atomically.
+    /// Live statistics as one JSON document, replaced atomically by the writer thread.
     fn write_stats(&mut self, now: Nanos) {
         let Some(path) = self.cfg.stats_path.clone() else { return };
         let interval_s = self.cfg.stats_interval_ns as f64 / 1e9;
@@ -525,9 +540,6 @@ impl Forwarder {
             s.push('}');
         }
         s.push_str("]}\n");
-        let tmp = format!("{path}.tmp");
-        if std::fs::write(&tmp, s).is_ok() {
-            let _ = std::fs::rename(&tmp, &path);
-        }
+        self.writer.replace(&path, s);
     }
 }

@@ -8,6 +8,7 @@
 //! - [`mmlog`]: mm-link's log format;
 //! - [`packet`]: frame parsing, bypass filter and core-delay rules;
 //! - [`sys`]: every unsafe system call (AF_PACKET rings, timers, namespaces);
+//! - [`writer`]: file output on its own thread, so a slow disk never stalls the loop;
 //! - [`forward`]: the event loop serving many links in one thread;
 //! - [`shell`]: mm-link-style `-- command` mode;
 //! - [`options`]: the command line.
@@ -22,6 +23,7 @@ pub mod rng;
 pub mod shell;
 pub mod sys;
 pub mod trace;
+pub mod writer;
 
 /// Time in nanoseconds since the link was created.
 pub type Nanos = u64;

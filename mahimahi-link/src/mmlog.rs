@@ -16,14 +16,19 @@
 
 use crate::link::MS;
 use crate::Nanos;
+use crate::writer::{Appender, Writer};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 
+/// Lines are formatted into memory and handed to the writer thread on
+/// `flush` (or when a megabyte has gathered), never written from the loop.
 pub struct MmLog {
-    w: BufWriter<File>,
+    buf: Vec<u8>,
+    out: Appender,
     pub path: String,
-    failed: Option<std::io::Error>,
 }
+
+const HAND_OVER_BYTES: usize = 1 << 20;
 
 pub struct Header<'a> {
     pub direction: &'a str,
@@ -35,22 +40,20 @@ pub struct Header<'a> {
 }
 
 impl MmLog {
-    pub fn create(path: &str, h: &Header) -> std::io::Result<MmLog> {
-        let f = File::create(path)?;
-        let mut w = BufWriter::with_capacity(1 << 20, f);
+    pub fn create(path: &str, h: &Header, writer: &Writer) -> std::io::Result<MmLog> {
+        let mut w = File::create(path)?;
         writeln!(w, "# mahimahi mm-link ({}) [{}] > {}", h.direction, h.trace, path)?;
         writeln!(w, "# command line: {}", h.command_line)?;
         writeln!(w, "# queue: {}", h.queue)?;
         writeln!(w, "# init timestamp: {}", h.init_timestamp_ms)?;
         writeln!(w, "# base timestamp: {}", h.base_timestamp_ms)?;
-        Ok(MmLog { w, path: path.to_string(), failed: None })
+        Ok(MmLog { buf: Vec::new(), out: writer.register(path, w), path: path.to_string() })
     }
 
     fn line(&mut self, args: std::fmt::Arguments) {
-        if self.failed.is_none() {
-            if let Err(e) = self.w.write_fmt(args) {
-                self.failed = Some(e);
-            }
+        let _ = self.buf.write_fmt(args);
+        if self.buf.len() >= HAND_OVER_BYTES {
+            self.flush();
         }
     }
 
@@ -67,16 +70,10 @@ impl MmLog {
         self.line(format_args!("{} d {} {}\n", t / MS, packets, bytes));
     }
 
-    /// Flush buffered lines; the first write error is reported once.
-    pub fn flush(&mut self) -> Result<(), String> {
-        if self.failed.is_none() {
-            if let Err(e) = self.w.flush() {
-                self.failed = Some(e);
-            }
-        }
-        match self.failed.take() {
-            Some(e) => Err(format!("writing log {}: {e}", self.path)),
-            None => Ok(()),
-        }
+    /// Hand the gathered lines to the writer thread (write errors surface
+    /// through `Writer::take_error`).
+    pub fn flush(&mut self) {
+        let full = std::mem::replace(&mut self.buf, Vec::new());
+        self.out.append(full);
     }
 }

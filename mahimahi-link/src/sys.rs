@@ -99,6 +99,9 @@ pub struct PacketSocket {
     rx_next: usize,
     tx_frames: usize,
     tx_next: usize,
+    /// The oldest frame handed to the ring that the kernel may not have taken yet.
+    tx_oldest: usize,
+    /// Frames from tx_oldest on still marked SEND_REQUEST.
     tx_pending: usize,
 }
 
@@ -108,7 +111,7 @@ impl PacketSocket {
         let idx = ifindex(name)?;
         // SAFETY: plain socket call.
         let fd = cvt(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, (ETH_P_ALL.to_be()) as i32) }, "socket(AF_PACKET)")?;
-        let mut s = PacketSocket { fd, name: name.to_string(), ring: std::ptr::null_mut(), ring_len: 0, frame_size: 2048, rx_frames: 0, rx_next: 0, tx_frames: 0, tx_next: 0, tx_pending: 0 };
+        let mut s = PacketSocket { fd, name: name.to_string(), ring: std::ptr::null_mut(), ring_len: 0, frame_size: 2048, rx_frames: 0, rx_next: 0, tx_frames: 0, tx_next: 0, tx_oldest: 0, tx_pending: 0 };
         setsockopt(fd, SOL_PACKET, PACKET_VERSION, &TPACKET_V2, "PACKET_VERSION")?;
         let one: i32 = 1;
         setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, "PACKET_IGNORE_OUTGOING")?;
@@ -202,13 +205,25 @@ impl PacketSocket {
     }
 
     /// Hand queued TX frames to the kernel (one system call for the batch).
-    pub fn tx_flush(&mut self) {
+    /// Returns false while some stay queued: a non-blocking send stops early
+    /// when the socket's send buffer is full and reports only the bytes it took,
+    /// so the frames left behind must be kicked again later, not forgotten
+    /// (forgetting them held a packet until the next one arrived).
+    pub fn tx_flush(&mut self) -> bool {
         if self.tx_pending == 0 {
-            return;
+            return true;
         }
-        self.tx_pending = 0;
         // SAFETY: a zero-length send kicks the TX ring.
         unsafe { libc::send(self.fd, std::ptr::null(), 0, libc::MSG_DONTWAIT) };
+        while self.tx_pending > 0 {
+            let slot = self.slot(true, self.tx_oldest);
+            if Self::status(slot).load(Ordering::Acquire) == TP_STATUS_SEND_REQUEST {
+                break;
+            }
+            self.tx_oldest = (self.tx_oldest + 1) % self.tx_frames;
+            self.tx_pending -= 1;
+        }
+        self.tx_pending == 0
     }
 
     /// Push a frame, flushing once and retrying if the ring is momentarily full.

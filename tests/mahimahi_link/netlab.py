@@ -160,6 +160,32 @@ class Lab:
         return [tuple(map(int, line.split())) for line in out.read_text().splitlines()]
 
 
+def _steal_ticks() -> int:
+    """CPU time the hypervisor took from this virtual machine (USER_HZ ticks)."""
+    with open("/proc/stat") as f:
+        return int(f.readline().split()[8])
+
+
+def undisturbed(measure, attempts: int = 3, max_steal: float = 0.05):
+    """Run a throughput measurement, repeating it (up to `attempts` times)
+    while the hypervisor stole more than `max_steal` of this machine's CPU
+    during it: on this shared virtual machine steal reaches 40% at times, and
+    no emulator keeps a trace's rate with half its CPU gone. Returns the
+    result of the least disturbed attempt and that attempt's steal fraction;
+    the assertion is then made on it, unchanged."""
+    hz, cpus = os.sysconf("SC_CLK_TCK"), os.cpu_count() or 1
+    best = None
+    for _ in range(attempts):
+        t0, s0 = time.monotonic(), _steal_ticks()
+        result = measure()
+        steal = (_steal_ticks() - s0) / hz / cpus / max(time.monotonic() - t0, 1e-3)
+        if best is None or steal < best[1]:
+            best = (result, steal)
+        if steal <= max_steal:
+            break
+    return best
+
+
 def write_trace(path: Path, lines) -> Path:
     path.write_text("".join(f"{x}\n" for x in lines))
     return path
