@@ -1,5 +1,8 @@
 """Find a trace by archive name or path, and check it with the emulator's own
-parser (so the orchestrator and the link agree on what a valid trace is)."""
+parser (so the orchestrator and the link agree on what a valid trace is).
+Archive names come from the trace archive's index (continuum.tracearchive);
+an external dataset not fetched yet is taken from the mirror when one is
+there ($CONTINUUM_TRACE_MIRROR or ../shared/traces), never downloaded here."""
 
 from __future__ import annotations
 
@@ -13,22 +16,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def search_dirs() -> list[Path]:
-    """Where archive names are looked up, in order: $CONTINUUM_TRACE_PATH
-    (colon-separated), the repository's archive and configs, then ../shared/traces."""
-    dirs = [Path(p) for p in os.environ.get("CONTINUUM_TRACE_PATH", "").split(":") if p]
-    dirs += [REPO / "trace-archive" / "traces", REPO / "configs" / "traces"]
-    shared = REPO.parent / "shared" / "traces"
-    if shared.is_dir():
-        dirs += [shared / "mahimahi", shared]
-    return dirs
-
-
 @dataclass(frozen=True)
 class TraceRef:
     given: str
     path: Path
     sha256: str
+    archive_id: str | None = None
 
 
 def mahimahi_link_binary() -> Path:
@@ -43,14 +36,10 @@ def mahimahi_link_binary() -> Path:
     return Path(found) if found else built
 
 
-def locate(given: str, base: Path) -> Path | None:
-    """A path (absolute, or relative to the experiment file or the working
-    directory) or an archive name."""
-    p = Path(given)
-    candidates = [p] if p.is_absolute() else [base / p, Path.cwd() / p]
-    if "/" not in given:
-        candidates += [d / given for d in search_dirs()]
-    for c in candidates:
+def locate_file(given: str, base: Path) -> Path | None:
+    """A path, absolute or relative to the experiment file or the working directory."""
+    p = Path(given).expanduser()
+    for c in ([p] if p.is_absolute() else [base / p, Path.cwd() / p]):
         if c.is_file():
             return c.resolve()
     return None
@@ -75,13 +64,24 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def resolve(given: str, base: Path) -> tuple[TraceRef | None, str | None]:
-    """(reference, None) or (None, what is wrong)."""
-    path = locate(given, base)
+def resolve(given: str, base: Path, direction: str = "up") -> tuple[TraceRef | None, str | None]:
+    """(reference, None) or (None, what is wrong). `direction` ("up" or
+    "down") picks an archive entry's file unless the name says NAME.up/.down."""
+    from continuum.tracearchive import fetch, index
+
+    path = locate_file(given, base)
+    archive_id = None
     if path is None:
-        where = ", ".join(str(d) for d in search_dirs())
-        return None, f"trace {given!r} not found: not a file, and no archive entry of that name in {where}"
+        try:
+            entry, named_dir = index.find(given)
+            path = fetch.materialize(entry, named_dir or direction, say=lambda _m: None)
+            archive_id = entry.id
+        except index.UnknownTrace as e:
+            looks_like_path = "/" in given or given.startswith(".")
+            return None, (f"trace {given!r}: no such file" + (f" (relative to {base})" if looks_like_path else f", and {e}"))
+        except (fetch.FetchError, index.IndexError_) as e:
+            return None, f"trace {given!r}: {e}"
     problem = check(path)
     if problem:
         return None, f"trace {given!r} is not a valid Mahimahi trace: {problem}"
-    return TraceRef(given, path, sha256(path)), None
+    return TraceRef(given, path, sha256(path), archive_id), None

@@ -16,10 +16,12 @@ CORE_ONE_WAY_MS = {
 
 MOBILE = {
     "const_12_48": ("const-12mbps", "const-48mbps"),
-    "4g_us_verizon_mahimahi": ("Verizon-LTE-short.up", "Verizon-LTE-short.down"),
-    "lte_us_tmobile_mahimahi": ("TMobile-LTE-short.up", "TMobile-LTE-short.down"),
-    "lte_us_att_driving_mahimahi": ("ATT-LTE-driving.up", "ATT-LTE-driving.down"),
-    "evdo_us_verizon_driving_mahimahi": ("Verizon-EVDO-driving.up", "Verizon-EVDO-driving.down"),
+    "4g_us_verizon_mahimahi": ("mahimahi-verizon-lte-short", "mahimahi-verizon-lte-short"),
+    "lte_us_tmobile_mahimahi": ("mahimahi-tmobile-lte-short", "mahimahi-tmobile-lte-short"),
+    "lte_us_att_driving_mahimahi": ("mahimahi-att-lte-driving", "mahimahi-att-lte-driving"),
+    "evdo_us_verizon_driving_mahimahi": ("mahimahi-verizon-evdo-driving", "mahimahi-verizon-evdo-driving"),
+    "5g_ie_static_download": ("irish-5g-static-download", "irish-5g-static-download"),
+    "5g_ie_driving_download": ("irish-5g-driving-download", "irish-5g-driving-download"),
 }
 
 # Named in the thesis but recorded on a private network: we can say so instead

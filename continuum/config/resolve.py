@@ -229,7 +229,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
                 if m.preset is None:
                     bad(f"mobile.{key}", "no trace given: set mobile.preset or mobile.uplink and mobile.downlink (archive name or file path)")
                 continue
-            ref, problem = traces.resolve(given, base)
+            ref, problem = traces.resolve(given, base, "up" if key == "uplink" else "down")
             if problem:
                 from_preset = m.preset is not None and getattr(m, key) is None
                 bad("mobile.preset" if from_preset else f"mobile.{key}", problem)

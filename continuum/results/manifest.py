@@ -77,8 +77,8 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> d
         "seed": spec.seed,
         "provider": spec.provider,
         "traces": {
-            "uplink": {"given": spec.mobile.uplink.given, "path": str(spec.mobile.uplink.path), "sha256": spec.mobile.uplink.sha256},
-            "downlink": {"given": spec.mobile.downlink.given, "path": str(spec.mobile.downlink.path), "sha256": spec.mobile.downlink.sha256},
+            "uplink": {"given": spec.mobile.uplink.given, "archive_id": spec.mobile.uplink.archive_id, "path": str(spec.mobile.uplink.path), "sha256": spec.mobile.uplink.sha256},
+            "downlink": {"given": spec.mobile.downlink.given, "archive_id": spec.mobile.downlink.archive_id, "path": str(spec.mobile.downlink.path), "sha256": spec.mobile.downlink.sha256},
         },
         "core": {"edge_one_way_ms": spec.core.edge_ms, "edge": spec.core.edge_label,
                  "cloud_one_way_ms": spec.core.cloud_ms, "cloud": spec.core.cloud_label,

@@ -182,7 +182,7 @@ bank_size = 4
 
 
 def test_congestion_control_halves_during_a_capacity_drop_and_recovers(tmp_path):
-    # configs/traces/drop-12mbps-to-0.25mbps-10s: 12 Mbit/s, 0.25 Mbit/s from 10 s to 20 s, 12 Mbit/s again
+    # archive entry drop-12mbps-to-0.25mbps-10s: 12 Mbit/s, 0.25 Mbit/s from 10 s to 20 s, 12 Mbit/s again
     run_dir = run(experiment(tmp_path, "cc", """
 [workload]
 app = "image_classification"
