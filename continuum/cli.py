@@ -31,6 +31,9 @@ def _parser() -> argparse.ArgumentParser:
     im = sub.add_parser("images", help="build or list the workload container images (needs ./setup.sh --containers)")
     im.add_argument("action", choices=["build", "list"])
     im.add_argument("--only", nargs="+", metavar="IMAGE", help="build just these (e.g. continuum/example)")
+    from continuum.tracearchive import cli as traces_cli
+
+    traces_cli.add_parser(sub)
     rep = sub.add_parser("report", help="regenerate requests.csv, summary and plots of a run folder")
     rep.add_argument("run_dir", type=Path)
     return ap
@@ -56,6 +59,14 @@ def main(argv: list[str] | None = None) -> int:
             return _destroy(args, console)
         if args.command == "images":
             return _images(args, console)
+        if args.command == "traces":
+            from continuum.tracearchive import cli as traces_cli
+
+            try:
+                return traces_cli.run(args, console)
+            except traces_cli.TraceCommandError as e:
+                err.print(f"[red]error:[/] {e}", markup=True, highlight=False)
+                return e.status
         if args.command == "report":
             from continuum.results import report, tables
 

@@ -7,7 +7,8 @@ distribution whose algorithm may change between releases.
 
 Models:
 - constant: `mbps`; a multiple of 12 Mbit/s is Mahimahi's classic form (n
-  opportunities every millisecond, period 1 ms), any other rate a 1 s period;
+  opportunities every millisecond, period 1 ms), any other rate the shortest
+  period holding a whole number of opportunities (1 Mbit/s: one every 12 ms);
 - steps: `segments = [[seconds, mbps], ...]`, one after the other;
 - onoff: `mbps` while on, nothing while off; on and off periods exponential
   with means `mean_on_s` / `mean_off_s`, in whole milliseconds;
@@ -48,7 +49,14 @@ def generate(recipe: dict) -> np.ndarray:
         n = mbps / 12
         if mbps > 0 and abs(n - round(n)) < 1e-9:
             return np.ones(int(round(n)), dtype=np.int64)
-        return mahimahi.from_rates(np.full(1000, int(round(mbps * 1e6)), dtype=np.int64))
+        # the shortest period (ms) holding a whole number of opportunities
+        bps = int(round(mbps * 1e6))
+        for period in range(1, 60001):
+            if (bps * period) % (mahimahi.OPPORTUNITY_BITS * 1000) == 0:
+                break
+        else:
+            period = 1000
+        return mahimahi.from_rates(np.full(period, bps, dtype=np.int64))
     if model == "steps":
         segs = recipe.get("segments")
         if not segs or not all(isinstance(s, (list, tuple)) and len(s) == 2 for s in segs):

@@ -157,7 +157,6 @@ const TX_RETRY_NS: Nanos = 20_000;
 impl Forwarder {
     /// Open every interface and log; nothing is forwarded until `run`.
     pub fn open(cfg: ForwardConfig) -> Result<Forwarder, String> {
-        let init_ms = sys::unix_ms();
         let writer = Writer::start();
         let frames = (8192 / cfg.links.len().max(1)).clamp(256, 4096);
         let mut links = Vec::new();
@@ -178,7 +177,7 @@ impl Forwarder {
                     Some(p) => Some(
                         MmLog::create(
                             p,
-                            &Header { direction: label, trace: &d.trace_path, command_line: &cfg.command_line, queue: &d.queue.describe(), init_timestamp_ms: init_ms, base_timestamp_ms: 0 },
+                            &Header { direction: label, trace: &d.trace_path, command_line: &cfg.command_line, queue: &d.queue.describe(), base_timestamp_ms: 0 },
                             &writer,
                         )
                         .map_err(|e| format!("link {}: cannot create log {p}: {e}", spec.name))?,
@@ -231,6 +230,14 @@ impl Forwarder {
             epoll.add(l.core.fd, 2).map_err(|e| e.to_string())?;
         }
         self.t0 = sys::monotonic_ns();
+        let init_ms = sys::unix_ms();
+        for l in &mut self.links {
+            for d in [&mut l.up, &mut l.down] {
+                if let Some(log) = d.log.as_mut() {
+                    log.begin(init_ms);
+                }
+            }
+        }
         let mut next_stats = 0u64;
         let mut next_flush = 1_000_000_000u64;
         let mut fired = Vec::new();

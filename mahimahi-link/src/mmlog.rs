@@ -26,6 +26,7 @@ pub struct MmLog {
     buf: Vec<u8>,
     out: Appender,
     pub path: String,
+    base_timestamp_ms: u64,
 }
 
 const HAND_OVER_BYTES: usize = 1 << 20;
@@ -35,7 +36,6 @@ pub struct Header<'a> {
     pub trace: &'a str,
     pub command_line: &'a str,
     pub queue: &'a str,
-    pub init_timestamp_ms: u64,
     pub base_timestamp_ms: u64,
 }
 
@@ -45,9 +45,14 @@ impl MmLog {
         writeln!(w, "# mahimahi mm-link ({}) [{}] > {}", h.direction, h.trace, path)?;
         writeln!(w, "# command line: {}", h.command_line)?;
         writeln!(w, "# queue: {}", h.queue)?;
-        writeln!(w, "# init timestamp: {}", h.init_timestamp_ms)?;
-        writeln!(w, "# base timestamp: {}", h.base_timestamp_ms)?;
-        Ok(MmLog { buf: Vec::new(), out: writer.register(path, w), path: path.to_string() })
+        Ok(MmLog { buf: Vec::new(), out: writer.register(path, w), path: path.to_string(), base_timestamp_ms: h.base_timestamp_ms })
+    }
+
+    /// The rest of the header, when the link's clock starts: event times are
+    /// milliseconds since this init timestamp (wall clock), as in mm-link.
+    pub fn begin(&mut self, init_timestamp_ms: u64) {
+        let base = self.base_timestamp_ms;
+        self.line(format_args!("# init timestamp: {}\n# base timestamp: {}\n", init_timestamp_ms, base));
     }
 
     fn line(&mut self, args: std::fmt::Arguments) {

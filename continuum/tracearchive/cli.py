@@ -1,0 +1,247 @@
+"""`continuum traces ...`: list, show, validate, stats, plot, convert, fetch,
+record, add. Errors become TraceCommandError (exit status 1, or 2 for bad
+usage) with a message that names the file, line or option."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from continuum.tracearchive import checks, contribute, convert, fetch, index, mahimahi, stats
+
+
+class TraceCommandError(Exception):
+    def __init__(self, message: str, status: int = 1):
+        super().__init__(message)
+        self.status = status
+
+
+def add_parser(sub) -> None:
+    t = sub.add_parser("traces", help="the trace archive: list, show, validate, stats, plot, convert, fetch, record, add")
+    ts = t.add_subparsers(dest="traces_command", required=True)
+    ls = ts.add_parser("list", help="the archive's entries with their statistics")
+    ls.add_argument("--kind", choices=["generated", "external", "contributed"])
+    ls.add_argument("--technology")
+    sh = ts.add_parser("show", help="everything the index says about one entry")
+    sh.add_argument("name")
+    va = ts.add_parser("validate", help="check Mahimahi trace files (errors and warnings with file:line)")
+    va.add_argument("files", nargs="+", type=Path)
+    st = ts.add_parser("stats", help="capacity per second, outages (gaps > 100 ms), duration of a trace file or archive name")
+    st.add_argument("trace")
+    st.add_argument("--per-second", action="store_true", help="print every second's capacity")
+    st.add_argument("--json", action="store_true")
+    pl = ts.add_parser("plot", help="PNG: capacity over time per direction (outages shaded) and its CDF")
+    pl.add_argument("trace", help="archive name or trace file")
+    pl.add_argument("-o", "--output", type=Path, help="PNG file (default: NAME.png here)")
+    pl.add_argument("--mirror", type=Path)
+    cv = ts.add_parser("convert", help="convert a public dataset file to a Mahimahi trace")
+    cv.add_argument("format", choices=convert.FORMATS)
+    cv.add_argument("source", type=Path)
+    cv.add_argument("-o", "--output", type=Path, required=True)
+    cv.add_argument("--direction", choices=["up", "down"], default="down", help="gnettrack: UL_bitrate (up) or DL_bitrate (down)")
+    cv.add_argument("--gap-fill", choices=["hold", "zero"], default="hold", help="missing seconds: previous rate (hold) or none")
+    cv.add_argument("--time-col", default="0", help="csv: time column (name or index)")
+    cv.add_argument("--rate-col", default="1", help="csv: rate column (name or index)")
+    cv.add_argument("--time-unit", default="s", choices=list(convert.TIME_UNITS))
+    cv.add_argument("--rate-unit", default="mbps", help=f"csv: one of {', '.join(convert.RATE_UNITS)}")
+    cv.add_argument("--delimiter", default=",")
+    fe = ts.add_parser("fetch", help="download (or copy from --mirror) and convert external datasets, checksum-verified")
+    fe.add_argument("names", nargs="*")
+    fe.add_argument("--all", action="store_true", help="every external entry")
+    fe.add_argument("--mirror", type=Path, help="a folder holding the sources (offline machines)")
+    rc = ts.add_parser("record", help="record a trace with the saturatr method (see trace-archive/README.md)")
+    from continuum.tracearchive import record
+
+    record.add_arguments(rc)
+    ad = ts.add_parser("add", help="contribute recorded trace files as a new archive entry")
+    ad.add_argument("id")
+    ad.add_argument("--up", type=Path)
+    ad.add_argument("--down", type=Path)
+    for k in contribute.REQUIRED:
+        ad.add_argument(f"--{k}")
+    ad.add_argument("--extra", type=Path, help="a JSON file with more facts (e.g. record's metadata.json)")
+
+
+def run(args, console: Console) -> int:
+    cmd = args.traces_command
+    try:
+        return {"list": _list, "show": _show, "validate": _validate, "stats": _stats, "plot": _plot, "convert": _convert,
+                "fetch": _fetch, "record": _record, "add": _add}[cmd](args, console)
+    except index.UnknownTrace as e:
+        raise TraceCommandError(str(e)) from None
+    except (fetch.FetchError, index.IndexError_, convert.ConvertError, contribute.AddError, mahimahi.TraceReadError) as e:
+        raise TraceCommandError(str(e)) from None
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}" if x < 10 else f"{x:.0f}"
+
+
+def _list(args, console: Console) -> int:
+    t = Table(title="trace archive", show_lines=False)
+    for col in ("id", "kind", "technology", "operator", "mobility", "up mean / P5 / P95 Mbit/s", "down mean / P5 / P95 Mbit/s", "period s", "license", "here"):
+        t.add_column(col, overflow="fold")
+    for e in index.entries():
+        if args.kind and e.kind != args.kind or args.technology and args.technology.lower() not in e.technology.lower():
+            continue
+        cells = []
+        for d in ("up", "down"):
+            s = e.stats.get(d)
+            cells.append(f"{_fmt(s.mean_mbps)} / {_fmt(s.p5_mbps)} / {_fmt(s.p95_mbps)}" if s else "-")
+        dur = max((s.duration_s for s in e.stats.values()), default=0)
+        here = all(fetch._verified(fetch.target(e, d), e.sha256.get(d)) for d in e.direction_names())
+        status = "yes" if here else ("made on use" if e.kind == "generated" else "fetch")
+        t.add_row(e.id, e.kind, e.technology, e.operator, e.mobility, *cells, f"{dur:.3g}", e.license, status)
+    console.print(t)
+    return 0
+
+
+def _show(args, console: Console) -> int:
+    e, _ = index.find(args.name)
+    console.print(f"[bold]{e.id}[/]: {e.title}")
+    for k in ("kind", "technology", "operator", "country", "mobility", "obstacle", "date", "recorder", "method", "license", "citation", "notes"):
+        v = getattr(e, k)
+        if v:
+            console.print(f"  {k}: {v}")
+    if e.aliases:
+        console.print(f"  aliases: {', '.join(e.aliases)}")
+    t = Table(title="per direction")
+    for col in ("direction", "file", "sha256", "period s", "mean", "median", "P5", "P95", "max Mbit/s", "outages (s, count)", "on disk"):
+        t.add_column(col, overflow="fold")
+    for d in e.direction_names():
+        s = e.stats.get(d)
+        p = fetch.target(e, d)
+        on = str(p) if fetch._verified(p, e.sha256.get(d)) else "no"
+        nums = [f"{s.duration_s:g}", _fmt(s.mean_mbps), _fmt(s.median_mbps), _fmt(s.p5_mbps), _fmt(s.p95_mbps), _fmt(s.max_mbps), f"{s.outage_s:g}, {s.outage_count}"] if s else ["?"] * 7
+        t.add_row(d, e.files[d], e.sha256.get(d, "?")[:16] + "...", *nums, on)
+    console.print(t)
+    for s in e.sources:
+        console.print(f"  source {s.name}: {s.url} (sha256 {s.sha256})")
+    for d, c in e.convert.items():
+        console.print(f"  {d}: {c.format} from {c.source}{' member ' + c.member if c.member else ''}")
+    for d, r in e.recipe.items():
+        console.print(f"  recipe {d}: {json.dumps(r)}")
+    if e.extra:
+        console.print(f"  extra: {json.dumps(e.extra)}")
+    return 0
+
+
+def _validate(args, console: Console) -> int:
+    bad = False
+    for f in args.files:
+        found = checks.check_file(f)
+        if not found:
+            n = len(mahimahi.read(f))
+            console.print(f"ok: {f} ({n} opportunities)")
+        for x in found:
+            console.print(str(x), style="red" if x.level == "error" else "yellow", markup=False)
+        bad |= any(x.level == "error" for x in found)
+    return 1 if bad else 0
+
+
+def _trace_path(name: str, mirror: Path | None = None, direction: str | None = None) -> dict[str, Path]:
+    p = Path(name)
+    if p.is_file():
+        return {p.name: p}
+    e, d = index.find(name)
+    dirs = [d] if d else ([direction] if direction else e.direction_names())
+    return {x: fetch.materialize(e, x, mirror, download=False) for x in dirs}
+
+
+def _stats(args, console: Console) -> int:
+    out = {}
+    for label, p in _trace_path(args.trace).items():
+        found = [f for f in checks.check_file(p) if f.level == "error"]
+        if found:
+            raise TraceCommandError("\n".join(map(str, found)))
+        st = stats.compute(mahimahi.read(p))
+        out[label] = st
+    if args.json:
+        console.print_json(json.dumps({k: {**v.summary(), "outages_ms": v.outages, **({"per_second_mbps": v.per_second_mbps} if args.per_second else {})} for k, v in out.items()}))
+        return 0
+    for label, st in out.items():
+        s = st.summary()
+        console.print(f"[bold]{label}[/]: period {s['duration_s']:g} s, {s['opportunities']} opportunities; capacity mean {s['mean_mbps']} Mbit/s, "
+                      f"median {s['median_mbps']}, P5 {s['p5_mbps']}, P95 {s['p95_mbps']}, max {s['max_mbps']}; outages {s['outage_count']} totalling {s['outage_s']} s")
+        if st.outages:
+            t = Table(title=f"{label}: outages (gaps > {stats.OUTAGE_MS} ms)")
+            t.add_column("from s")
+            t.add_column("to s")
+            t.add_column("length ms")
+            for a, b in st.outages[:50]:
+                t.add_row(f"{a / 1000:.3f}", f"{b / 1000:.3f}", str(b - a))
+            if len(st.outages) > 50:
+                t.add_row("...", "...", f"{len(st.outages) - 50} more")
+            console.print(t)
+        if args.per_second:
+            for k, r in enumerate(st.per_second_mbps):
+                console.print(f"{k}\t{r:.3f}")
+    return 0
+
+
+def _plot(args, console: Console) -> int:
+    from continuum.tracearchive import plot
+
+    paths = _trace_path(args.trace, args.mirror)
+    out = args.output or Path(f"{Path(args.trace).name}.png")
+    plot.plot(paths, out, args.trace)
+    console.print(f"wrote {out}")
+    return 0
+
+
+def _convert(args, console: Console) -> int:
+    f = args.format
+    if f == "per-second":
+        src = convert.read_per_second(args.source, args.gap_fill)
+    elif f == "gnettrack":
+        src = convert.read_gnettrack(args.source, args.direction, args.gap_fill)
+    elif f == "sixcol":
+        src = convert.read_sixcol(args.source)
+    else:
+        src = convert.read_csv(args.source, args.time_col, args.rate_col, args.time_unit, args.rate_unit, args.delimiter)
+    ts, findings = convert.to_trace(src)
+    for x in findings:
+        console.print(str(x), style="red" if x.level == "error" else "yellow", markup=False)
+    if any(x.level == "error" for x in findings):
+        return 1
+    mahimahi.write(args.output, ts)
+    for n in src.notes:
+        console.print(f"note: {n}")
+    st = stats.compute(ts)
+    console.print(f"wrote {args.output}: {len(ts)} opportunities, period {st.duration_s:g} s, mean {st.mean_mbps:.3f} Mbit/s")
+    return 0
+
+
+def _fetch(args, console: Console) -> int:
+    es = [e for e in index.entries() if e.kind == "external"] if args.all else [index.find(n)[0] for n in args.names]
+    if not es:
+        raise TraceCommandError("name an entry (continuum traces list) or use --all", 2)
+    for e in es:
+        if e.kind != "external":
+            console.print(f"{e.id}: {e.kind}, nothing to fetch")
+            continue
+        with console.status(f"fetching {e.id}"):
+            paths = fetch.fetch(e, args.mirror, download=True, say=lambda m: console.print(m))
+        for d, p in paths.items():
+            console.print(f"{e.id} ({d}): {p} [sha256 ok]")
+    return 0
+
+
+def _record(args, console: Console) -> int:
+    from continuum.tracearchive import record
+
+    return record.main(args, console)
+
+
+def _add(args, console: Console) -> int:
+    files = {d: p for d, p in (("up", args.up), ("down", args.down)) if p is not None}
+    meta = {k: getattr(args, k) for k in contribute.REQUIRED}
+    extra = json.loads(args.extra.read_text()) if args.extra else None
+    path, findings = contribute.add(args.id, files, meta, extra)
+    for x in findings:
+        console.print(str(x), style="yellow", markup=False)
+    console.print(f"added {args.id}: {path} and {index.CONTRIBUTED / args.id}/; see CONTRIBUTING.md to submit it")
+    return 0

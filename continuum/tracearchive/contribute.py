@@ -1,0 +1,53 @@
+"""`continuum traces add`: a recorded trace becomes an archive entry. Files
+are checked first (any error: nothing is written), then copied under
+trace-archive/contributed/<id>/ with their checksums and statistics in a new
+entry file; an existing id is never overwritten."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from continuum.tracearchive import checks, describe, index
+
+REQUIRED = ("title", "technology", "operator", "country", "mobility", "obstacle", "date", "recorder", "method", "license", "citation")
+
+
+class AddError(ValueError):
+    pass
+
+
+def add(entry_id: str, files: dict[str, Path], meta: dict, extra: dict | None = None) -> tuple[Path, list[checks.Finding]]:
+    problems = []
+    missing = [k for k in REQUIRED if not meta.get(k)]
+    if missing:
+        problems.append(f"missing metadata: {', '.join('--' + k for k in missing)}")
+    if not files:
+        problems.append("give at least one of --up FILE / --down FILE")
+    findings: list[checks.Finding] = []
+    for d, p in files.items():
+        findings += checks.check_file(p)
+    problems += [str(f) for f in findings if f.level == "error"]
+    if index.entry_path(entry_id).exists():
+        problems.append(f"an entry {entry_id!r} exists already ({index.entry_path(entry_id)}); pick another id")
+    names = {d: f"{entry_id}.{d}" for d in files}
+    try:
+        entry = index.Entry(id=entry_id, kind="contributed", files=names, extra=extra or {}, **{k: meta[k] for k in REQUIRED if meta.get(k)})
+    except ValidationError as e:
+        problems += [f"--{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors()]
+        entry = None
+    if problems:
+        raise AddError("\n".join(problems))
+    dest = index.CONTRIBUTED / entry_id
+    dest.mkdir(parents=True, exist_ok=False)
+    try:
+        copied = {d: Path(shutil.copyfile(files[d], dest / names[d])) for d in files}
+        entry = describe.describe_files(entry, copied)
+        path = index.write(entry)
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        index.entry_path(entry_id).unlink(missing_ok=True)
+        raise
+    return path, findings
