@@ -82,7 +82,8 @@ def _fmt(x: float) -> str:
 
 def _list(args, console: Console) -> int:
     t = Table(title="trace archive", show_lines=False)
-    for col in ("id", "kind", "technology", "operator", "mobility", "up mean / P5 / P95 Mbit/s", "down mean / P5 / P95 Mbit/s", "period s", "license", "here"):
+    t.add_column("id", no_wrap=True)
+    for col in ("kind", "technology", "operator", "mobility", "up mean / P5 / P95 Mbit/s", "down mean / P5 / P95 Mbit/s", "period s", "license", "here"):
         t.add_column(col, overflow="fold")
     for e in index.entries():
         if args.kind and e.kind != args.kind or args.technology and args.technology.lower() not in e.technology.lower():
@@ -226,7 +227,7 @@ def _fetch(args, console: Console) -> int:
         with console.status(f"fetching {e.id}"):
             paths = fetch.fetch(e, args.mirror, download=True, say=lambda m: console.print(m))
         for d, p in paths.items():
-            console.print(f"{e.id} ({d}): {p} [sha256 ok]")
+            console.print(f"{e.id} ({d}): {p} (sha256 ok)", markup=False)
     return 0
 
 

@@ -44,9 +44,12 @@ class Source:
 
 
 def _rate_unit(unit: str) -> float:
-    for k, v in RATE_UNITS.items():
-        if unit == k or (unit.lower() == k.lower() and k[0] != "B" and unit[0] != "B"):
-            return v
+    if unit in RATE_UNITS:
+        return RATE_UNITS[unit]
+    if "B" not in unit:  # bits, any case: Mbps, MBit/s spelled mbps...
+        for k, v in RATE_UNITS.items():
+            if "B" not in k and unit.lower() == k:
+                return v
     raise ConvertError(f"rate unit {unit!r}: valid units are {', '.join(RATE_UNITS)} (b = bits, B = bytes)")
 
 
