@@ -183,6 +183,8 @@ bank_size = 4
 
 def test_congestion_control_halves_during_a_capacity_drop_and_recovers(tmp_path):
     # archive entry drop-12mbps-to-0.25mbps-10s: 12 Mbit/s, 0.25 Mbit/s from 10 s to 20 s, 12 Mbit/s again
+    # A floor of 1 request/s keeps fresh evidence coming during and after the
+    # drop, so the recovery shows within the run (at 1/8 request/s it may not).
     run_dir = run(experiment(tmp_path, "cc", """
 [workload]
 app = "image_classification"
@@ -196,6 +198,7 @@ bank_size = 4
 [workload.congestion_control]
 enabled = true
 threshold_ms = 500
+min_rate = 1.0
 """, duration=30, warmup=0, uplink="drop-12mbps-to-0.25mbps-10s"))
     rates = pd.read_csv(run_dir / "raw" / "rate-endpoint0.csv")
     df = records(run_dir)
@@ -203,7 +206,8 @@ threshold_ms = 500
     assert len(decreases) >= 2 and rates["rate"].min() <= 1.0  # halved at least twice: 4 -> 2 -> 1
     assert (decreases["latency_ms"] > 500).all()
     assert len(restores) >= 1 and restores["t"].min() > decreases["t"].min()
-    assert rates.sort_values("t")["rate"].iloc[-1] == 4.0 or df["send_rate"].iloc[-1] == 4.0  # recovered
+    assert (restores["rate"] == 4.0).any(), rates  # recovered: back to the configured rate (policy "reset")
+    assert (restores["latency_ms"] <= 500).all()
     slow = df[df["send_rate"] < 4]
     assert len(slow) and (df["send_rate"] == 4).sum() > len(slow)
     assert (run_dir / "plots" / "sending_rate.png").exists()
