@@ -6,7 +6,6 @@ there ($CONTINUUM_TRACE_MIRROR or ../shared/traces), never downloaded here."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -57,11 +56,9 @@ def check(path: Path) -> str | None:
 
 
 def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    from continuum.tracearchive.fetch import sha256_file
+
+    return sha256_file(path)
 
 
 def resolve(given: str, base: Path, direction: str = "up") -> tuple[TraceRef | None, str | None]:
