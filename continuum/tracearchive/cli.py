@@ -93,7 +93,7 @@ def _list(args, console: Console) -> int:
             s = e.stats.get(d)
             cells.append(f"{_fmt(s.mean_mbps)} / {_fmt(s.p5_mbps)} / {_fmt(s.p95_mbps)}" if s else "-")
         dur = max((s.duration_s for s in e.stats.values()), default=0)
-        here = all(fetch._verified(fetch.target(e, d), e.sha256.get(d)) for d in e.direction_names())
+        here = all(fetch.verified(fetch.target(e, d), e.sha256.get(d)) for d in e.direction_names())
         status = "yes" if here else ("made on use" if e.kind == "generated" else "fetch")
         t.add_row(e.id, e.kind, e.technology, e.operator, e.mobility, *cells, f"{dur:.3g}", e.license, status)
     console.print(t)
@@ -115,7 +115,7 @@ def _show(args, console: Console) -> int:
     for d in e.direction_names():
         s = e.stats.get(d)
         p = fetch.target(e, d)
-        on = str(p) if fetch._verified(p, e.sha256.get(d)) else "no"
+        on = str(p) if fetch.verified(p, e.sha256.get(d)) else "no"
         nums = [f"{s.duration_s:g}", _fmt(s.mean_mbps), _fmt(s.median_mbps), _fmt(s.p5_mbps), _fmt(s.p95_mbps), _fmt(s.max_mbps), f"{s.outage_s:g}, {s.outage_count}"] if s else ["?"] * 7
         t.add_row(d, e.files[d], e.sha256.get(d, "?")[:16] + "...", *nums, on)
     console.print(t)

@@ -35,9 +35,11 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _verified(path: Path, expected: str | None) -> bool:
-    """Whether `path` exists with the expected checksum. The result is kept
-    in a sidecar (size and hash) so a large file is hashed once."""
+def verified(path: Path, expected: str | None) -> bool:
+    """Whether `path` (a file this project wrote, in the cache or the archive)
+    exists with the expected checksum. The result is kept in a sidecar (size
+    and hash) so a large file is hashed once; never used on a mirror, which
+    is not ours to write in."""
     if not path.is_file():
         return False
     if expected is None:
@@ -77,13 +79,13 @@ def source_path(entry: Entry, name: str, mirror: Path | None, download: bool, sa
     if src is None:
         raise FetchError(f"entry {entry.id}: conversion names source {name!r}, which is not among its sources")
     cached = cache_dir() / "_sources" / src.name
-    if _verified(cached, src.sha256):
+    if verified(cached, src.sha256):
         return cached
     mirrors = [m for m in (mirror, default_mirror()) if m is not None]
     for m in mirrors:
         for cand in (m / (src.mirror_path or src.name), m / src.name):
             if cand.is_file():
-                if _verified(cand, src.sha256) or sha256_file(cand) == src.sha256:
+                if sha256_file(cand) == src.sha256:
                     return cand
                 raise FetchError(f"{cand}: SHA-256 differs from the index ({src.sha256}); not the published file")
     if not download:
@@ -114,7 +116,7 @@ def materialize(entry: Entry, direction: str, mirror: Path | None = None, downlo
         raise FetchError(f"trace {entry.id!r} has no {direction}link file (it has: {have})")
     out = target(entry, direction)
     expected = entry.sha256.get(direction)
-    if _verified(out, expected):
+    if verified(out, expected):
         return out
     what = f"{entry.id} ({direction})"
     if entry.kind == "contributed":

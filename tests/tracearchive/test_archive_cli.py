@@ -60,8 +60,10 @@ def test_generated_entries_reproduce_their_checksums(cache):
 
 @pytest.mark.parametrize("entry_id", ["mahimahi-verizon-lte-short", "irish-5g-driving-download", "lumos5g-driving-104"])
 def test_external_entries_fetch_from_a_mirror(shared_traces, cache, entry_id):
+    before = sorted(p for p in shared_traces.rglob("*"))
     out = traces("fetch", entry_id, "--mirror", str(shared_traces)).stdout
     assert "sha256 ok" in out
+    assert sorted(p for p in shared_traces.rglob("*")) == before, "fetch wrote into the mirror"
     e, _ = index.find(entry_id)
     for d in e.direction_names():
         p = cache / entry_id / e.files[d]
