@@ -189,6 +189,35 @@ def _is_number(s: str) -> bool:
         return False
 
 
+def scaled(src: Source, factor: float) -> Source:
+    """The same source with every rate multiplied by factor (a stand-in for an
+    unrecorded direction, e.g. a 5G uplink from its downlink)."""
+    return Source(
+        name=f"{src.name} x{factor:g}",
+        intervals=[(a, b, r * factor) for a, b, r in src.intervals],
+        duration_ms=src.duration_ms,
+        sample_mbps=[r * factor for r in src.sample_mbps],
+        first_line=src.first_line,
+        notes=[*src.notes, f"rates scaled by {factor:g}"],
+    )
+
+
+def skipped(src: Source, seconds: int) -> Source:
+    """A one-rate-per-second source without its first `seconds` (e.g. the idle
+    start of a recording, before the transfer began)."""
+    cut = seconds * 1000
+    if cut >= src.duration_ms:
+        raise ConvertError(f"{src.name}: cannot skip {seconds} s of a {src.duration_ms / 1000:g} s source")
+    return Source(
+        name=f"{src.name} from {seconds} s",
+        intervals=[(max(a, cut) - cut, b - cut, r) for a, b, r in src.intervals if b > cut],
+        duration_ms=src.duration_ms - cut,
+        sample_mbps=src.sample_mbps[seconds:],
+        first_line=src.first_line + seconds,
+        notes=[*src.notes, f"first {seconds} s left out"],
+    )
+
+
 def to_trace(src: Source) -> tuple[np.ndarray, list[checks.Finding]]:
     """The trace, and the findings on its source (errors mean: do not write)."""
     findings = checks.check_rates(src.sample_mbps, src.name, src.first_line)

@@ -132,15 +132,25 @@ def materialize(entry: Entry, direction: str, mirror: Path | None = None, downlo
         raise FetchError(f"{what}: the entry says nothing on how to make this direction (convert.{direction})")
     src = source_path(entry, conv.source, mirror, download, say)
     if conv.format == "mahimahi":
+        if conv.scale != 1.0 or conv.column or conv.skip_s:
+            raise FetchError(f"{what}: scale, column and skip_s apply to rate formats, not to a mahimahi trace")
         ts = mahimahi.read(src)
     else:
+        if conv.column and conv.format != "gnettrack":
+            raise FetchError(f"{what}: column applies to gnettrack sources (one rate column per direction), not {conv.format}")
         if conv.format == "gnettrack":
             text = _member_text(src, conv.member) if conv.member else src.read_text(errors="replace")
-            s = convert.read_gnettrack(None, direction, conv.gap_fill, text=text, name=f"{src.name}:{conv.member or ''}")
+            s = convert.read_gnettrack(None, conv.column or direction, conv.gap_fill, text=text, name=f"{src.name}:{conv.member or ''}")
         elif conv.format == "per-second":
             s = convert.read_per_second(src, conv.gap_fill)
         else:
             s = convert.read_sixcol(src)
+        if conv.skip_s:
+            if conv.format == "sixcol":
+                raise FetchError(f"{what}: skip_s applies to per-second sources (per-second, gnettrack), not sixcol")
+            s = convert.skipped(s, conv.skip_s)
+        if conv.scale != 1.0:
+            s = convert.scaled(s, conv.scale)
         ts, findings = convert.to_trace(s)
         errors = [f for f in findings if f.level == "error"]
         if errors:

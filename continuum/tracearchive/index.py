@@ -60,6 +60,12 @@ class Conversion(Strict):
     source: str  # a SourceFile.name
     member: str | None = None  # a file inside a zip source
     gap_fill: Literal["hold", "zero"] = "hold"
+    # A stand-in for a direction nobody recorded: read the other direction's
+    # column (gnettrack) and scale its rates. Say so in the entry's notes.
+    column: Literal["up", "down"] | None = None
+    scale: float = Field(default=1.0, gt=0, le=100)
+    # Whole seconds left out at the start (e.g. before the recorded transfer began).
+    skip_s: int = Field(default=0, ge=0)
 
 
 class Entry(Strict):

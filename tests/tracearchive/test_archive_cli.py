@@ -58,7 +58,8 @@ def test_generated_entries_reproduce_their_checksums(cache):
             assert st["opportunities"] == e.stats[d].opportunities
 
 
-@pytest.mark.parametrize("entry_id", ["mahimahi-verizon-lte-short", "irish-5g-driving-download", "lumos5g-driving-104"])
+@pytest.mark.parametrize("entry_id", ["mahimahi-verizon-lte-short", "irish-5g-driving-download", "lumos5g-driving-104", "irish-5g-driving-ul-proxy",
+                                      "lumos5g-driving-80-ul-proxy"])
 def test_external_entries_fetch_from_a_mirror(shared_traces, cache, entry_id):
     before = sorted(p for p in shared_traces.rglob("*"))
     out = traces("fetch", entry_id, "--mirror", str(shared_traces)).stdout

@@ -70,6 +70,37 @@ def test_gnettrack_duplicates_and_gaps(tmp_path):
         convert.read_gnettrack(bad, "down")
 
 
+def test_stand_in_direction_scaled_and_trimmed(tmp_path, monkeypatch):
+    """An unrecorded uplink as the downlink column, scaled, without the idle
+    start: what the 5G *-ul-proxy entries do."""
+    from continuum.tracearchive import fetch, index
+
+    head = "Timestamp,DL_bitrate,UL_bitrate\n"
+    rows = [("2020.02.14_13.21.26", 0, 0), ("2020.02.14_13.21.27", 0, 0), ("2020.02.14_13.21.28", 80000, 100),
+            ("2020.02.14_13.21.29", 40000, 100), ("2020.02.14_13.21.30", 160000, 100)]
+    (tmp_path / "g.csv").write_text(head + "".join(f"{t},{dl},{ul}\n" for t, dl, ul in rows))
+    monkeypatch.setenv("CONTINUUM_TRACE_CACHE", str(tmp_path / "cache"))
+    base = dict(id="t-proxy", kind="external", title="t", technology="5G NSA", operator="o", country="IE", mobility="static",
+                obstacle="none", date="2020", recorder="r", method="m", license="l", citation="c", files={"up": "t.up", "down": "t.down"},
+                sources=[{"name": "g.csv", "url": "https://example.invalid/g.csv", "sha256": fetch.sha256_file(tmp_path / "g.csv")}])
+    conv = {"up": {"format": "gnettrack", "source": "g.csv", "column": "down", "scale": 0.5, "skip_s": 2},
+            "down": {"format": "gnettrack", "source": "g.csv", "skip_s": 2}}
+    e = index.Entry(**base, convert=conv)
+    up = mahimahi.read(fetch.materialize(e, "up", mirror=tmp_path))
+    down = mahimahi.read(fetch.materialize(e, "down", mirror=tmp_path))
+    assert_round_trip([40.0, 20.0, 80.0], up)
+    assert_round_trip([80.0, 40.0, 160.0], down)
+    assert up[-1] == down[-1] == 3000
+    base["id"] = "t-bad"  # a fresh cache entry
+    bad = index.Entry(**base, convert={"up": {"format": "gnettrack", "source": "g.csv", "skip_s": 5}, "down": conv["down"]})
+    with pytest.raises(convert.ConvertError, match="cannot skip 5 s of a 5 s source"):
+        fetch.materialize(bad, "up", mirror=tmp_path)
+    base["id"] = "t-mm"
+    mm = index.Entry(**base, convert={"up": {"format": "mahimahi", "source": "g.csv", "scale": 2.0}, "down": conv["down"]})
+    with pytest.raises(fetch.FetchError, match="rate formats"):
+        fetch.materialize(mm, "up", mirror=tmp_path)
+
+
 def test_sixcol_norway_belgium(tmp_path):
     # bytes and ms since the previous row: 1.5 MB in 1000 ms = 12 Mbit/s, then 375 kB in 500 ms = 6 Mbit/s
     src = tmp_path / "report.log"
