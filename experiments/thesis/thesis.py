@@ -1,0 +1,198 @@
+"""Run the reference thesis' experiments (E1-E4 and the 6G projection) from
+the shipped experiment files in configs/thesis/, then draw the figures and
+write report.md next to the thesis' numbers (analyze.py).
+
+Each point is an ordinary `continuum run` of one file, so what the report
+says can be re-run point by point. The runner only changes [experiment]
+timing (--quick, --repetitions) and where results go, in a copy of the file
+kept with the results; points.json records what ran, how and how it ended,
+so an interrupted run continues with --resume."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import tomli_w
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+CONFIGS = REPO / "configs" / "thesis"
+CONTINUUM = REPO / ".venv" / "bin" / "continuum"
+
+EXPERIMENTS = {
+    "E1": ["e1-lte", "e1-5g", "e1-5g-obstacle", "e1-5g-mmwave"],
+    "E2": ["e2-image", "e2-text"],
+    "E3": ["e3-edge", "e3-eu-central-1", "e3-eu-west-3", "e3-us-east-1"],
+    "E4": ["e4-2rps", "e4-5rps", "e4-10rps", "e4-2rps-cc", "e4-5rps-cc", "e4-10rps-cc"],
+    "6G": ["6g-emulated"],
+}
+# --quick: one short repetition per point. E2's text requests take ~2 s of
+# compute each and E4 needs the Verizon trace's first capacity drop (~40 s in).
+QUICK = {"duration_s": 20, "warmup_s": 3, "repetitions": 1}
+QUICK_DURATION = {"E2": 30, "E4": 45}
+# Seconds a run spends around its measured time (namespaces, verification,
+# model start, teardown, plots), for the time estimate.
+OVERHEAD_S = {"e2-text": 45}
+DEFAULT_OVERHEAD_S = 18
+
+
+def experiment_of(point: str) -> str:
+    return next(e for e, pts in EXPERIMENTS.items() if point in pts)
+
+
+def timing(point: str, quick: bool, repetitions: int | None) -> dict:
+    base = tomllib.loads((CONFIGS / f"{point}.toml").read_text())["experiment"]
+    t = {k: base[k] for k in ("duration_s", "warmup_s", "repetitions")}
+    if quick:
+        t = dict(QUICK, duration_s=QUICK_DURATION.get(experiment_of(point), QUICK["duration_s"]))
+    if repetitions:
+        t["repetitions"] = repetitions
+    return t
+
+
+def expected_s(point: str, t: dict) -> float:
+    return t["repetitions"] * (t["duration_s"] + t["warmup_s"] + 4) + OVERHEAD_S.get(point, DEFAULT_OVERHEAD_S)
+
+
+def variant(point: str, t: dict, out: Path) -> Path:
+    """The point's experiment file with this run's timing and output folder."""
+    data = tomllib.loads((CONFIGS / f"{point}.toml").read_text())
+    data["experiment"].update(t, output=str(out / "runs" / point))
+    path = out / "configs" / f"{point}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"# configs/thesis/{point}.toml as run by experiments/thesis/run\n" + tomli_w.dumps(data))
+    return path
+
+
+def run_point(point: str, t: dict, out: Path) -> dict:
+    cfg = variant(point, t, out)
+    log = out / "logs" / f"{point}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    runs = out / "runs" / point
+    before = set(runs.iterdir()) if runs.exists() else set()
+    t0 = time.monotonic()
+    with log.open("w") as f:
+        rc = subprocess.call([str(CONTINUUM), "run", str(cfg)], stdout=f, stderr=subprocess.STDOUT, cwd=REPO,
+                             env={**os.environ, "COLUMNS": "140"})
+    new = sorted(set(runs.iterdir()) - before) if runs.exists() else []
+    run_dir = new[-1] if new else None
+    status = "missing"
+    if run_dir and (run_dir / "manifest.json").exists():
+        status = json.loads((run_dir / "manifest.json").read_text()).get("status", "unknown")
+    return {"point": point, "experiment": experiment_of(point), "config": f"configs/thesis/{point}.toml", "as_run": str(cfg.relative_to(out)),
+            "timing": t, "rc": rc, "status": status if rc == 0 else f"exit {rc}: {status}",
+            "run_dir": str(run_dir.relative_to(out)) if run_dir else None, "wall_s": round(time.monotonic() - t0, 1), "log": str(log.relative_to(out))}
+
+
+def versions() -> dict:
+    def out(argv):
+        try:
+            return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+        except OSError:
+            return None
+    return {"continuum_commit": out(["git", "-C", str(REPO), "rev-parse", "HEAD"]),
+            "continuum_dirty": bool(out(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])),
+            "python": platform.python_version(), "kernel": platform.release(), "machine": platform.machine(),
+            "cpus": os.cpu_count()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="experiments/thesis/run", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="20-45 s per point, one repetition (a smoke test, < 20 min)")
+    ap.add_argument("--only", default="", help="comma-separated experiments or points, e.g. E1,E4 or e4-10rps")
+    ap.add_argument("--repetitions", type=int, help="override every point's repetitions")
+    ap.add_argument("--out", type=Path, help="results folder (default: experiments/thesis/results, or runs/thesis-quick with --quick)")
+    ap.add_argument("--resume", action="store_true", help="keep points of an earlier run in --out that completed")
+    ap.add_argument("--analyze-only", action="store_true", help="redraw figures and report.md from --out; run nothing")
+    ap.add_argument("--list", action="store_true", help="print the points and the expected duration; run nothing")
+    a = ap.parse_args(argv)
+
+    wanted = [s.strip() for s in a.only.split(",") if s.strip()]
+    points = []
+    for exp, pts in EXPERIMENTS.items():
+        for p in pts:
+            if not wanted or exp in wanted or p in wanted:
+                points.append(p)
+    unknown = [w for w in wanted if w not in EXPERIMENTS and not any(w in v for v in EXPERIMENTS.values())]
+    if unknown:
+        ap.error(f"--only: unknown {', '.join(unknown)}; valid: {', '.join(EXPERIMENTS)} or a point of configs/thesis/")
+    out = (a.out or (REPO / "runs" / "thesis-quick" if a.quick else HERE / "results")).absolute()
+    plan = {p: timing(p, a.quick, a.repetitions) for p in points}
+    total = sum(expected_s(p, t) for p, t in plan.items())
+    if a.list:
+        for p, t in plan.items():
+            print(f"{experiment_of(p):3} {p:18} {t['repetitions']} x ({t['warmup_s']:g} + {t['duration_s']:g} s)   ~{expected_s(p, t) / 60:.1f} min")
+        print(f"{len(points)} points, ~{total / 60:.0f} min")
+        return 0
+
+    import analyze  # here: --list needs no plotting stack
+
+    if a.analyze_only:
+        return analyze.main(out)
+    if not CONTINUUM.exists():
+        print(f"{CONTINUUM} is missing: run ./setup.sh first", file=sys.stderr)
+        return 2
+    if os.geteuid() != 0:
+        print("experiments/thesis/run needs root (network namespaces, cgroups): run it with sudo", file=sys.stderr)
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    index_path = out / "points.json"
+    # Points of earlier invocations into the same folder are kept (a full run
+    # may be done experiment by experiment); the points run now replace theirs.
+    meta = json.loads(index_path.read_text()) if index_path.exists() else {"points": []}
+    records = {r["point"]: r for r in meta["points"]}
+    command = " ".join(["experiments/thesis/run", *(argv if argv is not None else sys.argv[1:])])
+    meta.update(mode="quick" if a.quick else "full", versions=versions())
+    meta.setdefault("commands", []).append({"command": command, "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
+
+    def save() -> None:
+        order = [p for pts in EXPERIMENTS.values() for p in pts]
+        meta["points"] = sorted(records.values(), key=lambda r: order.index(r["point"]))
+        index_path.write_text(json.dumps(meta, indent=1))
+
+    print(f"{len(points)} points ({'quick' if a.quick else 'full'} mode), expected ~{total / 60:.0f} min; results in {out}", flush=True)
+    t_start = time.monotonic()
+    failed = []
+    for i, p in enumerate(points, 1):
+        t = plan[p]
+        old = records.get(p)
+        if a.resume and old and old["status"] == "complete" and old["timing"] == t:
+            print(f"[{i:2}/{len(points)}] {p:18} kept from the earlier run ({old['run_dir']})", flush=True)
+            continue
+        print(f"[{i:2}/{len(points)}] {p:18} {t['repetitions']} x {t['duration_s']:g} s ... ", end="", flush=True)
+        r = run_point(p, t, out)
+        r["command"] = command
+        records[p] = r
+        save()
+        line = f"{r['status']} in {r['wall_s']:.0f} s"
+        if r["status"] == "complete":
+            s = json.loads((out / r["run_dir"] / "summary.json").read_text())
+            e2e = s["metrics"]["e2e_ms"]
+            if e2e.get("count"):
+                line += f"  ({s['answered']}/{s['requests']} answered, e2e median {e2e['median']:.0f} ms, P99 {e2e['p99']:.0f} ms)"
+        else:
+            failed.append(p)
+            line += f"  (see {out / r['log']})"
+        print(line, flush=True)
+    meta["commands"][-1]["wall_s"] = round(time.monotonic() - t_start, 1)
+    save()
+    meta["wall_s"] = meta["commands"][-1]["wall_s"]
+    print(f"points done in {meta['wall_s'] / 60:.1f} min; drawing figures and report", flush=True)
+    rc = analyze.main(out)
+    if failed:
+        print(f"failed points: {', '.join(failed)} (their logs are in {out / 'logs'})", file=sys.stderr)
+        return 1
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
