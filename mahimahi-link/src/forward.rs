@@ -121,6 +121,11 @@ impl Sink<Vec<u8>> for LogSink<'_> {
             l.opportunity(t);
         }
     }
+    fn idle_opportunities(&mut self, t: Nanos, n: u32) {
+        if let Some(l) = self.log.as_mut() {
+            l.opportunities(t, n);
+        }
+    }
     fn drop(&mut self, t: Nanos, dropped: &[Queued<Vec<u8>>]) {
         if let Some(l) = self.log.as_mut() {
             l.drop(t, dropped.len() as u64, dropped.iter().map(|p| p.size as u64).sum());

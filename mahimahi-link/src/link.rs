@@ -30,6 +30,13 @@ pub trait Sink<P> {
     fn departure(&mut self, t: Nanos, packet: Queued<P>);
     fn arrival(&mut self, _t: Nanos, _size: u32) {}
     fn opportunity(&mut self, _t: Nanos) {}
+    /// `n` unused opportunities of one millisecond, the first at `t` (an idle
+    /// link reports them a millisecond at a time, not one by one).
+    fn idle_opportunities(&mut self, t: Nanos, n: u32) {
+        for _ in 0..n {
+            self.opportunity(t);
+        }
+    }
     /// Packets dropped at `t` (by the queue limit or AQM), in drop order.
     fn drop(&mut self, _t: Nanos, _dropped: &[Queued<P>]) {}
     /// When false, idle opportunities are skipped arithmetically, not one by one.
@@ -246,12 +253,35 @@ impl<P> Link<P> {
         self.k = k;
     }
 
+    /// Pass every opportunity up to `now` to the sink, a trace millisecond
+    /// (group) at a time: a logged multi-Gbit/s link that idles for 50 ms has
+    /// tens of thousands of them, and a packet arriving meanwhile must not
+    /// wait while they are reported one by one.
+    fn report_idle<S: Sink<P>>(&mut self, now: Nanos, sink: &mut S) {
+        while let Some(t) = self.next_opportunity() {
+            if t > now {
+                return;
+            }
+            let count = self.trace.groups[self.group].count;
+            let end = self.first_k_after(self.group, now - self.base).unwrap_or(count);
+            let n = end - self.k;
+            sink.idle_opportunities(t, n);
+            self.counters.opportunities += n as u64;
+            self.k = end - 1;
+            self.step();
+        }
+    }
+
     /// Run the link up to and including `now`.
     pub fn advance_to<S: Sink<P>>(&mut self, now: Nanos, sink: &mut S) {
         self.now = self.now.max(now);
         loop {
-            if self.queue.is_empty() && self.in_transit.is_none() && !sink.wants_opportunities() {
-                self.skip_idle(now);
+            if self.queue.is_empty() && self.in_transit.is_none() {
+                if sink.wants_opportunities() {
+                    self.report_idle(now, sink);
+                } else {
+                    self.skip_idle(now);
+                }
                 return;
             }
             let Some(t) = self.next_opportunity() else { return };
@@ -320,10 +350,14 @@ mod tests {
     struct Rec {
         deps: Vec<(Nanos, u32)>,
         opps: bool,
+        opp_ms: Vec<u64>,
     }
     impl Sink<u32> for Rec {
         fn departure(&mut self, t: Nanos, p: Queued<u32>) {
             self.deps.push((t, p.payload));
+        }
+        fn opportunity(&mut self, t: Nanos) {
+            self.opp_ms.push(t / MS);
         }
         fn wants_opportunities(&self) -> bool {
             self.opps
@@ -384,6 +418,35 @@ mod tests {
             b.advance_to(now + 100 * MS, &mut sb);
             assert_eq!(sa.deps, sb.deps);
             assert_eq!(a.counters, b.counters);
+        }
+    }
+
+    #[test]
+    fn idle_opportunities_are_reported_a_millisecond_at_a_time_and_all_of_them() {
+        // Every trace line is one opportunity at its millisecond, loop after
+        // loop, whether the link was busy or idle and however it was advanced.
+        let trace = "0\n0\n3\n3\n3\n7\n9\n9\n";
+        let lines = [0u64, 0, 3, 3, 3, 7, 9, 9];
+        for spread in [false, true] {
+            let mut l = link(trace, spread);
+            let mut s = Rec { opps: true, ..Default::default() };
+            let mut now = 0;
+            for i in 0..300u32 {
+                now += (i as u64 * 7919 % 31) * 300_000 + 1;
+                if i % 7 == 0 {
+                    l.enqueue(1504, i, now, &mut s);
+                } else {
+                    l.advance_to(now, &mut s);
+                }
+            }
+            // Period 9 ms: the next loop's 0 ms lines fall in the 9th millisecond.
+            let want: Vec<u64> = (0..).flat_map(|lp| lines.iter().map(move |ms| lp * 9 + ms)).take_while(|t| t * MS <= now).collect();
+            let n = s.opp_ms.len();
+            assert_eq!(l.counters.opportunities as usize, n);
+            // The last millisecond may be cut at `now` differently (spread times).
+            assert!(n.abs_diff(want.len()) <= 2, "{n} vs {}", want.len());
+            assert_eq!(s.opp_ms[..n - 2], want[..n - 2], "spread={spread}");
+            assert_eq!(s.deps.len(), 300 / 7 + 1);
         }
     }
 }

@@ -65,6 +65,21 @@ impl MmLog {
     pub fn opportunity(&mut self, t: Nanos) {
         self.line(format_args!("{} # {}\n", t / MS, crate::OPPORTUNITY_BYTES));
     }
+    /// `n` opportunity lines of one millisecond: formatted once, copied n times.
+    pub fn opportunities(&mut self, t: Nanos, n: u32) {
+        let start = self.buf.len();
+        let _ = write!(self.buf, "{} # {}\n", t / MS, crate::OPPORTUNITY_BYTES);
+        let len = self.buf.len() - start;
+        let want = len * n as usize;
+        self.buf.reserve(want - len);
+        while self.buf.len() - start < want {
+            let have = self.buf.len() - start;
+            self.buf.extend_from_within(start..start + have.min(want - have));
+        }
+        if self.buf.len() >= HAND_OVER_BYTES {
+            self.flush();
+        }
+    }
     pub fn arrival(&mut self, t: Nanos, size: u32) {
         self.line(format_args!("{} + {}\n", t / MS, size));
     }

@@ -218,3 +218,30 @@ def test_a_blocked_log_write_never_stalls_forwarding(lab, tmp_path):
     text = got.decode()
     assert text.startswith("# mahimahi mm-link (Uplink)"), text[:200]
     assert text.count(" # 1504\n") > 2000 * 4, "the log lost opportunity lines while blocked"
+
+
+def test_logging_a_multi_gbit_link_adds_no_latency_and_keeps_every_opportunity(lab, tmp_path):
+    """A logged 4.8 Gbit/s link has 400 opportunities per ms. Reported one by
+    one when a ping woke an idle link, they held it ~1 ms per direction (the
+    6G experiment's core-delay check failed on it); now a millisecond is one
+    report. The log must still hold every opportunity, 400 per millisecond."""
+    trace = constant_trace(tmp_path / "c4800", 4800)
+
+    def median_rtt() -> float:
+        out = lab.run(lab.ue, "ping", "-n", "-c", "60", "-i", "0.05", CORE_IP).stdout
+        return statistics.median(float(x) for x in re.findall(r"time=([0-9.]+) ms", out))
+
+    lab.start_emulator(trace, trace)
+    plain = median_rtt()
+    lab.stop_emulator()
+    up = tmp_path / "up.log"
+    lab.start_emulator(trace, trace, f"--uplink-log={up}", f"--downlink-log={tmp_path / 'down.log'}")
+    logged = median_rtt()
+    assert lab.stop_emulator() == 0
+    assert logged - plain < 0.5, f"logging added {logged - plain:.3f} ms RTT (plain {plain:.3f} ms)"
+    _, opp, arr, dep, _ = parse_log(up)
+    per_ms = collections.Counter(t for t, _ in opp)
+    first, last = min(per_ms), max(per_ms)
+    inner = [per_ms.get(t, 0) for t in range(first + 1, last)]
+    assert len(inner) > 2000 and set(inner) == {400}, collections.Counter(inner).most_common(5)
+    assert len(arr) == len(dep) >= 60
