@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -41,7 +41,7 @@ class Point:
     summary: dict
     manifest: dict
     timeouts: int = 0
-    notes: list[str] = field(default_factory=list)
+    link: pd.DataFrame | None = None  # queue_and_capacity's result
 
     def med(self, col: str) -> float:
         return float(self.df[col].median())
@@ -88,13 +88,16 @@ def queue_and_capacity(p: Point) -> pd.DataFrame:
     capacity (Mbit/s) of that second, from the endpoint's uplink log; kept
     beside it (link_per_request.csv) so a committed result folder can be
     redrawn without its bulky link logs."""
+    if p.link is not None:  # four figures and a table ask; parse the log once
+        return p.link
     cached = p.run_dir / "link_per_request.csv"
     log = p.run_dir / "links" / "endpoint0.uplink.log"
     if cached.exists() and not log.exists():
-        return pd.read_csv(cached)
-    q = _queue_and_capacity(p, log)
-    q.to_csv(cached, index=False)
-    return q
+        p.link = pd.read_csv(cached)
+    else:
+        p.link = _queue_and_capacity(p, log)
+        p.link.to_csv(cached, index=False)
+    return p.link
 
 
 def _queue_and_capacity(p: Point, log: Path) -> pd.DataFrame:
