@@ -8,6 +8,7 @@
 //! departure, a delayed packet, a stats write) or until a frame arrives. With
 //! no traffic it sleeps, so an idle emulator uses no CPU.
 
+use crate::gso::{SuperFrame, Vnet};
 use crate::link::{Link, LinkOptions, Sink};
 use crate::mmlog::{Header, MmLog};
 use crate::writer::Writer;
@@ -19,6 +20,7 @@ use crate::trace::Trace;
 use crate::Nanos;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
+use std::rc::Rc;
 use std::sync::Arc;
 
 #[derive(Clone)]
@@ -59,6 +61,58 @@ pub struct ForwardConfig {
     pub coalesce_ns: u64,
     /// Pin the forwarding thread to this CPU.
     pub cpu: Option<usize>,
+    /// Take TCP super-frames whole (see [`crate::gso`]) instead of asking
+    /// for MTU-sized frames.
+    pub gso: bool,
+}
+
+/// A frame on its way, with the virtio-net header to send it with (unused
+/// on plain sockets).
+pub struct Frame {
+    data: Vec<u8>,
+    vnet: Vnet,
+}
+
+/// What a link queues: a whole frame, or one MTU segment of a super-frame.
+enum Pkt {
+    Whole(Frame),
+    Segment(Rc<SuperFrame>, u32),
+}
+
+/// Turn departures back into frames: consecutive segments of one
+/// super-frame that left in the same round go out as one frame, at the
+/// departure time of the last of them.
+fn assemble(deps: &mut Vec<(Nanos, Pkt)>) -> Vec<(Nanos, Frame)> {
+    let mut out = Vec::with_capacity(deps.len());
+    let mut run: Option<(Rc<SuperFrame>, usize, usize, Nanos)> = None;
+    let flush = |run: &mut Option<(Rc<SuperFrame>, usize, usize, Nanos)>, out: &mut Vec<(Nanos, Frame)>| {
+        if let Some((sf, i, j, t)) = run.take() {
+            let (vnet, data) = sf.build(i, j);
+            out.push((t, Frame { data, vnet }));
+        }
+    };
+    for (t, p) in deps.drain(..) {
+        match p {
+            Pkt::Whole(f) => {
+                flush(&mut run, &mut out);
+                out.push((t, f));
+            }
+            Pkt::Segment(sf, k) => {
+                let k = k as usize;
+                if let Some((rsf, _, j, rt)) = run.as_mut() {
+                    if Rc::ptr_eq(rsf, &sf) && *j == k {
+                        *j += 1;
+                        *rt = t;
+                        continue;
+                    }
+                }
+                flush(&mut run, &mut out);
+                run = Some((sf, k, k + 1, t));
+            }
+        }
+    }
+    flush(&mut run, &mut out);
+    out
 }
 
 /// Where a delayed frame goes when its delay is over.
@@ -76,10 +130,12 @@ struct Extra {
     unshaped_frames: u64,
     oversize_frames: u64,
     tx_full_drops: u64,
+    superframes: u64,
+    unsplittable_frames: u64,
 }
 
 struct Direction {
-    link: Link<Vec<u8>>,
+    link: Link<Pkt>,
     log: Option<MmLog>,
     loss: f64,
     rng: SplitMix64,
@@ -95,17 +151,17 @@ struct RunLink {
     up: Direction,
     down: Direction,
     /// One FIFO per delay rule and direction: a fixed delay keeps FIFO order.
-    delay_up: Vec<VecDeque<(Nanos, Vec<u8>, After)>>,
-    delay_down: Vec<VecDeque<(Nanos, Vec<u8>, After)>>,
+    delay_up: Vec<VecDeque<(Nanos, Frame, After)>>,
+    delay_down: Vec<VecDeque<(Nanos, Frame, After)>>,
 }
 
 struct LogSink<'a> {
     log: Option<&'a mut MmLog>,
-    out: &'a mut Vec<(Nanos, Vec<u8>)>,
+    out: &'a mut Vec<(Nanos, Pkt)>,
 }
 
-impl Sink<Vec<u8>> for LogSink<'_> {
-    fn departure(&mut self, t: Nanos, p: Queued<Vec<u8>>) {
+impl Sink<Pkt> for LogSink<'_> {
+    fn departure(&mut self, t: Nanos, p: Queued<Pkt>) {
         if let Some(l) = self.log.as_mut() {
             l.departure(t, p.size, p.arrival);
         }
@@ -126,7 +182,7 @@ impl Sink<Vec<u8>> for LogSink<'_> {
             l.opportunities(t, n);
         }
     }
-    fn drop(&mut self, t: Nanos, dropped: &[Queued<Vec<u8>>]) {
+    fn drop(&mut self, t: Nanos, dropped: &[Queued<Pkt>]) {
         if let Some(l) = self.log.as_mut() {
             l.drop(t, dropped.len() as u64, dropped.iter().map(|p| p.size as u64).sum());
         }
@@ -145,6 +201,7 @@ pub struct Forwarder {
     links: Vec<RunLink>,
     t0: u64,
     warned_oversize: bool,
+    warned_unsplittable: bool,
     writer: Writer,
 }
 
@@ -163,13 +220,19 @@ impl Forwarder {
     /// Open every interface and log; nothing is forwarded until `run`.
     pub fn open(cfg: ForwardConfig) -> Result<Forwarder, String> {
         let writer = Writer::start();
-        let frames = (8192 / cfg.links.len().max(1)).clamp(256, 4096);
+        let gso = cfg.gso;
+        let frames = if gso { (480 / cfg.links.len().max(1)).clamp(30, 120) } else { (8192 / cfg.links.len().max(1)).clamp(256, 4096) };
         let mut links = Vec::new();
         for (i, spec) in cfg.links.iter().enumerate() {
             let open_pair = || -> std::io::Result<(PacketSocket, PacketSocket)> {
-                sys::disable_offloads(&spec.ue_if);
-                sys::disable_offloads(&spec.core_if);
-                Ok((PacketSocket::open(&spec.ue_if, frames)?, PacketSocket::open(&spec.core_if, frames)?))
+                for dev in [&spec.ue_if, &spec.core_if] {
+                    if gso {
+                        sys::enable_tx_offloads(dev);
+                    } else {
+                        sys::disable_offloads(dev);
+                    }
+                }
+                Ok((PacketSocket::open(&spec.ue_if, frames, gso)?, PacketSocket::open(&spec.core_if, frames, gso)?))
             };
             let (ue, core) = match &spec.netns {
                 Some(ns) => sys::in_netns(ns, open_pair),
@@ -205,11 +268,11 @@ impl Forwarder {
                 core,
                 up: mk(&spec.up, "Uplink", 1)?,
                 down: mk(&spec.down, "Downlink", 2)?,
-                delay_up: vec![VecDeque::new(); cfg.delays.len()],
-                delay_down: vec![VecDeque::new(); cfg.delays.len()],
+                delay_up: (0..cfg.delays.len()).map(|_| VecDeque::new()).collect(),
+                delay_down: (0..cfg.delays.len()).map(|_| VecDeque::new()).collect(),
             });
         }
-        Ok(Forwarder { cfg, links, t0: sys::monotonic_ns(), warned_oversize: false, writer })
+        Ok(Forwarder { cfg, links, t0: sys::monotonic_ns(), warned_oversize: false, warned_unsplittable: false, writer })
     }
 
     /// Forward until a stop signal, the child (pidfd) exits, or `once` traces end.
@@ -247,7 +310,7 @@ impl Forwarder {
         let mut next_flush = 1_000_000_000u64;
         let mut fired = Vec::new();
         let mut armed: Option<Nanos> = None;
-        let mut deps: Vec<(Nanos, Vec<u8>)> = Vec::new();
+        let mut deps: Vec<(Nanos, Pkt)> = Vec::new();
         let stop = loop {
             if let Some(sig) = sys::stop_signal() {
                 break Stop::Signal(sig);
@@ -350,7 +413,7 @@ impl Forwarder {
     }
 
     /// Drain both RX rings of link `li`. Returns whether any frame was seen.
-    fn receive(&mut self, li: usize, now: Nanos, real_offset: u64, deps: &mut Vec<(Nanos, Vec<u8>)>) -> bool {
+    fn receive(&mut self, li: usize, now: Nanos, real_offset: u64, deps: &mut Vec<(Nanos, Pkt)>) -> bool {
         let mut seen = false;
         for uplink in [true, false] {
             for _ in 0..512 {
@@ -371,7 +434,8 @@ impl Forwarder {
                     }
                     continue;
                 }
-                if fr.csum_not_ready {
+                // With a virtio-net header a pending checksum travels on (NEEDS_CSUM).
+                if fr.csum_not_ready && fr.vnet.is_none() {
                     sys::complete_l4_checksum(fr.data);
                 }
                 // The kernel's receive time is the arrival time, so frames picked up
@@ -380,7 +444,7 @@ impl Forwarder {
                     Some(t) if fr.ts_real_ns != 0 && t <= now => t,
                     _ => now,
                 };
-                let frame = fr.data.to_vec();
+                let frame = Frame { data: fr.data.to_vec(), vnet: fr.vnet.map(|v| v.for_resend()).unwrap_or_default() };
                 sock.rx_release();
                 self.ingress(li, uplink, frame, at, deps);
             }
@@ -388,15 +452,15 @@ impl Forwarder {
         seen
     }
 
-    fn ingress(&mut self, li: usize, uplink: bool, frame: Vec<u8>, now: Nanos, deps: &mut Vec<(Nanos, Vec<u8>)>) {
-        let meta = packet::parse(&frame);
+    fn ingress(&mut self, li: usize, uplink: bool, frame: Frame, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
+        let meta = packet::parse(&frame.data);
         let bypass = meta.is_some_and(|m| self.cfg.bypass.iter().any(|r| r.matches(&m)));
         let l = &mut self.links[li];
         let Some(m) = meta else {
             // Not IP (ARP etc.): link-layer plumbing, forwarded unshaped and undelayed.
             let (d, out) = if uplink { (&mut l.up, &mut l.core) } else { (&mut l.down, &mut l.ue) };
             d.extra.unshaped_frames += 1;
-            if !out.send(&frame) {
+            if !out.send(&frame.data, &frame.vnet) {
                 d.extra.tx_full_drops += 1;
             }
             return;
@@ -407,7 +471,7 @@ impl Forwarder {
                 let di = delay_index(&self.cfg.delays, m.dst);
                 self.to_core(li, di, now, frame);
             } else {
-                Self::shape(&mut self.links[li].up, frame, m.ip_len, now, deps);
+                self.shape(li, true, frame, m.ip_len, now, deps);
                 self.uplink_departures(li, deps);
             }
         } else {
@@ -427,9 +491,37 @@ impl Forwarder {
         }
     }
 
-    /// Offer a frame to a direction's link (random loss first).
-    fn shape(d: &mut Direction, frame: Vec<u8>, ip_len: u32, now: Nanos, deps: &mut Vec<(Nanos, Vec<u8>)>) {
-        let size = ip_len + 4;
+    /// Offer a frame to a direction's link: a super-frame as its MTU
+    /// segments, one after another, each charged and timed on its own.
+    fn shape(&mut self, li: usize, uplink: bool, frame: Frame, ip_len: u32, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
+        let quiet = self.cfg.quiet;
+        let l = &mut self.links[li];
+        let d = if uplink { &mut l.up } else { &mut l.down };
+        if !frame.vnet.is_gso() {
+            Self::offer(d, ip_len + 4, Pkt::Whole(frame), now, deps);
+            return;
+        }
+        match SuperFrame::new(frame.data, &frame.vnet) {
+            Ok(sf) => {
+                d.extra.superframes += 1;
+                let sf = Rc::new(sf);
+                for k in 0..sf.segments() {
+                    Self::offer(d, sf.segment_ip_len(k) + 4, Pkt::Segment(sf.clone(), k as u32), now, deps);
+                }
+            }
+            Err(e) => {
+                d.extra.unsplittable_frames += 1;
+                if !self.warned_unsplittable && !quiet {
+                    self.warned_unsplittable = true;
+                    let dev = if uplink { &l.ue.name } else { &l.core.name };
+                    eprintln!("mahimahi-link: dropped a frame received on {dev}: {e}; turn that offload off at the sender (e.g. ethtool -K DEV tx-udp-segmentation off)");
+                }
+            }
+        }
+    }
+
+    /// One packet into a direction's link (random loss first).
+    fn offer(d: &mut Direction, size: u32, p: Pkt, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
         if d.loss > 0.0 && d.rng.next_f64() < d.loss {
             d.extra.lost_packets += 1;
             if let Some(log) = d.log.as_mut() {
@@ -439,59 +531,65 @@ impl Forwarder {
             return;
         }
         let mut sink = LogSink { log: d.log.as_mut(), out: deps };
-        d.link.enqueue(size, frame, now, &mut sink);
+        d.link.enqueue(size, p, now, &mut sink);
     }
 
-    fn deliver(&mut self, li: usize, after: After, frame: Vec<u8>, now: Nanos, deps: &mut Vec<(Nanos, Vec<u8>)>) {
+    fn deliver(&mut self, li: usize, after: After, frame: Frame, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
         let l = &mut self.links[li];
         match after {
             After::ToCore => {
-                if !l.core.send(&frame) {
+                if !l.core.send(&frame.data, &frame.vnet) {
                     l.up.extra.tx_full_drops += 1;
                 }
             }
             After::ToUe => {
-                if !l.ue.send(&frame) {
+                if !l.ue.send(&frame.data, &frame.vnet) {
                     l.down.extra.tx_full_drops += 1;
                 }
             }
             After::IntoDownlink => {
-                let Some(m) = packet::parse(&frame) else { return };
-                Self::shape(&mut l.down, frame, m.ip_len, now, deps);
+                let Some(m) = packet::parse(&frame.data) else { return };
+                self.shape(li, false, frame, m.ip_len, now, deps);
                 self.downlink_departures(li, deps);
             }
         }
     }
 
-    fn to_core(&mut self, li: usize, rule: Option<usize>, t: Nanos, frame: Vec<u8>) {
+    fn to_core(&mut self, li: usize, rule: Option<usize>, t: Nanos, frame: Frame) {
         let l = &mut self.links[li];
         match rule.filter(|i| self.cfg.delays[*i].delay_ns > 0) {
             Some(i) => l.delay_up[i].push_back((t + self.cfg.delays[i].delay_ns, frame, After::ToCore)),
             None => {
-                if !l.core.send(&frame) {
+                if !l.core.send(&frame.data, &frame.vnet) {
                     l.up.extra.tx_full_drops += 1;
                 }
             }
         }
     }
 
-    fn uplink_departures(&mut self, li: usize, deps: &mut Vec<(Nanos, Vec<u8>)>) {
-        for (t, frame) in deps.drain(..) {
-            let di = packet::parse(&frame).and_then(|m| delay_index(&self.cfg.delays, m.dst));
+    fn uplink_departures(&mut self, li: usize, deps: &mut Vec<(Nanos, Pkt)>) {
+        if deps.is_empty() {
+            return;
+        }
+        for (t, frame) in assemble(deps) {
+            let di = packet::parse(&frame.data).and_then(|m| delay_index(&self.cfg.delays, m.dst));
             self.to_core(li, di, t, frame);
         }
     }
 
-    fn downlink_departures(&mut self, li: usize, deps: &mut Vec<(Nanos, Vec<u8>)>) {
+    fn downlink_departures(&mut self, li: usize, deps: &mut Vec<(Nanos, Pkt)>) {
+        if deps.is_empty() {
+            return;
+        }
         let l = &mut self.links[li];
-        for (_, frame) in deps.drain(..) {
-            if !l.ue.send(&frame) {
+        for (_, frame) in assemble(deps) {
+            if !l.ue.send(&frame.data, &frame.vnet) {
                 l.down.extra.tx_full_drops += 1;
             }
         }
     }
 
-    fn release_delayed(&mut self, li: usize, now: Nanos, deps: &mut Vec<(Nanos, Vec<u8>)>) {
+    fn release_delayed(&mut self, li: usize, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
         for q in 0..self.cfg.delays.len() {
             for up in [true, false] {
                 loop {
@@ -508,7 +606,7 @@ impl Forwarder {
         }
     }
 
-    fn advance(&mut self, li: usize, now: Nanos, deps: &mut Vec<(Nanos, Vec<u8>)>) {
+    fn advance(&mut self, li: usize, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
         {
             let d = &mut self.links[li].up;
             let mut sink = LogSink { log: d.log.as_mut(), out: deps };
@@ -543,10 +641,10 @@ impl Forwarder {
                 let e = d.extra;
                 let _ = write!(
                     s,
-                    ", \"{label}\": {{\"queue_packets\": {}, \"queue_bytes\": {}, \"arrived_packets\": {}, \"arrived_bytes\": {}, \"departed_packets\": {}, \"departed_bytes\": {}, \"dropped_packets\": {}, \"dropped_bytes\": {}, \"lost_packets\": {}, \"bypassed_packets\": {}, \"unshaped_frames\": {}, \"oversize_frames\": {}, \"tx_full_drops\": {}, \"opportunities\": {}, \"capacity_mbps\": {:.3}, \"delivered_mbps\": {:.3}}}",
+                    ", \"{label}\": {{\"queue_packets\": {}, \"queue_bytes\": {}, \"arrived_packets\": {}, \"arrived_bytes\": {}, \"departed_packets\": {}, \"departed_bytes\": {}, \"dropped_packets\": {}, \"dropped_bytes\": {}, \"lost_packets\": {}, \"bypassed_packets\": {}, \"unshaped_frames\": {}, \"oversize_frames\": {}, \"tx_full_drops\": {}, \"superframes\": {}, \"unsplittable_frames\": {}, \"opportunities\": {}, \"capacity_mbps\": {:.3}, \"delivered_mbps\": {:.3}}}",
                     d.link.queued_packets(), d.link.queued_bytes(), c.arrived_packets, c.arrived_bytes, c.departed_packets, c.departed_bytes,
                     c.dropped_packets, c.dropped_bytes, e.lost_packets, e.bypassed_packets, e.unshaped_frames, e.oversize_frames, e.tx_full_drops,
-                    c.opportunities, cap, del
+                    e.superframes, e.unsplittable_frames, c.opportunities, cap, del
                 );
             }
             s.push('}');

@@ -7,6 +7,7 @@
 //! - [`link`]: the emulation core of one direction, driven by an injected clock;
 //! - [`mmlog`]: mm-link's log format;
 //! - [`packet`]: frame parsing, bypass filter and core-delay rules;
+//! - [`gso`]: TCP super-frames taken whole, charged per segment, released in parts;
 //! - [`sys`]: every unsafe system call (AF_PACKET rings, timers, namespaces);
 //! - [`writer`]: file output on its own thread, so a slow disk never stalls the loop;
 //! - [`forward`]: the event loop serving many links in one thread;
@@ -14,6 +15,7 @@
 //! - [`options`]: the command line.
 
 pub mod forward;
+pub mod gso;
 pub mod link;
 pub mod mmlog;
 pub mod options;

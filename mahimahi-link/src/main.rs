@@ -98,6 +98,7 @@ fn config(c: &Common, links: Vec<LinkSpec>, argv: &[String]) -> ForwardConfig {
         batch_ns: c.batch_us * 1000,
         coalesce_ns: c.coalesce_us * 1000,
         cpu: c.cpu,
+        gso: c.gso,
     }
 }
 

@@ -41,6 +41,10 @@ options (shell and forward):
                                         N us together (default 50; 0 = wake for each)
   --coalesce-us=N                       while the next departure is at most N us away, pick up
                                         arriving frames then instead of waking (default 100)
+  --gso                                 take TCP super-frames (TSO/GSO) whole: each MTU segment is
+                                        still charged and timed on its own, the segments that leave
+                                        together go on as one frame (fewer per-packet costs; the
+                                        hosts keep segmentation offload on)
   --quiet                               no warnings on stderr
 ";
 
@@ -63,6 +67,7 @@ pub struct Common {
     pub cpu: Option<usize>,
     pub batch_us: u64,
     pub coalesce_us: u64,
+    pub gso: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -140,7 +145,7 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             Some((k, v)) => (k.to_string(), Some(v.to_string())),
             None => (a.clone(), None),
         };
-        let flag = matches!(key.as_str(), "--once" | "--ms-bursts" | "--quiet");
+        let flag = matches!(key.as_str(), "--once" | "--ms-bursts" | "--gso" | "--quiet");
         if flag {
             if inline.is_some() {
                 errors.push(format!("{key} takes no value"));
@@ -148,6 +153,7 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             match key.as_str() {
                 "--once" => c.once = true,
                 "--ms-bursts" => c.ms_bursts = true,
+                "--gso" => c.gso = true,
                 _ => c.quiet = true,
             }
             continue;

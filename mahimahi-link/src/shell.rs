@@ -75,8 +75,11 @@ pub fn run(mut cfg: crate::forward::ForwardConfig, mut link: LinkSpec, command: 
     .map_err(|e| e.to_string())?;
     ip(&["-n", &ran, "link", "set", "ue", "up"])?;
     ip(&["-n", &ran, "link", "set", "core", "up"])?;
-    sys::disable_offloads(&outer);
-    sys::in_netns(&sh, || Ok(sys::disable_offloads("ingress"))).map_err(|e| e.to_string())?;
+    // The hosts' veths: with --gso they keep segmentation offload and hand
+    // over super-frames; without, they send MTU-sized frames.
+    let host_offloads = if cfg.gso { sys::enable_tx_offloads } else { sys::disable_offloads };
+    host_offloads(&outer);
+    sys::in_netns(&sh, || Ok(host_offloads("ingress"))).map_err(|e| e.to_string())?;
     // The emulator gets one core; the hosts' receive stacks run on the others.
     let cpu = *cfg.cpu.get_or_insert(0);
     sys::steer_rx_away_from(None, &outer, cpu);

@@ -11,6 +11,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
+use crate::gso::{Vnet, VNET_HDR_LEN};
 
 const SOL_PACKET: i32 = 263;
 const PACKET_ADD_MEMBERSHIP: i32 = 1;
@@ -19,6 +20,7 @@ const PACKET_VERSION: i32 = 10;
 const PACKET_TX_RING: i32 = 13;
 const PACKET_QDISC_BYPASS: i32 = 20;
 const PACKET_IGNORE_OUTGOING: i32 = 23;
+const PACKET_VNET_HDR: i32 = 15;
 const PACKET_MR_PROMISC: u16 = 1;
 const TPACKET_V2: i32 = 1;
 const TP_STATUS_USER: u32 = 1;
@@ -86,6 +88,8 @@ pub struct RxFrame<'a> {
     pub csum_not_ready: bool,
     /// Kernel receive time, CLOCK_REALTIME nanoseconds (0 if unknown).
     pub ts_real_ns: u64,
+    /// The virtio-net header (sockets opened with `gso`).
+    pub vnet: Option<Vnet>,
 }
 
 /// A raw socket bound to one interface, with mmap'ed RX and TX rings.
@@ -95,6 +99,10 @@ pub struct PacketSocket {
     ring: *mut u8,
     ring_len: usize,
     frame_size: usize,
+    block_size: usize,
+    frames_per_block: usize,
+    /// Frames carry a virtio-net header (TCP super-frames taken whole).
+    gso: bool,
     rx_frames: usize,
     rx_next: usize,
     tx_frames: usize,
@@ -106,24 +114,47 @@ pub struct PacketSocket {
 }
 
 impl PacketSocket {
-    /// Open on interface `name` in the current network namespace.
-    pub fn open(name: &str, frames: usize) -> io::Result<PacketSocket> {
+    /// Open on interface `name` in the current network namespace. With
+    /// `gso`, frames carry a virtio-net header and slots hold 64 KB
+    /// super-frames (`frames` then counts those larger slots).
+    pub fn open(name: &str, frames: usize, gso: bool) -> io::Result<PacketSocket> {
         let idx = ifindex(name)?;
         // SAFETY: plain socket call.
         let fd = cvt(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, (ETH_P_ALL.to_be()) as i32) }, "socket(AF_PACKET)")?;
-        let mut s = PacketSocket { fd, name: name.to_string(), ring: std::ptr::null_mut(), ring_len: 0, frame_size: 2048, rx_frames: 0, rx_next: 0, tx_frames: 0, tx_next: 0, tx_oldest: 0, tx_pending: 0 };
+        // Plain: 64 KiB blocks of 32 2-KiB frames. GSO: 1 MiB blocks of 15
+        // frames of 68 KiB (a 64 KiB super-frame plus headers).
+        let (frame_size, per_block, block_size) = if gso { (69_632usize, 15usize, 1usize << 20) } else { (2048, 32, 65_536) };
+        let mut s = PacketSocket {
+            fd,
+            name: name.to_string(),
+            ring: std::ptr::null_mut(),
+            ring_len: 0,
+            frame_size,
+            block_size,
+            frames_per_block: per_block,
+            gso,
+            rx_frames: 0,
+            rx_next: 0,
+            tx_frames: 0,
+            tx_next: 0,
+            tx_oldest: 0,
+            tx_pending: 0,
+        };
         setsockopt(fd, SOL_PACKET, PACKET_VERSION, &TPACKET_V2, "PACKET_VERSION")?;
         let one: i32 = 1;
         setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, "PACKET_IGNORE_OUTGOING")?;
         setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, "PACKET_QDISC_BYPASS")?;
-        let frames = frames.next_power_of_two().max(64);
-        let per_block = 32usize; // 64 KiB blocks of 2 KiB frames
-        let req = TpacketReq { block_size: (per_block * s.frame_size) as u32, block_nr: (frames / per_block) as u32, frame_size: s.frame_size as u32, frame_nr: frames as u32 };
+        if gso {
+            setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, "PACKET_VNET_HDR")?;
+        }
+        let blocks = if gso { frames.div_ceil(per_block).max(2) } else { frames.next_power_of_two().max(64) / per_block };
+        let frames = blocks * per_block;
+        let req = TpacketReq { block_size: block_size as u32, block_nr: blocks as u32, frame_size: frame_size as u32, frame_nr: frames as u32 };
         setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, "PACKET_RX_RING")?;
         setsockopt(fd, SOL_PACKET, PACKET_TX_RING, &req, "PACKET_TX_RING")?;
         s.rx_frames = frames;
         s.tx_frames = frames;
-        s.ring_len = 2 * frames * s.frame_size;
+        s.ring_len = 2 * blocks * block_size;
         // SAFETY: mapping the rings the kernel just allocated for fd.
         let p = unsafe { libc::mmap(std::ptr::null_mut(), s.ring_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_LOCKED | libc::MAP_POPULATE, fd, 0) };
         let p = if p == libc::MAP_FAILED {
@@ -151,9 +182,10 @@ impl PacketSocket {
     }
 
     fn slot(&self, tx: bool, i: usize) -> *mut u8 {
-        let base = if tx { self.rx_frames * self.frame_size } else { 0 };
+        let base = if tx { self.ring_len / 2 } else { 0 };
+        let at = base + (i / self.frames_per_block) * self.block_size + (i % self.frames_per_block) * self.frame_size;
         // SAFETY: i < frames, within the mapping.
-        unsafe { self.ring.add(base + i * self.frame_size) }
+        unsafe { self.ring.add(at) }
     }
 
     fn status(slot: *mut u8) -> &'static AtomicU32 {
@@ -173,7 +205,10 @@ impl PacketSocket {
         let data = unsafe { std::slice::from_raw_parts_mut(slot.add(hdr.mac as usize), hdr.snaplen as usize) };
         let truncated_from = (hdr.len > hdr.snaplen).then_some(hdr.len);
         let ts_real_ns = hdr.sec as u64 * 1_000_000_000 + hdr.nsec as u64;
-        Some(RxFrame { data, truncated_from, csum_not_ready: st & TP_STATUS_CSUMNOTREADY != 0, ts_real_ns })
+        // The kernel puts the virtio-net header right before the frame.
+        let vnet = (self.gso && truncated_from.is_none() && hdr.mac as usize >= VNET_HDR_LEN)
+            .then(|| Vnet::read(unsafe { std::slice::from_raw_parts(slot.add(hdr.mac as usize - VNET_HDR_LEN), VNET_HDR_LEN) }));
+        Some(RxFrame { data, truncated_from, csum_not_ready: st & TP_STATUS_CSUMNOTREADY != 0, ts_real_ns, vnet })
     }
 
     pub fn rx_release(&mut self) {
@@ -182,9 +217,11 @@ impl PacketSocket {
         self.rx_next = (self.rx_next + 1) % self.rx_frames;
     }
 
-    /// Queue a frame for transmission; false if the TX ring is full.
-    pub fn tx_push(&mut self, frame: &[u8]) -> bool {
-        if frame.len() > self.frame_size - TX_DATA_OFFSET {
+    /// Queue a frame for transmission; false if the TX ring is full. On a
+    /// `gso` socket the frame goes with `vnet` (a plain one without).
+    pub fn tx_push(&mut self, frame: &[u8], vnet: &Vnet) -> bool {
+        let hdr = if self.gso { VNET_HDR_LEN } else { 0 };
+        if hdr + frame.len() > self.frame_size - TX_DATA_OFFSET {
             return false;
         }
         let slot = self.slot(true, self.tx_next);
@@ -195,8 +232,11 @@ impl PacketSocket {
         }
         // SAFETY: the slot is ours (status AVAILABLE); data fits (checked above).
         unsafe {
-            std::ptr::copy_nonoverlapping(frame.as_ptr(), slot.add(TX_DATA_OFFSET), frame.len());
-            (*(slot as *mut Tpacket2Hdr)).len = frame.len() as u32;
+            if self.gso {
+                vnet.write(std::slice::from_raw_parts_mut(slot.add(TX_DATA_OFFSET), VNET_HDR_LEN));
+            }
+            std::ptr::copy_nonoverlapping(frame.as_ptr(), slot.add(TX_DATA_OFFSET + hdr), frame.len());
+            (*(slot as *mut Tpacket2Hdr)).len = (hdr + frame.len()) as u32;
         }
         st.store(TP_STATUS_SEND_REQUEST, Ordering::Release);
         self.tx_next = (self.tx_next + 1) % self.tx_frames;
@@ -227,15 +267,15 @@ impl PacketSocket {
     }
 
     /// Push a frame, flushing once and retrying if the ring is momentarily full.
-    pub fn send(&mut self, frame: &[u8]) -> bool {
-        if self.tx_push(frame) {
+    pub fn send(&mut self, frame: &[u8], vnet: &Vnet) -> bool {
+        if self.tx_push(frame, vnet) {
             if self.tx_pending >= 64 {
                 self.tx_flush();
             }
             return true;
         }
         self.tx_flush();
-        self.tx_push(frame)
+        self.tx_push(frame, vnet)
     }
 }
 
@@ -509,9 +549,9 @@ pub fn in_netns<T>(name: &str, f: impl FnOnce() -> io::Result<T>) -> io::Result<
 
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
 
-/// Turn a boolean ethtool feature (ETHTOOL_S* command) off; errors ignored
-/// by callers where a device simply lacks the feature.
-pub fn ethtool_off(ifname: &str, cmd: u32) -> io::Result<()> {
+/// Turn a boolean ethtool feature (ETHTOOL_S* command) on or off; errors
+/// ignored by callers where a device simply lacks the feature.
+pub fn ethtool_set(ifname: &str, cmd: u32, on: bool) -> io::Result<()> {
     #[repr(C)]
     struct EthtoolValue {
         cmd: u32,
@@ -523,7 +563,7 @@ pub fn ethtool_off(ifname: &str, cmd: u32) -> io::Result<()> {
         data: *mut EthtoolValue,
         _pad: [u8; 16],
     }
-    let mut val = EthtoolValue { cmd, data: 0 };
+    let mut val = EthtoolValue { cmd, data: on as u32 };
     let mut req = IfReq { name: [0; 16], data: &mut val, _pad: [0; 16] };
     let n = ifname.as_bytes();
     if n.len() >= 16 {
@@ -538,11 +578,22 @@ pub fn ethtool_off(ifname: &str, cmd: u32) -> io::Result<()> {
 
 /// Segmentation and receive offloads off, so the emulator sees MTU-sized frames.
 pub fn disable_offloads(ifname: &str) {
-    const ETHTOOL_STXCSUM: u32 = 0x17;
-    const ETHTOOL_STSO: u32 = 0x1f;
-    const ETHTOOL_SGSO: u32 = 0x24;
-    const ETHTOOL_SGRO: u32 = 0x2c;
     for c in [ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO, ETHTOOL_STXCSUM] {
-        let _ = ethtool_off(ifname, c);
+        let _ = ethtool_set(ifname, c, false);
     }
 }
+
+/// Checksum, scatter-gather and segmentation offload on (receive offload off),
+/// so super-frames the emulator sends leave whole toward the receiving stack.
+pub fn enable_tx_offloads(ifname: &str) {
+    for c in [ETHTOOL_STXCSUM, ETHTOOL_SSG, ETHTOOL_STSO, ETHTOOL_SGSO] {
+        let _ = ethtool_set(ifname, c, true);
+    }
+    let _ = ethtool_set(ifname, ETHTOOL_SGRO, false);
+}
+
+const ETHTOOL_STXCSUM: u32 = 0x17;
+const ETHTOOL_SSG: u32 = 0x19;
+const ETHTOOL_STSO: u32 = 0x1f;
+const ETHTOOL_SGSO: u32 = 0x24;
+const ETHTOOL_SGRO: u32 = 0x2c;

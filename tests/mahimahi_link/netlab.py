@@ -62,8 +62,12 @@ def sh(*argv: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
 
 
 class Lab:
-    def __init__(self, mml: Path, workdir: Path):
+    def __init__(self, mml: Path, workdir: Path, host_offloads: bool = False):
+        """host_offloads: the end hosts keep segmentation offload (TSO/GSO,
+        the veth default) and send TCP super-frames, for the emulator's --gso
+        mode; otherwise they send MTU-sized frames."""
         self.mml = mml
+        self.host_offloads = host_offloads
         self.dir = workdir
         tag = f"mmlt{os.getpid() % 100000}"
         self.ue, self.ran, self.core = f"{tag}u", f"{tag}r", f"{tag}c"
@@ -82,7 +86,10 @@ class Lab:
                 sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", dev)
                 sh("ip", "-n", ns, "link", "set", "lo", "up")
                 sh("ip", "-n", ns, "link", "set", dev, "up")
-                sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", "tx", "off")
+                if self.host_offloads:
+                    sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "on", "gso", "on", "gro", "off", "tx", "on", "sg", "on")
+                else:
+                    sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", "tx", "off")
             for dev in ("ue", "core"):
                 sh("ip", "-n", self.ran, "link", "set", dev, "up")
             # The recommended deployment: the emulator pinned to CPU 0 (--cpu=0),
