@@ -183,6 +183,11 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(p)
             line += f"  (see {out / r['log']})"
         print(line, flush=True)
+        if r["rc"] in (130, -2):
+            # Ctrl-C reaches the point's continuum run and this script alike:
+            # the user wants the whole run stopped, not the next point started.
+            print(f"interrupted; continue later with --resume (--out {out})", file=sys.stderr)
+            return 130
     meta["commands"][-1]["wall_s"] = round(time.monotonic() - t_start, 1)
     save()
     meta["wall_s"] = meta["commands"][-1]["wall_s"]
