@@ -325,19 +325,7 @@ pub fn complete_l4_checksum(frame: &mut [u8]) {
     if end > frame.len() || l4 + off + 2 > end {
         return;
     }
-    let mut sum: u64 = 0;
-    let seg = &frame[l4..end];
-    let mut chunks = seg.chunks_exact(2);
-    for c in &mut chunks {
-        sum += u16::from_be_bytes([c[0], c[1]]) as u64;
-    }
-    if let [b] = chunks.remainder() {
-        sum += (*b as u64) << 8;
-    }
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    let mut c = !(sum as u16);
+    let mut c = !crate::gso::fold(crate::gso::ones_sum(&frame[l4..end]));
     if c == 0 && proto == 17 {
         c = 0xffff;
     }
