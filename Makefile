@@ -1,5 +1,6 @@
 bench:
 	./setup.sh --no-demo
+	cd mahimahi-link && cargo build --release --quiet --example wakeup_cost
 	.venv/bin/python mahimahi-link/bench/bench.py
 	.venv/bin/python mahimahi-link/bench/bench_many_ues.py 100
 

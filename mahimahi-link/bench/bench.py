@@ -138,6 +138,10 @@ def main() -> None:
     print(f"ping RTT median: raw veth {raw_ping:.3f} ms, through a 4800 Mbit/s trace {emu_ping:.3f} ms -> added per direction {(emu_ping - raw_ping) / 2:.3f} ms")
     print(f"ping RTT median with --gso: {gso_ping:.3f} ms -> added per direction {(gso_ping - raw_ping) / 2:.3f} ms")
     print(f"idle emulator CPU (no traffic, 5 s): {100 * idle_cpu:.2f}% of one core")
+    # The floor under low-rate CPU: what one sleep and wake costs here.
+    wake = MML.parent / "examples" / "wakeup_cost"
+    if wake.exists():
+        print("timer wakeup cost (the loop's own sleep calls):", subprocess.run([str(wake), "1000", "3"], capture_output=True, text=True).stdout.strip())
 
 
 if __name__ == "__main__":

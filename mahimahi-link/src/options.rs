@@ -37,8 +37,9 @@ options (shell and forward):
   --stats=FILE                          live JSON statistics, rewritten atomically
   --stats-interval-ms=N                 how often (default 100)
   --cpu=N                               pin the emulator to CPU N (keep other work off it)
-  --batch-us=N                          while a queue is backlogged, serve departures due within
-                                        N us together (default 50; 0 = wake for each)
+  --batch-us=N                          while a queue is backlogged, serve the departures of up to
+                                        32 opportunities together, at most N us of them
+                                        (default 1000, mm-link's own granularity; 0 = wake for each)
   --coalesce-us=N                       while the next departure is at most N us away, pick up
                                         arriving frames then instead of waking (default 100)
   --gso                                 take TCP super-frames (TSO/GSO) whole: each MTU segment is
@@ -124,7 +125,7 @@ fn parse_prob(key: &str, v: &str) -> Result<f64, String> {
 /// Parse everything after the mode word. `allowed_simulate` enables --queue.
 pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
     let mut errors = Vec::new();
-    let mut c = Common { seed: 1, stats_interval_ms: 100, batch_us: 50, coalesce_us: 100, ..Default::default() };
+    let mut c = Common { seed: 1, stats_interval_ms: 100, batch_us: 1000, coalesce_us: 100, ..Default::default() };
     let mut positional = Vec::new();
     let mut links = Vec::new();
     let mut command = Vec::new();

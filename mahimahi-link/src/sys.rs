@@ -110,7 +110,7 @@ pub struct PacketSocket {
     /// The oldest frame handed to the ring that the kernel may not have taken yet.
     tx_oldest: usize,
     /// Frames from tx_oldest on still marked SEND_REQUEST.
-    tx_pending: usize,
+    pub tx_pending: usize,
 }
 
 impl PacketSocket {
