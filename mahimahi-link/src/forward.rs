@@ -377,28 +377,47 @@ impl Forwarder {
             if self.cfg.stats_path.is_some() {
                 next = next.min(next_stats);
             }
+            // Batch the wakeups of a busy link (a queue of 2 or more packets in
+            // either direction): its events then happen up to its batch window
+            // late (its opportunities are still used exactly). A busy link's
+            // reverse traffic (ACKs) would otherwise cost a wakeup per packet.
+            // Other links keep their own timing, and so does every link at low
+            // load (a lone packet, a ping).
+            let now2 = sys::monotonic_ns() - self.t0;
+            let mut next_busy: Option<Nanos> = None;
             for l in &self.links {
-                for d in [&l.up, &l.down] {
-                    if let Some(t) = d.link.next_event() {
-                        next = next.min(t);
-                    }
-                }
-                for q in l.delay_up.iter().chain(l.delay_down.iter()) {
-                    if let Some((t, _, _)) = q.front() {
-                        next = next.min(*t);
+                let batch = [&l.up, &l.down].iter().filter(|d| d.link.queued_packets() >= 2).map(|d| d.batch_ns).min();
+                let events = [l.up.link.next_event(), l.down.link.next_event()]
+                    .into_iter()
+                    .flatten()
+                    .chain(l.delay_up.iter().chain(l.delay_down.iter()).filter_map(|q| q.front().map(|e| e.0)));
+                for t in events {
+                    match batch {
+                        Some(b) => {
+                            let t = t.max(now2 + b);
+                            next_busy = Some(next_busy.map_or(t, |n| n.min(t)));
+                        }
+                        None => next = next.min(t),
                     }
                 }
             }
-            let now2 = sys::monotonic_ns() - self.t0;
             if next <= now2 {
                 continue;
             }
-            // Batch wakeups only while a queue is backlogged: departures then leave
-            // up to the batch window late (their opportunities are still used
-            // exactly), while a lone packet at low load still leaves on time.
-            let batch = self.links.iter().flat_map(|l| [&l.up, &l.down]).filter(|d| d.link.queued_packets() >= 2).map(|d| d.batch_ns).min();
-            let backlogged = batch.is_some();
-            let deadline = next.max(now2 + batch.unwrap_or(0));
+            let backlogged = next_busy.is_some();
+            let deadline = next_busy.map_or(next, |b| b.min(next));
+            // A busy link's frames are picked up at its batch deadline (their
+            // kernel timestamps keep their arrival times exact); other links'
+            // frames still wake the loop.
+            for l in &mut self.links {
+                let idle = l.up.link.queued_packets() < 2 && l.down.link.queued_packets() < 2;
+                for (sock, want) in [(&mut l.ue, idle), (&mut l.core, idle)] {
+                    if sock.rx_armed != want {
+                        epoll.arm(sock.fd, 2, want).map_err(|e| e.to_string())?;
+                        sock.rx_armed = want;
+                    }
+                }
+            }
             // Just after traffic and with no queue backlogged, keep polling the rings
             // a moment: a reply (a ping's, an ACK) often follows within tens of
             // microseconds, and catching it here saves it a wakeup.
@@ -420,9 +439,7 @@ impl Forwarder {
                 timer.set(self.t0 + deadline);
                 armed = Some(deadline);
             }
-            // While backlogged, frames arriving meanwhile are picked up at the batch
-            // deadline too (their kernel timestamps keep their arrival times exact).
-            if backlogged || deadline - now2 <= self.cfg.coalesce_ns {
+            if deadline - now2 <= self.cfg.coalesce_ns {
                 epoll_timed.wait(&mut fired, -1);
             } else {
                 epoll.wait(&mut fired, -1);

@@ -37,8 +37,8 @@ options (shell and forward):
   --stats=FILE                          live JSON statistics, rewritten atomically
   --stats-interval-ms=N                 how often (default 100)
   --cpu=N                               pin the emulator to CPU N (keep other work off it)
-  --batch-us=N                          while a queue is backlogged, serve the departures of up to
-                                        32 opportunities together, at most N us of them
+  --batch-us=N                          while a link is busy (a queue backlogged), serve up to
+                                        32 opportunities' departures per wakeup, at most N us
                                         (default 1000, mm-link's own granularity; 0 = wake for each)
   --coalesce-us=N                       while the next departure is at most N us away, pick up
                                         arriving frames then instead of waking (default 100)

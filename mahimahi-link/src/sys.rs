@@ -111,6 +111,8 @@ pub struct PacketSocket {
     tx_oldest: usize,
     /// Frames from tx_oldest on still marked SEND_REQUEST.
     pub tx_pending: usize,
+    /// Whether the forwarding loop's epoll reports frames arriving here.
+    pub rx_armed: bool,
 }
 
 impl PacketSocket {
@@ -139,6 +141,7 @@ impl PacketSocket {
             tx_next: 0,
             tx_oldest: 0,
             tx_pending: 0,
+            rx_armed: true,
         };
         setsockopt(fd, SOL_PACKET, PACKET_VERSION, &TPACKET_V2, "PACKET_VERSION")?;
         let one: i32 = 1;
@@ -451,6 +454,11 @@ impl Epoll {
     pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
         let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
         cvt(unsafe { libc::epoll_ctl(self.0, libc::EPOLL_CTL_ADD, fd, &mut ev) }, "epoll_ctl").map(|_| ())
+    }
+    /// Turn readiness reporting for an added `fd` on or off.
+    pub fn arm(&self, fd: RawFd, token: u64, on: bool) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events: if on { libc::EPOLLIN as u32 } else { 0 }, u64: token };
+        cvt(unsafe { libc::epoll_ctl(self.0, libc::EPOLL_CTL_MOD, fd, &mut ev) }, "epoll_ctl").map(|_| ())
     }
     /// Wait for readiness; returns the tokens that fired.
     pub fn wait(&self, out: &mut Vec<u64>, timeout_ms: i32) {

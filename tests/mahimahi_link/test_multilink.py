@@ -82,3 +82,40 @@ def test_two_links_in_one_process_are_shaped_independently(mml, tmp_path, two_ue
         assert log.read_text().splitlines()[0] == f"# mahimahi mm-link (Uplink) [{trace}] > {log}"
         _, _, _, dep, _ = parse_log(log)
         assert len(dep) > 1000
+
+
+def _ping_median_ms(ns: str, dst: str, count: int = 100) -> float:
+    out = subprocess.run(["ip", "netns", "exec", ns, "ping", "-n", "-c", str(count), "-i", "0.01", dst],
+                         capture_output=True, text=True, timeout=60).stdout
+    rtts = sorted(float(l.split("time=")[1].split()[0]) for l in out.splitlines() if "time=" in l)
+    assert len(rtts) >= count * 0.9, out[-500:]
+    return rtts[len(rtts) // 2]
+
+
+def test_a_busy_link_does_not_delay_another_links_packets(mml, tmp_path, two_ue_lab):
+    """A saturated link's departures are served in batches of up to 1 ms; the
+    other links in the same process keep their own timing: a ping through a
+    fast, idle link is as quick while the slow link is flooded as before."""
+    ran, core, ues = two_ue_lab
+    slow, fast = constant_trace(tmp_path / "c12", 12), constant_trace(tmp_path / "c1200", 1200)
+    emu = subprocess.Popen(["ip", "netns", "exec", ran, str(mml), "forward",
+                            f"--link=name=busy,ue=ue0,core=c0,up={slow},down={slow}",
+                            f"--link=name=quiet,ue=ue1,core=c1,up={fast},down={fast}",
+                            "--uplink-queue=droptail", "--uplink-queue-args=packets=200"], stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        assert emu.poll() is None, emu.stderr.read()
+        idle = _ping_median_ms(ues[1], "100.100.1.2")
+        server = subprocess.Popen(["ip", "netns", "exec", core, "iperf3", "-s", "-1", "-B", "100.100.0.2", "-p", "5202"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.3)
+        flood = subprocess.Popen(["ip", "netns", "exec", ues[0], "iperf3", "-c", "100.100.0.2", "-p", "5202", "-u", "-b", "18M", "-t", "5"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.5)
+        busy = _ping_median_ms(ues[1], "100.100.1.2")
+        flood.wait(timeout=30)
+        server.wait(timeout=10)
+    finally:
+        emu.send_signal(signal.SIGTERM)
+        assert emu.wait(timeout=10) == 0
+    assert busy - idle < 0.5, f"ping RTT through the idle link: {idle:.3f} ms alone, {busy:.3f} ms while the other link was flooded"
