@@ -5,7 +5,8 @@
 //!
 //! The loop reads the clock once per round, feeds the pure cores, transmits
 //! what departed, and sleeps on a timerfd until the earliest next event (a
-//! departure, a delayed packet, a stats write) or until a frame arrives. With
+//! departure, a delayed packet, a stats write) or until a frame arrives; a
+//! busy link is served once per batch window instead (see `batch_window`). With
 //! no traffic it sleeps, so an idle emulator uses no CPU.
 
 use crate::gso::{SuperFrame, Vnet};
@@ -142,7 +143,7 @@ struct Direction {
     extra: Extra,
     last_opps: u64,
     last_departed_bytes: u64,
-    /// How late a backlogged queue's departures may leave, to be served together.
+    /// How late a busy link's events may happen, to be served together.
     batch_ns: u64,
 }
 
@@ -411,10 +412,10 @@ impl Forwarder {
             // frames still wake the loop.
             for l in &mut self.links {
                 let idle = l.up.link.queued_packets() < 2 && l.down.link.queued_packets() < 2;
-                for (sock, want) in [(&mut l.ue, idle), (&mut l.core, idle)] {
-                    if sock.rx_armed != want {
-                        epoll.arm(sock.fd, 2, want).map_err(|e| e.to_string())?;
-                        sock.rx_armed = want;
+                for sock in [&mut l.ue, &mut l.core] {
+                    if sock.rx_armed != idle {
+                        epoll.arm(sock.fd, 2, idle).map_err(|e| e.to_string())?;
+                        sock.rx_armed = idle;
                     }
                 }
             }
