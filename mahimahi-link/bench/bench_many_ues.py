@@ -1,6 +1,8 @@
 """mahimahi-link benchmark: 100 UE links in ONE emulator process, each a
 10 Mbit/s constant trace, all saturated at once (downlink UDP from the core
-side, ~105% of each link's rate). Prints the emulator's CPU, the total and
+side, ~105% of each link's rate, to a UDP socket in each UE that reads them).
+The deployment is the recommended one, as in bench.py: the emulator pinned to
+CPU 0, the end hosts' receive stacks steered to the other CPUs (RPS). Prints the emulator's CPU, the total and
 per-link delivered rate (the emulator's own departure counters), and idle CPU
 with 100 links. A measurement, not a pass/fail test. Run as root:
 
@@ -25,6 +27,7 @@ from netlab import sh  # noqa: E402
 MML = ROOT / "mahimahi-link" / "target" / "release" / "mahimahi-link"
 TICK = os.sysconf("SC_CLK_TCK")
 RATE_MBPS = 10
+RPS_MASK = format(((1 << os.cpu_count()) - 1) & ~1, "x")  # every CPU but the emulator's
 
 
 def proc_cpu_s(pid: int) -> float:
@@ -48,7 +51,39 @@ def build(n: int, tag: str) -> tuple[str, str, list[str]]:
             sh("ip", "-n", ns, "link", "set", dev, "up")
         for dev in (f"u{i}", f"c{i}"):
             sh("ip", "-n", ran, "link", "set", dev, "up")
+        if os.cpu_count() > 1 and not os.environ.get("NORPS"):
+            sh("ip", "netns", "exec", ue, "sh", "-c", f"echo {RPS_MASK} > /sys/class/net/eth0/queues/rx-0/rps_cpus")
     return ran, core, ues
+
+
+def sink(ues: list[str]) -> subprocess.Popen:
+    """One process with a UDP socket on port 9 in every UE namespace, reading
+    what arrives: a closed port would make each UE's stack answer every
+    datagram with an ICMP error, work a real receiver never causes."""
+    code = f"""
+import ctypes, os, selectors, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+sel = selectors.DefaultSelector()
+for ns in {ues!r}:
+    fd = os.open("/var/run/netns/" + ns, os.O_RDONLY)
+    assert libc.setns(fd, 0x40000000) == 0, os.strerror(ctypes.get_errno())
+    os.close(fd)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("0.0.0.0", 9))
+    s.setblocking(False)
+    sel.register(s, selectors.EVENT_READ)
+print("ready", flush=True)
+while True:
+    for key, _ in sel.select():
+        try:
+            while True:
+                key.fileobj.recv(2048)
+        except BlockingIOError:
+            pass
+"""
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready", "UDP sinks did not start"
+    return p
 
 
 def blast(core: str, n: int, seconds: float) -> None:
@@ -80,6 +115,7 @@ def main() -> None:
     tag = f"mmlb{os.getpid() % 10000}"
     ran = core = None
     ues: list[str] = []
+    sinks = None
     with tempfile.TemporaryDirectory() as d:
         try:
             t = time.monotonic()
@@ -88,7 +124,7 @@ def main() -> None:
             trace = Path(d) / "c10"
             trace.write_text("1\n2\n3\n4\n6\n")  # 5 opportunities per 6 ms = 10 Mbit/s
             stats = Path(d) / "stats.json"
-            argv = [str(MML), "forward", f"--stats={stats}", "--stats-interval-ms=200", "--quiet"]
+            argv = [str(MML), "forward", f"--stats={stats}", "--stats-interval-ms=200", "--quiet", "--cpu=0"]
             argv += [f"--link=name=ue{i},ue=u{i},core=c{i},up={trace},down={trace}" for i in range(n)]
             emu = subprocess.Popen(["ip", "netns", "exec", ran, *argv])
             while not stats.exists():
@@ -99,6 +135,7 @@ def main() -> None:
             time.sleep(5)
             idle = (proc_cpu_s(emu.pid) - c0) / (time.monotonic() - w0)
 
+            sinks = sink(ues)
             seconds = 8
             sender = threading.Thread(target=blast, args=(core, n, seconds))
             sender.start()
@@ -112,6 +149,9 @@ def main() -> None:
             emu.terminate()
             emu.wait(10)
         finally:
+            if sinks:
+                sinks.kill()
+                sinks.wait()
             for ns in (ran, core, *ues):
                 if ns:
                     sh("ip", "netns", "del", ns, check=False)

@@ -16,7 +16,7 @@ use crate::writer::Writer;
 use crate::packet::{self, BypassRule, DelayRule};
 use crate::queue::{QueueConfig, Queued};
 use crate::rng::SplitMix64;
-use crate::sys::{self, PacketSocket};
+use crate::sys::{self, PacketSocket, Sender};
 use crate::trace::Trace;
 use crate::Nanos;
 use std::collections::VecDeque;
@@ -163,6 +163,8 @@ struct RunLink {
     name: String,
     ue: PacketSocket,
     core: PacketSocket,
+    /// The sender of the link's network namespace (an index into `senders`).
+    sender: usize,
     up: Direction,
     down: Direction,
     /// One FIFO per delay rule and direction: a fixed delay keeps FIFO order.
@@ -214,9 +216,12 @@ fn delay_index(rules: &[DelayRule], addr: std::net::IpAddr) -> Option<usize> {
 pub struct Forwarder {
     cfg: ForwardConfig,
     links: Vec<RunLink>,
+    /// One per network namespace the links are in.
+    senders: Vec<(Option<String>, Sender)>,
     t0: u64,
     warned_oversize: bool,
     warned_unsplittable: bool,
+    warned_tx_error: bool,
     writer: Writer,
 }
 
@@ -234,6 +239,9 @@ const SPIN_NS: Nanos = 20_000;
 /// After traffic, how long the rings are polled before the loop sleeps.
 const POLL_NS: Nanos = 50_000;
 
+/// Frames queued for sending before they go without waiting for the round's end.
+const TX_BURST: usize = 64;
+
 /// How soon to kick TX frames again that the kernel did not take.
 const TX_RETRY_NS: Nanos = 20_000;
 
@@ -244,6 +252,7 @@ impl Forwarder {
         let gso = cfg.gso;
         let frames = if gso { (480 / cfg.links.len().max(1)).clamp(30, 120) } else { (8192 / cfg.links.len().max(1)).clamp(256, 4096) };
         let mut links = Vec::new();
+        let mut senders: Vec<(Option<String>, Sender)> = Vec::new();
         for (i, spec) in cfg.links.iter().enumerate() {
             let open_pair = || -> std::io::Result<(PacketSocket, PacketSocket)> {
                 for dev in [&spec.ue_if, &spec.core_if] {
@@ -260,6 +269,18 @@ impl Forwarder {
                 None => open_pair(),
             }
             .map_err(|e| format!("link {}: {e}", spec.name))?;
+            let sender = match senders.iter().position(|(ns, _)| *ns == spec.netns) {
+                Some(k) => k,
+                None => {
+                    let s = match &spec.netns {
+                        Some(ns) => sys::in_netns(ns, || Sender::open(gso)),
+                        None => Sender::open(gso),
+                    }
+                    .map_err(|e| format!("link {}: {e}", spec.name))?;
+                    senders.push((spec.netns.clone(), s));
+                    senders.len() - 1
+                }
+            };
             let mk = |d: &DirSpec, label: &str, salt: u64| -> Result<Direction, String> {
                 let log = match &d.log_path {
                     None => None,
@@ -288,13 +309,14 @@ impl Forwarder {
                 name: spec.name.clone(),
                 ue,
                 core,
+                sender,
                 up: mk(&spec.up, "Uplink", 1)?,
                 down: mk(&spec.down, "Downlink", 2)?,
                 delay_up: (0..cfg.delays.len()).map(|_| VecDeque::new()).collect(),
                 delay_down: (0..cfg.delays.len()).map(|_| VecDeque::new()).collect(),
             });
         }
-        Ok(Forwarder { cfg, links, t0: sys::monotonic_ns(), warned_oversize: false, warned_unsplittable: false, writer })
+        Ok(Forwarder { cfg, links, senders, t0: sys::monotonic_ns(), warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, writer })
     }
 
     /// Forward until a stop signal, the child (pidfd) exits, or `once` traces end.
@@ -347,12 +369,10 @@ impl Forwarder {
                 busy |= self.receive(li, now, real_offset, &mut deps);
                 self.release_delayed(li, now, &mut deps);
                 self.advance(li, now, &mut deps);
-                let l = &mut self.links[li];
-                if l.ue.tx_pending > 0 || l.core.tx_pending > 0 {
-                    last_active = now;
-                }
-                tx_left |= !l.ue.tx_flush();
-                tx_left |= !l.core.tx_flush();
+            }
+            if self.senders.iter().any(|(_, s)| s.pending() > 0) {
+                last_active = now;
+                tx_left = !self.flush_tx();
             }
             if self.cfg.stats_path.is_some() && now >= next_stats {
                 self.write_stats(now);
@@ -520,11 +540,9 @@ impl Forwarder {
         let l = &mut self.links[li];
         let Some(m) = meta else {
             // Not IP (ARP etc.): link-layer plumbing, forwarded unshaped and undelayed.
-            let (d, out) = if uplink { (&mut l.up, &mut l.core) } else { (&mut l.down, &mut l.ue) };
+            let d = if uplink { &mut l.up } else { &mut l.down };
             d.extra.unshaped_frames += 1;
-            if !out.send(&frame.data, &frame.vnet) {
-                d.extra.tx_full_drops += 1;
-            }
+            self.transmit(li, uplink, frame);
             return;
         };
         if uplink {
@@ -597,18 +615,9 @@ impl Forwarder {
     }
 
     fn deliver(&mut self, li: usize, after: After, frame: Frame, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
-        let l = &mut self.links[li];
         match after {
-            After::ToCore => {
-                if !l.core.send(&frame.data, &frame.vnet) {
-                    l.up.extra.tx_full_drops += 1;
-                }
-            }
-            After::ToUe => {
-                if !l.ue.send(&frame.data, &frame.vnet) {
-                    l.down.extra.tx_full_drops += 1;
-                }
-            }
+            After::ToCore => self.transmit(li, true, frame),
+            After::ToUe => self.transmit(li, false, frame),
             After::IntoDownlink => {
                 let Some(m) = packet::parse(&frame.data) else { return };
                 self.shape(li, false, frame, m.ip_len, now, deps);
@@ -621,12 +630,42 @@ impl Forwarder {
         let l = &mut self.links[li];
         match rule.filter(|i| self.cfg.delays[*i].delay_ns > 0) {
             Some(i) => l.delay_up[i].push_back((t + self.cfg.delays[i].delay_ns, frame, After::ToCore)),
-            None => {
-                if !l.core.send(&frame.data, &frame.vnet) {
-                    l.up.extra.tx_full_drops += 1;
-                }
-            }
+            None => self.transmit(li, true, frame),
         }
+    }
+
+    /// Queue a frame for the core side (`to_core`) or the UE side of link
+    /// `li`; it leaves with the round's other frames (see [`Sender`]).
+    fn transmit(&mut self, li: usize, to_core: bool, frame: Frame) {
+        let l = &mut self.links[li];
+        let ifindex = if to_core { l.core.ifindex } else { l.ue.ifindex };
+        let sender = &mut self.senders[l.sender].1;
+        if !sender.push(ifindex, &frame.vnet, frame.data, (li as u32) << 1 | to_core as u32) {
+            let d = if to_core { &mut l.up } else { &mut l.down };
+            d.extra.tx_full_drops += 1;
+        } else if sender.pending() >= TX_BURST {
+            // A long round (a flood picked up at once) sends as it goes.
+            self.flush_tx();
+        }
+    }
+
+    /// Send every queued frame; false while some wait for buffer space.
+    /// Frames the kernel refuses count as TX drops of their direction.
+    fn flush_tx(&mut self) -> bool {
+        let mut all = true;
+        let (links, quiet, warned) = (&mut self.links, self.cfg.quiet, &mut self.warned_tx_error);
+        for (_, sender) in &mut self.senders {
+            all &= sender.flush(|tag, e| {
+                let l = &mut links[(tag >> 1) as usize];
+                let (d, dev) = if tag & 1 == 1 { (&mut l.up, &l.core.name) } else { (&mut l.down, &l.ue.name) };
+                d.extra.tx_full_drops += 1;
+                if !quiet && !*warned {
+                    *warned = true;
+                    eprintln!("mahimahi-link: link {}: the kernel refused a frame for {dev}: {e} (counted in tx_full_drops; further refusals are counted silently)", l.name);
+                }
+            });
+        }
+        all
     }
 
     fn uplink_departures(&mut self, li: usize, deps: &mut Vec<(Nanos, Pkt)>) {
@@ -643,11 +682,8 @@ impl Forwarder {
         if deps.is_empty() {
             return;
         }
-        let l = &mut self.links[li];
         for (_, frame) in assemble(deps) {
-            if !l.ue.send(&frame.data, &frame.vnet) {
-                l.down.extra.tx_full_drops += 1;
-            }
+            self.transmit(li, false, frame);
         }
     }
 

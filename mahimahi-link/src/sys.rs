@@ -1,10 +1,12 @@
 //! Every unsafe system call of the emulator, in one small module: AF_PACKET
-//! sockets with TPACKET_V2 receive and transmit rings, the monotonic clock, a
-//! timerfd, epoll, signalfd, pidfd and network-namespace switching.
+//! sockets (TPACKET_V2 receive rings, and one sender per namespace that
+//! transmits with sendmmsg), the monotonic clock, a timerfd, epoll,
+//! signalfd, pidfd and network-namespace switching.
 //!
-//! Why AF_PACKET rings: the emulator sits between two interfaces as a layer-2
-//! hop, so no NAT, routes or TUN devices are needed, and a ring lets it take
-//! and give whole batches of frames per system call (mm-link pays a read and a
+//! Why AF_PACKET: the emulator sits between two interfaces as a layer-2 hop,
+//! so no NAT, routes or TUN devices are needed; a receive ring hands over
+//! frames without a system call, and sendmmsg gives the kernel a whole round
+//! of departures, for every link, in one call (mm-link pays a read and a
 //! write per packet through TUN, which is what caps it near 1.6 Gbit/s).
 
 use std::ffi::CString;
@@ -17,7 +19,6 @@ const SOL_PACKET: i32 = 263;
 const PACKET_ADD_MEMBERSHIP: i32 = 1;
 const PACKET_RX_RING: i32 = 5;
 const PACKET_VERSION: i32 = 10;
-const PACKET_TX_RING: i32 = 13;
 const PACKET_QDISC_BYPASS: i32 = 20;
 const PACKET_IGNORE_OUTGOING: i32 = 23;
 const PACKET_VNET_HDR: i32 = 15;
@@ -25,10 +26,6 @@ const PACKET_MR_PROMISC: u16 = 1;
 const TPACKET_V2: i32 = 1;
 const TP_STATUS_USER: u32 = 1;
 const TP_STATUS_CSUMNOTREADY: u32 = 8;
-const TP_STATUS_SEND_REQUEST: u32 = 1;
-const TP_STATUS_WRONG_FORMAT: u32 = 4;
-/// Where frame data starts in a V2 TX slot: TPACKET_ALIGN(sizeof(tpacket2_hdr)).
-const TX_DATA_OFFSET: usize = 32;
 const ETH_P_ALL: u16 = 0x0003;
 
 #[repr(C)]
@@ -92,7 +89,7 @@ pub struct RxFrame<'a> {
     pub vnet: Option<Vnet>,
 }
 
-/// A raw socket bound to one interface, with mmap'ed RX and TX rings.
+/// A raw socket bound to one interface, with an mmap'ed receive ring.
 pub struct PacketSocket {
     pub fd: RawFd,
     pub name: String,
@@ -105,12 +102,8 @@ pub struct PacketSocket {
     gso: bool,
     rx_frames: usize,
     rx_next: usize,
-    tx_frames: usize,
-    tx_next: usize,
-    /// The oldest frame handed to the ring that the kernel may not have taken yet.
-    tx_oldest: usize,
-    /// Frames from tx_oldest on still marked SEND_REQUEST.
-    pub tx_pending: usize,
+    /// The interface's index, the address a [`Sender`] sends to.
+    pub ifindex: i32,
     /// Whether the forwarding loop's epoll reports frames arriving here.
     pub rx_armed: bool,
 }
@@ -137,10 +130,7 @@ impl PacketSocket {
             gso,
             rx_frames: 0,
             rx_next: 0,
-            tx_frames: 0,
-            tx_next: 0,
-            tx_oldest: 0,
-            tx_pending: 0,
+            ifindex: idx,
             rx_armed: true,
         };
         setsockopt(fd, SOL_PACKET, PACKET_VERSION, &TPACKET_V2, "PACKET_VERSION")?;
@@ -154,10 +144,8 @@ impl PacketSocket {
         let frames = blocks * per_block;
         let req = TpacketReq { block_size: block_size as u32, block_nr: blocks as u32, frame_size: frame_size as u32, frame_nr: frames as u32 };
         setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, "PACKET_RX_RING")?;
-        setsockopt(fd, SOL_PACKET, PACKET_TX_RING, &req, "PACKET_TX_RING")?;
         s.rx_frames = frames;
-        s.tx_frames = frames;
-        s.ring_len = 2 * blocks * block_size;
+        s.ring_len = blocks * block_size;
         // SAFETY: mapping the rings the kernel just allocated for fd.
         let p = unsafe { libc::mmap(std::ptr::null_mut(), s.ring_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_LOCKED | libc::MAP_POPULATE, fd, 0) };
         let p = if p == libc::MAP_FAILED {
@@ -184,9 +172,8 @@ impl PacketSocket {
         Ok(s)
     }
 
-    fn slot(&self, tx: bool, i: usize) -> *mut u8 {
-        let base = if tx { self.ring_len / 2 } else { 0 };
-        let at = base + (i / self.frames_per_block) * self.block_size + (i % self.frames_per_block) * self.frame_size;
+    fn slot(&self, i: usize) -> *mut u8 {
+        let at = (i / self.frames_per_block) * self.block_size + (i % self.frames_per_block) * self.frame_size;
         // SAFETY: i < frames, within the mapping.
         unsafe { self.ring.add(at) }
     }
@@ -198,7 +185,7 @@ impl PacketSocket {
 
     /// The next received frame, if any.
     pub fn rx_peek(&mut self) -> Option<RxFrame<'_>> {
-        let slot = self.slot(false, self.rx_next);
+        let slot = self.slot(self.rx_next);
         let st = Self::status(slot).load(Ordering::Acquire);
         if st & TP_STATUS_USER == 0 {
             return None;
@@ -215,76 +202,14 @@ impl PacketSocket {
     }
 
     pub fn rx_release(&mut self) {
-        let slot = self.slot(false, self.rx_next);
+        let slot = self.slot(self.rx_next);
         Self::status(slot).store(0, Ordering::Release);
         self.rx_next = (self.rx_next + 1) % self.rx_frames;
-    }
-
-    /// Queue a frame for transmission; false if the TX ring is full. On a
-    /// `gso` socket the frame goes with `vnet` (a plain one without).
-    pub fn tx_push(&mut self, frame: &[u8], vnet: &Vnet) -> bool {
-        let hdr = if self.gso { VNET_HDR_LEN } else { 0 };
-        if hdr + frame.len() > self.frame_size - TX_DATA_OFFSET {
-            return false;
-        }
-        let slot = self.slot(true, self.tx_next);
-        let st = Self::status(slot);
-        let v = st.load(Ordering::Acquire);
-        if v & !TP_STATUS_WRONG_FORMAT != 0 {
-            return false;
-        }
-        // SAFETY: the slot is ours (status AVAILABLE); data fits (checked above).
-        unsafe {
-            if self.gso {
-                vnet.write(std::slice::from_raw_parts_mut(slot.add(TX_DATA_OFFSET), VNET_HDR_LEN));
-            }
-            std::ptr::copy_nonoverlapping(frame.as_ptr(), slot.add(TX_DATA_OFFSET + hdr), frame.len());
-            (*(slot as *mut Tpacket2Hdr)).len = (hdr + frame.len()) as u32;
-        }
-        st.store(TP_STATUS_SEND_REQUEST, Ordering::Release);
-        self.tx_next = (self.tx_next + 1) % self.tx_frames;
-        self.tx_pending += 1;
-        true
-    }
-
-    /// Hand queued TX frames to the kernel (one system call for the batch).
-    /// Returns false while some stay queued: a non-blocking send stops early
-    /// when the socket's send buffer is full and reports only the bytes it took,
-    /// so the frames left behind must be kicked again later, not forgotten
-    /// (forgetting them held a packet until the next one arrived).
-    pub fn tx_flush(&mut self) -> bool {
-        if self.tx_pending == 0 {
-            return true;
-        }
-        // SAFETY: a zero-length send kicks the TX ring.
-        unsafe { libc::send(self.fd, std::ptr::null(), 0, libc::MSG_DONTWAIT) };
-        while self.tx_pending > 0 {
-            let slot = self.slot(true, self.tx_oldest);
-            if Self::status(slot).load(Ordering::Acquire) == TP_STATUS_SEND_REQUEST {
-                break;
-            }
-            self.tx_oldest = (self.tx_oldest + 1) % self.tx_frames;
-            self.tx_pending -= 1;
-        }
-        self.tx_pending == 0
-    }
-
-    /// Push a frame, flushing once and retrying if the ring is momentarily full.
-    pub fn send(&mut self, frame: &[u8], vnet: &Vnet) -> bool {
-        if self.tx_push(frame, vnet) {
-            if self.tx_pending >= 64 {
-                self.tx_flush();
-            }
-            return true;
-        }
-        self.tx_flush();
-        self.tx_push(frame, vnet)
     }
 }
 
 impl Drop for PacketSocket {
     fn drop(&mut self) {
-        self.tx_flush();
         // SAFETY: unmapping our own mapping and closing our own fd.
         unsafe {
             if !self.ring.is_null() {
@@ -292,6 +217,138 @@ impl Drop for PacketSocket {
             }
             libc::close(self.fd);
         }
+    }
+}
+
+/// A frame waiting in a [`Sender`]: its interface, its virtio-net header
+/// (used by senders opened with `vnet`), its bytes, and the caller's tag.
+struct Outgoing {
+    ifindex: i32,
+    vnet: [u8; VNET_HDR_LEN],
+    data: Vec<u8>,
+    tag: u32,
+}
+
+/// Frames kept for a retry when the kernel is out of buffer space; more are
+/// refused (counted by the caller) rather than held without bound.
+const SENDER_BACKLOG: usize = 65_536;
+/// sendmmsg takes at most UIO_MAXIOV messages per call.
+const MMSG_MAX: usize = 1024;
+
+/// One unbound raw socket that transmits to any interface of its network
+/// namespace, a whole round of frames per sendmmsg call.
+///
+/// Why not a TX ring per interface: a ring is kicked with one system call per
+/// interface, and with many links each holding a frame or two per round that
+/// is a call per frame. Worse, each kick makes the receiving namespace's CPU
+/// (RPS) take an inter-processor interrupt when it has gone idle since the
+/// last kick, and an IPI is a VM exit: ~20 us of the sender's CPU here.
+/// Frames sent back to back in one call reach the receiver while it is still
+/// busy with the first. The socket is bound to no protocol, so it receives
+/// nothing.
+pub struct Sender {
+    fd: RawFd,
+    vnet: bool,
+    out: Vec<Outgoing>,
+    addrs: Vec<libc::sockaddr_ll>,
+    iovs: Vec<[libc::iovec; 2]>,
+    hdrs: Vec<libc::mmsghdr>,
+}
+
+impl Sender {
+    /// Open in the current network namespace; with `vnet`, every frame goes
+    /// with its virtio-net header (segmentation offload).
+    pub fn open(vnet: bool) -> io::Result<Sender> {
+        // SAFETY: plain socket call.
+        let fd = cvt(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0) }, "socket(AF_PACKET)")?;
+        let s = Sender { fd, vnet, out: Vec::new(), addrs: Vec::new(), iovs: Vec::new(), hdrs: Vec::new() };
+        let one: i32 = 1;
+        setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, "PACKET_QDISC_BYPASS")?;
+        if vnet {
+            setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, "PACKET_VNET_HDR")?;
+        }
+        // Room for a large round; veth releases each frame's buffer as it
+        // forwards it, so this is rarely held for long. Best effort.
+        let _ = setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &(16i32 << 20), "SO_SNDBUFFORCE");
+        Ok(s)
+    }
+
+    /// Queue a frame for interface `ifindex`; false (not queued) when too
+    /// many frames already wait for buffer space.
+    pub fn push(&mut self, ifindex: i32, vnet: &Vnet, data: Vec<u8>, tag: u32) -> bool {
+        if self.out.len() >= SENDER_BACKLOG {
+            return false;
+        }
+        let mut hdr = [0u8; VNET_HDR_LEN];
+        vnet.write(&mut hdr);
+        self.out.push(Outgoing { ifindex, vnet: hdr, data, tag });
+        true
+    }
+
+    pub fn pending(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Hand queued frames to the kernel, in order. A frame the kernel
+    /// refuses for good (its interface is gone or down, it is too long for
+    /// it) is dropped and reported to `refused` with its tag; when buffer
+    /// space runs out the rest stay queued. Returns whether all were sent.
+    pub fn flush(&mut self, mut refused: impl FnMut(u32, &io::Error)) -> bool {
+        let mut done = 0;
+        while done < self.out.len() {
+            let n = (self.out.len() - done).min(MMSG_MAX);
+            self.addrs.clear();
+            self.iovs.clear();
+            self.hdrs.clear();
+            for o in &self.out[done..done + n] {
+                // SAFETY: all-zero is a valid sockaddr_ll.
+                let mut a: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+                a.sll_family = libc::AF_PACKET as u16;
+                // The frame's own EtherType (already in network byte order).
+                a.sll_protocol = o.data.get(12..14).map_or(0, |b| u16::from_ne_bytes([b[0], b[1]]));
+                a.sll_ifindex = o.ifindex;
+                self.addrs.push(a);
+                let skip = if self.vnet { 0 } else { VNET_HDR_LEN };
+                self.iovs.push([
+                    libc::iovec { iov_base: o.vnet[skip..].as_ptr() as *mut libc::c_void, iov_len: VNET_HDR_LEN - skip },
+                    libc::iovec { iov_base: o.data.as_ptr() as *mut libc::c_void, iov_len: o.data.len() },
+                ]);
+            }
+            for i in 0..n {
+                // SAFETY: all-zero is a valid mmsghdr; the pointers below stay valid
+                // until sendmmsg returns (the vectors are not touched meanwhile).
+                let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                h.msg_hdr.msg_name = &mut self.addrs[i] as *mut libc::sockaddr_ll as *mut libc::c_void;
+                h.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
+                h.msg_hdr.msg_iov = self.iovs[i].as_mut_ptr();
+                h.msg_hdr.msg_iovlen = 2;
+                self.hdrs.push(h);
+            }
+            // SAFETY: hdrs holds n initialised headers pointing at live buffers.
+            let r = unsafe { libc::sendmmsg(self.fd, self.hdrs.as_mut_ptr(), n as u32, libc::MSG_DONTWAIT) };
+            if r > 0 {
+                done += r as usize;
+                continue;
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => break,
+                _ => {
+                    refused(self.out[done].tag, &e);
+                    done += 1;
+                }
+            }
+        }
+        self.out.drain(..done);
+        self.out.is_empty()
+    }
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        self.flush(|_, _| {});
+        // SAFETY: closing our own fd.
+        unsafe { libc::close(self.fd) };
     }
 }
 
