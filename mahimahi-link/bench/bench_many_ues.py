@@ -51,7 +51,7 @@ def build(n: int, tag: str) -> tuple[str, str, list[str]]:
             sh("ip", "-n", ns, "link", "set", dev, "up")
         for dev in (f"u{i}", f"c{i}"):
             sh("ip", "-n", ran, "link", "set", dev, "up")
-        if os.cpu_count() > 1 and not os.environ.get("NORPS"):
+        if os.cpu_count() > 1:
             sh("ip", "netns", "exec", ue, "sh", "-c", f"echo {RPS_MASK} > /sys/class/net/eth0/queues/rx-0/rps_cpus")
     return ran, core, ues
 
