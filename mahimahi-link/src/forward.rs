@@ -65,6 +65,8 @@ pub struct ForwardConfig {
     /// Take TCP super-frames whole (see [`crate::gso`]) instead of asking
     /// for MTU-sized frames.
     pub gso: bool,
+    /// Receive ring slots per interface (None: sized by the number of links).
+    pub ring_frames: Option<usize>,
 }
 
 /// A frame on its way, with the virtio-net header to send it with (unused
@@ -133,6 +135,8 @@ struct Extra {
     tx_full_drops: u64,
     superframes: u64,
     unsplittable_frames: u64,
+    /// Frames lost before the emulator saw them: the interface's receive ring was full.
+    ring_drops: u64,
 }
 
 struct Direction {
@@ -222,6 +226,7 @@ pub struct Forwarder {
     warned_oversize: bool,
     warned_unsplittable: bool,
     warned_tx_error: bool,
+    warned_ring_drops: bool,
     writer: Writer,
 }
 
@@ -250,7 +255,7 @@ impl Forwarder {
     pub fn open(cfg: ForwardConfig) -> Result<Forwarder, String> {
         let writer = Writer::start();
         let gso = cfg.gso;
-        let frames = if gso { (480 / cfg.links.len().max(1)).clamp(30, 120) } else { (8192 / cfg.links.len().max(1)).clamp(256, 4096) };
+        let frames = cfg.ring_frames.unwrap_or(if gso { (480 / cfg.links.len().max(1)).clamp(30, 120) } else { (8192 / cfg.links.len().max(1)).clamp(256, 4096) });
         let mut links = Vec::new();
         let mut senders: Vec<(Option<String>, Sender)> = Vec::new();
         for (i, spec) in cfg.links.iter().enumerate() {
@@ -316,7 +321,7 @@ impl Forwarder {
                 delay_down: (0..cfg.delays.len()).map(|_| VecDeque::new()).collect(),
             });
         }
-        Ok(Forwarder { cfg, links, senders, t0: sys::monotonic_ns(), warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, writer })
+        Ok(Forwarder { cfg, links, senders, t0: sys::monotonic_ns(), warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer })
     }
 
     /// Forward until a stop signal, the child (pidfd) exits, or `once` traces end.
@@ -379,6 +384,7 @@ impl Forwarder {
                 next_stats = now + self.cfg.stats_interval_ns;
             }
             if now >= next_flush {
+                self.collect_ring_drops();
                 self.flush_logs()?;
                 next_flush = now + 1_000_000_000;
             }
@@ -474,12 +480,38 @@ impl Forwarder {
             }
         };
         let now = sys::monotonic_ns() - self.t0;
+        self.collect_ring_drops();
         if self.cfg.stats_path.is_some() {
             self.write_stats(now);
         }
         self.flush_logs()?;
         self.writer.finish()?;
         Ok(stop)
+    }
+
+    /// Add the kernel's receive-ring drops to each direction's count (frames
+    /// from the UE side were uplink arrivals, from the core side downlink
+    /// ones) and say so once: such a loss is the emulator falling behind, not
+    /// the link, and must not pass for the trace's behaviour.
+    fn collect_ring_drops(&mut self) {
+        for l in &mut self.links {
+            for (sock, d) in [(&l.ue, &mut l.up), (&l.core, &mut l.down)] {
+                let n = sock.take_ring_drops();
+                if n == 0 {
+                    continue;
+                }
+                d.extra.ring_drops += n;
+                if !self.cfg.quiet && !self.warned_ring_drops {
+                    self.warned_ring_drops = true;
+                    eprintln!(
+                        "mahimahi-link: link {}: {n} frames arriving on {} were lost because its receive ring ({} slots) was full: the emulator fell behind a burst. They count as ring_drops in the statistics; --ring-frames raises the ring size (further losses are counted silently)",
+                        l.name,
+                        sock.name,
+                        sock.rx_slots()
+                    );
+                }
+            }
+        }
     }
 
     /// Hand gathered log lines to the writer thread; report a write error.
@@ -739,10 +771,10 @@ impl Forwarder {
                 let e = d.extra;
                 let _ = write!(
                     s,
-                    ", \"{label}\": {{\"queue_packets\": {}, \"queue_bytes\": {}, \"arrived_packets\": {}, \"arrived_bytes\": {}, \"departed_packets\": {}, \"departed_bytes\": {}, \"dropped_packets\": {}, \"dropped_bytes\": {}, \"lost_packets\": {}, \"bypassed_packets\": {}, \"unshaped_frames\": {}, \"oversize_frames\": {}, \"tx_full_drops\": {}, \"superframes\": {}, \"unsplittable_frames\": {}, \"opportunities\": {}, \"capacity_mbps\": {:.3}, \"delivered_mbps\": {:.3}}}",
+                    ", \"{label}\": {{\"queue_packets\": {}, \"queue_bytes\": {}, \"arrived_packets\": {}, \"arrived_bytes\": {}, \"departed_packets\": {}, \"departed_bytes\": {}, \"dropped_packets\": {}, \"dropped_bytes\": {}, \"lost_packets\": {}, \"bypassed_packets\": {}, \"unshaped_frames\": {}, \"oversize_frames\": {}, \"tx_full_drops\": {}, \"superframes\": {}, \"unsplittable_frames\": {}, \"ring_drops\": {}, \"opportunities\": {}, \"capacity_mbps\": {:.3}, \"delivered_mbps\": {:.3}}}",
                     d.link.queued_packets(), d.link.queued_bytes(), c.arrived_packets, c.arrived_bytes, c.departed_packets, c.departed_bytes,
                     c.dropped_packets, c.dropped_bytes, e.lost_packets, e.bypassed_packets, e.unshaped_frames, e.oversize_frames, e.tx_full_drops,
-                    e.superframes, e.unsplittable_frames, c.opportunities, cap, del
+                    e.superframes, e.unsplittable_frames, e.ring_drops, c.opportunities, cap, del
                 );
             }
             s.push('}');

@@ -99,6 +99,7 @@ fn config(c: &Common, links: Vec<LinkSpec>, argv: &[String]) -> ForwardConfig {
         coalesce_ns: c.coalesce_us * 1000,
         cpu: c.cpu,
         gso: c.gso,
+        ring_frames: c.ring_frames,
     }
 }
 

@@ -46,6 +46,9 @@ options (shell and forward):
                                         still charged and timed on its own, the segments that leave
                                         together go on as one frame (fewer per-packet costs; the
                                         hosts keep segmentation offload on)
+  --ring-frames=N                       receive ring slots per interface (default 8192 / links,
+                                        256..4096; with --gso 480 / links, 30..120, of 68 KiB each);
+                                        frames lost to a full ring are reported as ring_drops
   --quiet                               no warnings on stderr
 ";
 
@@ -69,6 +72,7 @@ pub struct Common {
     pub batch_us: u64,
     pub coalesce_us: u64,
     pub gso: bool,
+    pub ring_frames: Option<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -189,6 +193,7 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             "--link" => LinkArg::parse(&val).map(|l| links.push(l)),
             "--cpu" => val.parse().map(|v| c.cpu = Some(v)).map_err(|_| format!("--cpu: {val:?} is not a CPU number")),
             "--batch-us" => val.parse().ok().filter(|v| *v <= 1000).map(|v| c.batch_us = v).ok_or_else(|| format!("--batch-us: {val:?} is not an integer 0..=1000")),
+            "--ring-frames" => val.parse().ok().filter(|v| (16..=65_536).contains(v)).map(|v| c.ring_frames = Some(v)).ok_or_else(|| format!("--ring-frames: {val:?} is not an integer 16..=65536")),
             "--coalesce-us" => val.parse().ok().filter(|v| *v <= 10_000).map(|v| c.coalesce_us = v).ok_or_else(|| format!("--coalesce-us: {val:?} is not an integer 0..=10000")),
             _ => Err(format!("unknown option {key}; run mahimahi-link --help for the list")),
         };
@@ -229,6 +234,15 @@ mod tests {
         assert_eq!(p.command, v(&["ping", "x"]));
         let e = parse(&v(&["--uplink-queue=fifo", "--seed=x", "--bogus=1", "--uplink-loss", "2"]), false).unwrap_err();
         assert_eq!(e.len(), 4, "{e:?}");
+    }
+
+    #[test]
+    fn ring_frames_within_bounds() {
+        assert_eq!(parse(&v(&["--ring-frames=512"]), false).unwrap().common.ring_frames, Some(512));
+        assert_eq!(parse(&v(&[]), false).unwrap().common.ring_frames, None);
+        for bad in ["--ring-frames=8", "--ring-frames=100000", "--ring-frames=many"] {
+            assert!(parse(&v(&[bad]), false).unwrap_err()[0].contains("16..=65536"), "{bad}");
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@ use crate::gso::{Vnet, VNET_HDR_LEN};
 const SOL_PACKET: i32 = 263;
 const PACKET_ADD_MEMBERSHIP: i32 = 1;
 const PACKET_RX_RING: i32 = 5;
+const PACKET_STATISTICS: i32 = 6;
 const PACKET_VERSION: i32 = 10;
 const PACKET_QDISC_BYPASS: i32 = 20;
 const PACKET_IGNORE_OUTGOING: i32 = 23;
@@ -199,6 +200,21 @@ impl PacketSocket {
         let vnet = (self.gso && truncated_from.is_none() && hdr.mac as usize >= VNET_HDR_LEN)
             .then(|| Vnet::read(unsafe { std::slice::from_raw_parts(slot.add(hdr.mac as usize - VNET_HDR_LEN), VNET_HDR_LEN) }));
         Some(RxFrame { data, truncated_from, csum_not_ready: st & TP_STATUS_CSUMNOTREADY != 0, ts_real_ns, vnet })
+    }
+
+    /// Slots in the receive ring.
+    pub fn rx_slots(&self) -> usize {
+        self.rx_frames
+    }
+
+    /// Frames the kernel dropped because the receive ring was full, since
+    /// the last call (the kernel resets its counters when read).
+    pub fn take_ring_drops(&self) -> u64 {
+        let mut st = [0u32; 2]; // struct tpacket_stats: tp_packets, tp_drops
+        let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
+        // SAFETY: st has room for the struct tpacket_stats a TPACKET_V2 socket returns.
+        let r = unsafe { libc::getsockopt(self.fd, SOL_PACKET, PACKET_STATISTICS, st.as_mut_ptr() as *mut libc::c_void, &mut len) };
+        if r == 0 { st[1] as u64 } else { 0 }
     }
 
     pub fn rx_release(&mut self) {

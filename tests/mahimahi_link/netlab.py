@@ -72,6 +72,7 @@ class Lab:
         tag = f"mmlt{os.getpid() % 100000}"
         self.ue, self.ran, self.core = f"{tag}u", f"{tag}r", f"{tag}c"
         self.emulator: subprocess.Popen | None = None
+        self.emulator_stderr = ""  # what the last stopped emulator wrote to stderr
         self.stats = workdir / "stats.json"
 
     def __enter__(self) -> "Lab":
@@ -127,10 +128,11 @@ class Lab:
             return None
         self.emulator.send_signal(signal.SIGTERM)
         try:
-            rc = self.emulator.wait(timeout=10)
+            _, self.emulator_stderr = self.emulator.communicate(timeout=10)
         except subprocess.TimeoutExpired:
             self.emulator.kill()
-            rc = self.emulator.wait()
+            _, self.emulator_stderr = self.emulator.communicate()
+        rc = self.emulator.returncode
         self.emulator = None
         return rc
 
