@@ -255,7 +255,9 @@ impl Forwarder {
     pub fn open(cfg: ForwardConfig) -> Result<Forwarder, String> {
         let writer = Writer::start();
         let gso = cfg.gso;
-        let frames = cfg.ring_frames.unwrap_or(if gso { (480 / cfg.links.len().max(1)).clamp(30, 120) } else { (8192 / cfg.links.len().max(1)).clamp(256, 4096) });
+        let n = cfg.links.len().max(1);
+        let frames = cfg.ring_frames.unwrap_or((8192 / n).clamp(256, 4096));
+        let large_frames = (480 / n).clamp(30, 120);
         let mut links = Vec::new();
         let mut senders: Vec<(Option<String>, Sender)> = Vec::new();
         for (i, spec) in cfg.links.iter().enumerate() {
@@ -267,7 +269,7 @@ impl Forwarder {
                         sys::disable_offloads(dev);
                     }
                 }
-                Ok((PacketSocket::open(&spec.ue_if, frames, gso)?, PacketSocket::open(&spec.core_if, frames, gso)?))
+                Ok((PacketSocket::open(&spec.ue_if, frames, gso, large_frames)?, PacketSocket::open(&spec.core_if, frames, gso, large_frames)?))
             };
             let (ue, core) = match &spec.netns {
                 Some(ns) => sys::in_netns(ns, open_pair),
@@ -343,8 +345,9 @@ impl Forwarder {
             }
         }
         for l in &self.links {
-            epoll.add(l.ue.fd, 2).map_err(|e| e.to_string())?;
-            epoll.add(l.core.fd, 2).map_err(|e| e.to_string())?;
+            for fd in l.ue.fds().into_iter().chain(l.core.fds()) {
+                epoll.add(fd, 2).map_err(|e| e.to_string())?;
+            }
         }
         self.t0 = sys::monotonic_ns();
         let init_ms = sys::unix_ms();
@@ -440,7 +443,9 @@ impl Forwarder {
                 let idle = l.up.link.queued_packets() < 2 && l.down.link.queued_packets() < 2;
                 for sock in [&mut l.ue, &mut l.core] {
                     if sock.rx_armed != idle {
-                        epoll.arm(sock.fd, 2, idle).map_err(|e| e.to_string())?;
+                        for fd in sock.fds() {
+                            epoll.arm(fd, 2, idle).map_err(|e| e.to_string())?;
+                        }
                         sock.rx_armed = idle;
                     }
                 }

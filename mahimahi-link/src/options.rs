@@ -46,9 +46,10 @@ options (shell and forward):
                                         still charged and timed on its own, the segments that leave
                                         together go on as one frame (fewer per-packet costs; the
                                         hosts keep segmentation offload on)
-  --ring-frames=N                       receive ring slots per interface (default 8192 / links,
-                                        256..4096; with --gso 480 / links, 30..120, of 68 KiB each);
-                                        frames lost to a full ring are reported as ring_drops
+  --ring-frames=N                       receive ring slots for MTU-sized frames per interface
+                                        (default 8192 / links, 256..4096; --gso adds 480 / links,
+                                        30..120, of 68 KiB for super-frames); frames lost to a
+                                        full ring are reported as ring_drops
   --quiet                               no warnings on stderr
 ";
 

@@ -23,6 +23,11 @@ const PACKET_VERSION: i32 = 10;
 const PACKET_QDISC_BYPASS: i32 = 20;
 const PACKET_IGNORE_OUTGOING: i32 = 23;
 const PACKET_VNET_HDR: i32 = 15;
+const PACKET_FANOUT: i32 = 18;
+const PACKET_FANOUT_DATA: i32 = 22;
+const PACKET_FANOUT_CBPF: u32 = 6;
+const PACKET_FANOUT_FLAG_UNIQUEID: u32 = 0x2000;
+const PACKET_FANOUT_FLAG_IGNORE_OUTGOING: u32 = 0x4000;
 const PACKET_MR_PROMISC: u16 = 1;
 const TPACKET_V2: i32 = 1;
 const TP_STATUS_USER: u32 = 1;
@@ -90,76 +95,52 @@ pub struct RxFrame<'a> {
     pub vnet: Option<Vnet>,
 }
 
-/// A raw socket bound to one interface, with an mmap'ed receive ring.
-pub struct PacketSocket {
-    pub fd: RawFd,
-    pub name: String,
+/// One AF_PACKET socket on an interface with an mmap'ed TPACKET_V2 receive ring.
+struct Ring {
+    fd: RawFd,
     ring: *mut u8,
     ring_len: usize,
     frame_size: usize,
     block_size: usize,
     frames_per_block: usize,
     /// Frames carry a virtio-net header (TCP super-frames taken whole).
-    gso: bool,
-    rx_frames: usize,
-    rx_next: usize,
-    /// The interface's index, the address a [`Sender`] sends to.
-    pub ifindex: i32,
-    /// Whether the forwarding loop's epoll reports frames arriving here.
-    pub rx_armed: bool,
+    vnet: bool,
+    frames: usize,
+    next: usize,
 }
 
-impl PacketSocket {
-    /// Open on interface `name` in the current network namespace. With
-    /// `gso`, frames carry a virtio-net header and slots hold 64 KB
-    /// super-frames (`frames` then counts those larger slots).
-    pub fn open(name: &str, frames: usize, gso: bool) -> io::Result<PacketSocket> {
-        let idx = ifindex(name)?;
+impl Ring {
+    /// `large`: 68 KiB slots for 64 KiB super-frames (1 MiB blocks of 15);
+    /// otherwise 2 KiB slots (64 KiB blocks of 32), a power of two of them.
+    fn open(idx: i32, frames: usize, large: bool, vnet: bool) -> io::Result<Ring> {
         // SAFETY: plain socket call.
         let fd = cvt(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, (ETH_P_ALL.to_be()) as i32) }, "socket(AF_PACKET)")?;
-        // Plain: 64 KiB blocks of 32 2-KiB frames. GSO: 1 MiB blocks of 15
-        // frames of 68 KiB (a 64 KiB super-frame plus headers).
-        let (frame_size, per_block, block_size) = if gso { (69_632usize, 15usize, 1usize << 20) } else { (2048, 32, 65_536) };
-        let mut s = PacketSocket {
-            fd,
-            name: name.to_string(),
-            ring: std::ptr::null_mut(),
-            ring_len: 0,
-            frame_size,
-            block_size,
-            frames_per_block: per_block,
-            gso,
-            rx_frames: 0,
-            rx_next: 0,
-            ifindex: idx,
-            rx_armed: true,
-        };
+        let (frame_size, per_block, block_size) = if large { (69_632usize, 15usize, 1usize << 20) } else { (2048, 32, 65_536) };
+        let mut r = Ring { fd, ring: std::ptr::null_mut(), ring_len: 0, frame_size, block_size, frames_per_block: per_block, vnet, frames: 0, next: 0 };
         setsockopt(fd, SOL_PACKET, PACKET_VERSION, &TPACKET_V2, "PACKET_VERSION")?;
         let one: i32 = 1;
         setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, "PACKET_IGNORE_OUTGOING")?;
-        setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, "PACKET_QDISC_BYPASS")?;
-        if gso {
+        if vnet {
             setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, "PACKET_VNET_HDR")?;
         }
-        let blocks = if gso { frames.div_ceil(per_block).max(2) } else { frames.next_power_of_two().max(64) / per_block };
-        let frames = blocks * per_block;
-        let req = TpacketReq { block_size: block_size as u32, block_nr: blocks as u32, frame_size: frame_size as u32, frame_nr: frames as u32 };
+        let blocks = if large { frames.div_ceil(per_block).max(2) } else { frames.next_power_of_two().max(64) / per_block };
+        r.frames = blocks * per_block;
+        let req = TpacketReq { block_size: block_size as u32, block_nr: blocks as u32, frame_size: frame_size as u32, frame_nr: r.frames as u32 };
         setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, "PACKET_RX_RING")?;
-        s.rx_frames = frames;
-        s.ring_len = blocks * block_size;
-        // SAFETY: mapping the rings the kernel just allocated for fd.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), s.ring_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_LOCKED | libc::MAP_POPULATE, fd, 0) };
+        r.ring_len = blocks * block_size;
+        // SAFETY: mapping the ring the kernel just allocated for fd.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), r.ring_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_LOCKED | libc::MAP_POPULATE, fd, 0) };
         let p = if p == libc::MAP_FAILED {
             // MAP_LOCKED can fail under a small RLIMIT_MEMLOCK; the rings are kernel memory anyway.
             // SAFETY: as above.
-            unsafe { libc::mmap(std::ptr::null_mut(), s.ring_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) }
+            unsafe { libc::mmap(std::ptr::null_mut(), r.ring_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) }
         } else {
             p
         };
         if p == libc::MAP_FAILED {
             return Err(io::Error::new(io::ErrorKind::Other, format!("mmap packet ring: {}", io::Error::last_os_error())));
         }
-        s.ring = p as *mut u8;
+        r.ring = p as *mut u8;
         let mut mr: libc::packet_mreq = unsafe { std::mem::zeroed() };
         mr.mr_ifindex = idx;
         mr.mr_type = PACKET_MR_PROMISC;
@@ -170,7 +151,7 @@ impl PacketSocket {
         sll.sll_ifindex = idx;
         // SAFETY: sll is a valid sockaddr_ll.
         cvt(unsafe { libc::bind(fd, &sll as *const _ as *const libc::sockaddr, std::mem::size_of::<libc::sockaddr_ll>() as u32) }, "bind(AF_PACKET)")?;
-        Ok(s)
+        Ok(r)
     }
 
     fn slot(&self, i: usize) -> *mut u8 {
@@ -184,9 +165,19 @@ impl PacketSocket {
         unsafe { &*(slot as *const AtomicU32) }
     }
 
-    /// The next received frame, if any.
-    pub fn rx_peek(&mut self) -> Option<RxFrame<'_>> {
-        let slot = self.slot(self.rx_next);
+    /// The kernel receive time of the next frame, if there is one.
+    fn ready_at(&self) -> Option<u64> {
+        let slot = self.slot(self.next);
+        if Self::status(slot).load(Ordering::Acquire) & TP_STATUS_USER == 0 {
+            return None;
+        }
+        // SAFETY: the kernel handed this slot to us (TP_STATUS_USER).
+        let hdr = unsafe { &*(slot as *const Tpacket2Hdr) };
+        Some(hdr.sec as u64 * 1_000_000_000 + hdr.nsec as u64)
+    }
+
+    fn peek(&mut self) -> Option<RxFrame<'_>> {
+        let slot = self.slot(self.next);
         let st = Self::status(slot).load(Ordering::Acquire);
         if st & TP_STATUS_USER == 0 {
             return None;
@@ -197,34 +188,35 @@ impl PacketSocket {
         let truncated_from = (hdr.len > hdr.snaplen).then_some(hdr.len);
         let ts_real_ns = hdr.sec as u64 * 1_000_000_000 + hdr.nsec as u64;
         // The kernel puts the virtio-net header right before the frame.
-        let vnet = (self.gso && truncated_from.is_none() && hdr.mac as usize >= VNET_HDR_LEN)
+        let vnet = (self.vnet && truncated_from.is_none() && hdr.mac as usize >= VNET_HDR_LEN)
             .then(|| Vnet::read(unsafe { std::slice::from_raw_parts(slot.add(hdr.mac as usize - VNET_HDR_LEN), VNET_HDR_LEN) }));
         Some(RxFrame { data, truncated_from, csum_not_ready: st & TP_STATUS_CSUMNOTREADY != 0, ts_real_ns, vnet })
     }
 
-    /// Slots in the receive ring.
-    pub fn rx_slots(&self) -> usize {
-        self.rx_frames
+    fn release(&mut self) {
+        Self::status(self.slot(self.next)).store(0, Ordering::Release);
+        self.next = (self.next + 1) % self.frames;
     }
 
-    /// Frames the kernel dropped because the receive ring was full, since
-    /// the last call (the kernel resets its counters when read).
-    pub fn take_ring_drops(&self) -> u64 {
+    /// Discard every frame waiting in the ring.
+    fn discard(&mut self) {
+        while self.ready_at().is_some() {
+            self.release();
+        }
+    }
+
+    /// Frames dropped because the ring was full since the last call (the
+    /// kernel resets its counters when read).
+    fn take_drops(&self) -> u64 {
         let mut st = [0u32; 2]; // struct tpacket_stats: tp_packets, tp_drops
         let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
         // SAFETY: st has room for the struct tpacket_stats a TPACKET_V2 socket returns.
         let r = unsafe { libc::getsockopt(self.fd, SOL_PACKET, PACKET_STATISTICS, st.as_mut_ptr() as *mut libc::c_void, &mut len) };
         if r == 0 { st[1] as u64 } else { 0 }
     }
-
-    pub fn rx_release(&mut self) {
-        let slot = self.slot(self.rx_next);
-        Self::status(slot).store(0, Ordering::Release);
-        self.rx_next = (self.rx_next + 1) % self.rx_frames;
-    }
 }
 
-impl Drop for PacketSocket {
+impl Drop for Ring {
     fn drop(&mut self) {
         // SAFETY: unmapping our own mapping and closing our own fd.
         unsafe {
@@ -233,6 +225,104 @@ impl Drop for PacketSocket {
             }
             libc::close(self.fd);
         }
+    }
+}
+
+/// Frames longer than this (the IP packet, as the fanout filter sees it) go
+/// to the super-frame ring; a 2 KiB slot holds 1958 bytes after the
+/// TPACKET_V2 header, the link-layer header and the virtio-net header.
+const LARGE_FRAME: u32 = 1900;
+
+/// What an interface receives, through one receive ring, or with `gso`
+/// through two: a fanout group whose classic BPF filter sends frames by
+/// length to a ring of 2 KiB slots (MTU frames, thousands of them) or to one
+/// of 68 KiB slots (TCP super-frames, a few dozen). One ring of 68 KiB slots
+/// for everything was overrun by MTU-sized UDP at 0.6-1.2 Gbit/s whenever
+/// the emulator was descheduled for a millisecond or two, and thousands of
+/// 68 KiB slots would cost hundreds of MB per link. Frames are read back in
+/// kernel-timestamp order across the two rings.
+pub struct PacketSocket {
+    pub name: String,
+    /// The interface's index, the address a [`Sender`] sends to.
+    pub ifindex: i32,
+    /// Whether the forwarding loop's epoll reports frames arriving here.
+    pub rx_armed: bool,
+    rings: Vec<Ring>,
+    /// The ring the last peeked frame came from.
+    cur: usize,
+}
+
+impl PacketSocket {
+    /// Open on interface `name` in the current network namespace, with
+    /// `frames` MTU-frame slots; with `gso`, frames carry a virtio-net header
+    /// and `large_frames` 68 KiB slots take super-frames.
+    pub fn open(name: &str, frames: usize, gso: bool, large_frames: usize) -> io::Result<PacketSocket> {
+        let idx = ifindex(name)?;
+        let mut rings = vec![Ring::open(idx, frames, false, gso)?];
+        if gso {
+            // The group is made by the MTU ring alone, so that nothing is lost
+            // while the second ring joins; with no filter yet, all goes to it.
+            // (Outgoing frames are ignored by the group, as by a lone ring.)
+            let uniq = ((PACKET_FANOUT_CBPF | PACKET_FANOUT_FLAG_UNIQUEID | PACKET_FANOUT_FLAG_IGNORE_OUTGOING) as i32) << 16;
+            setsockopt(rings[0].fd, SOL_PACKET, PACKET_FANOUT, &uniq, "PACKET_FANOUT")?;
+            let mut arg: i32 = 0;
+            let mut len = std::mem::size_of::<i32>() as libc::socklen_t;
+            // SAFETY: arg has room for the int PACKET_FANOUT returns.
+            cvt(unsafe { libc::getsockopt(rings[0].fd, SOL_PACKET, PACKET_FANOUT, &mut arg as *mut i32 as *mut libc::c_void, &mut len) }, "getsockopt(PACKET_FANOUT)")?;
+            let mut large = Ring::open(idx, large_frames, true, true)?;
+            let join = ((PACKET_FANOUT_CBPF | PACKET_FANOUT_FLAG_IGNORE_OUTGOING) as i32) << 16 | (arg & 0xffff);
+            setsockopt(large.fd, SOL_PACKET, PACKET_FANOUT, &join, "PACKET_FANOUT join")?;
+            // Until it joined, the second ring got its own copy of every frame
+            // the group also got: duplicates.
+            large.discard();
+            let prog = [
+                libc::sock_filter { code: (libc::BPF_LD | libc::BPF_W | libc::BPF_LEN) as u16, jt: 0, jf: 0, k: 0 },
+                libc::sock_filter { code: (libc::BPF_JMP | libc::BPF_JGT | libc::BPF_K) as u16, jt: 0, jf: 1, k: LARGE_FRAME },
+                libc::sock_filter { code: (libc::BPF_RET | libc::BPF_K) as u16, jt: 0, jf: 0, k: 1 },
+                libc::sock_filter { code: (libc::BPF_RET | libc::BPF_K) as u16, jt: 0, jf: 0, k: 0 },
+            ];
+            let fprog = libc::sock_fprog { len: prog.len() as u16, filter: prog.as_ptr() as *mut libc::sock_filter };
+            setsockopt(rings[0].fd, SOL_PACKET, PACKET_FANOUT_DATA, &fprog, "PACKET_FANOUT_DATA")?;
+            rings.push(large);
+        }
+        Ok(PacketSocket { name: name.to_string(), ifindex: idx, rx_armed: true, rings, cur: 0 })
+    }
+
+    /// The file descriptors that become readable when frames arrive.
+    pub fn fds(&self) -> Vec<RawFd> {
+        self.rings.iter().map(|r| r.fd).collect()
+    }
+
+    /// The next received frame, if any (the earliest across the rings).
+    pub fn rx_peek(&mut self) -> Option<RxFrame<'_>> {
+        if self.rings.len() > 1 {
+            let mut best: Option<(u64, usize)> = None;
+            for (i, r) in self.rings.iter().enumerate() {
+                if let Some(t) = r.ready_at() {
+                    if best.map_or(true, |(bt, _)| t < bt) {
+                        best = Some((t, i));
+                    }
+                }
+            }
+            self.cur = best?.1;
+        }
+        self.rings[self.cur].peek()
+    }
+
+    /// Release the frame [`rx_peek`](Self::rx_peek) returned.
+    pub fn rx_release(&mut self) {
+        self.rings[self.cur].release();
+    }
+
+    /// Slots for MTU-sized frames.
+    pub fn rx_slots(&self) -> usize {
+        self.rings[0].frames
+    }
+
+    /// Frames the kernel dropped because a receive ring was full, since the
+    /// last call.
+    pub fn take_ring_drops(&self) -> u64 {
+        self.rings.iter().map(|r| r.take_drops()).sum()
     }
 }
 
