@@ -65,7 +65,8 @@ pub struct ForwardConfig {
     /// Take TCP super-frames whole (see [`crate::gso`]) instead of asking
     /// for MTU-sized frames.
     pub gso: bool,
-    /// Receive ring slots per interface (None: sized by the number of links).
+    /// Receive ring slots for MTU-sized frames per interface (None: sized by
+    /// the number of links); `gso` adds a ring of super-frame slots.
     pub ring_frames: Option<usize>,
 }
 
