@@ -681,8 +681,10 @@ impl Forwarder {
         if !sender.push(ifindex, &frame.vnet, frame.data, (li as u32) << 1 | to_core as u32) {
             let d = if to_core { &mut l.up } else { &mut l.down };
             d.extra.tx_full_drops += 1;
-        } else if sender.pending() >= TX_BURST {
-            // A long round (a flood picked up at once) sends as it goes.
+        } else if sender.pending() % TX_BURST == 0 {
+            // A long round (a flood picked up at once) sends as it goes, every
+            // TX_BURST frames: not at every frame while the kernel's buffer is
+            // full and frames stay queued.
             self.flush_tx();
         }
     }
