@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # The test suite: installs what it needs (idempotently, via setup.sh), then
 # runs the Rust unit/property tests and the pytest suite (reference model,
-# live namespace tests, workloads as processes and in Docker containers). Run as root. Public traces are read from ../shared/traces
+# live namespace tests, workloads as processes and in Docker containers). Needs root:
+# a sudo user gets it re-executed through sudo. Public traces are read from ../shared/traces
 # when present; tests that need them skip with a message otherwise.
 set -euo pipefail
 cd "$(dirname "$0")"
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then exec sudo -- "$PWD/$(basename "$0")" "$@"; fi
+  echo "run-tests.sh: needs root (the tests create network namespaces) and sudo is not installed; run it as root" >&2
+  exit 1
+fi
 ./setup.sh --no-demo
 # Docker and the workload images; if the engine cannot run on this host the
 # container tests skip and say why, the rest of the suite still runs.

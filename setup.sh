@@ -17,8 +17,11 @@ for arg in "$@"; do
   esac
 done
 
+# Root is needed (namespaces, cgroups, raw sockets, apt). A bare root shell
+# (no sudo installed) runs this directly; a sudo user gets it re-executed.
 if [ "$(id -u)" -ne 0 ]; then
-  echo "setup.sh: run as root (sudo ./setup.sh): the testbed creates network namespaces" >&2
+  if command -v sudo >/dev/null 2>&1; then exec sudo -- "$PWD/$(basename "$0")" "$@"; fi
+  echo "setup.sh: needs root (it creates network namespaces and installs packages) and sudo is not installed; run it as root" >&2
   exit 1
 fi
 
@@ -64,6 +67,20 @@ fi
 if ! cmp -s pyproject.toml .venv/.pyproject.installed 2>/dev/null || [ ! -x .venv/bin/continuum ]; then
   .venv/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
   cp pyproject.toml .venv/.pyproject.installed
+fi
+
+# `continuum` on the PATH: a launcher for this checkout's environment.
+LAUNCHER=/usr/local/bin/continuum
+want="#!/bin/sh
+# continuum launcher written by $PWD/setup.sh
+exec \"$PWD/.venv/bin/continuum\" \"\$@\""
+if [ "$(cat "$LAUNCHER" 2>/dev/null)" != "$want" ]; then
+  if [ -e "$LAUNCHER" ] && ! grep -q "continuum launcher written by" "$LAUNCHER"; then
+    echo "setup.sh: $LAUNCHER exists and is not ours; leaving it (use $PWD/.venv/bin/continuum)" >&2
+  else
+    printf '%s\n' "$want" > "$LAUNCHER" && chmod 755 "$LAUNCHER"
+    echo "==> continuum on the PATH: $LAUNCHER -> $PWD/.venv/bin/continuum"
+  fi
 fi
 
 if [ "$CONTAINERS" = 1 ]; then

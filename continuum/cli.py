@@ -14,6 +14,10 @@ from continuum import __version__
 from continuum.errors import ConfigError, ContinuumError
 
 
+class UsageError(ContinuumError):
+    """The command line asks for something that does not fit together (exit 2)."""
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="continuum", description="Emulated 5G/6G mobile edge computing experiments.")
     ap.add_argument("--version", action="version", version=f"continuum {__version__}")
@@ -24,10 +28,9 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="check an experiment file; report every problem")
     v.add_argument("file", type=Path, nargs="+")
     d = sub.add_parser("destroy", help="remove what runs left on the host (after a crash or kill -9)")
-    g = d.add_mutually_exclusive_group(required=True)
-    g.add_argument("run_id", nargs="?", help="the run id (8 hex digits, printed at start and in manifest.json)")
-    g.add_argument("--all", action="store_true", help="every run's leftovers")
-    d.add_argument("--list", action="store_true", help="only list what would be removed")
+    d.add_argument("run_id", nargs="?", help="the run id (8 hex digits, printed at start and in manifest.json)")
+    d.add_argument("--all", action="store_true", help="every run's leftovers")
+    d.add_argument("--list", action="store_true", help="only list what is left (of RUN_ID, or of every run)")
     im = sub.add_parser("images", help="build or list the workload container images (needs ./setup.sh --containers)")
     im.add_argument("action", choices=["build", "list"])
     im.add_argument("--only", nargs="+", metavar="IMAGE", help="build just these (e.g. continuum/example)")
@@ -74,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             console.print(tables.render(summary))
             console.print(f"plots: {', '.join(str(p) for p in made)}")
             return 0
-    except ConfigError as e:
+    except (ConfigError, UsageError) as e:
         err.print(f"[red]error:[/] {e}")
         return 2
     except ContinuumError as e:
@@ -123,20 +126,29 @@ def _destroy(args: argparse.Namespace, console: Console) -> int:
     from continuum import naming
     from continuum.providers import REGISTRY
 
+    if args.run_id and args.all:
+        raise UsageError("destroy takes a RUN_ID or --all, not both")
+    if not args.run_id and not args.all and not args.list:
+        raise UsageError("destroy needs a RUN_ID or --all (add --list to only see what is left)")
     if args.run_id and not naming.RUN_ID.match(args.run_id):
         raise ContinuumError(f"{args.run_id!r} is not a run id (8 hex digits, e.g. 3fa85f64); see manifest.json of the run")
-    run_id = None if args.all else args.run_id
-    total = 0
+    run_id = args.run_id or None
+    whose = f"run {run_id}" if run_id else "any run"
+    found = 0
+    removed = 0
     for kind, cls in sorted(REGISTRY.items()):
         provider = cls()
-        found = provider.leftovers(run_id)
-        for item in found:
+        items = provider.leftovers(run_id)
+        found += len(items)
+        for item in items:
             console.print(f"  {kind}: {item}")
-        if not args.list:
-            total += provider.destroy(run_id, lambda s: None)
+        if not args.list and items:
+            removed += provider.destroy(run_id, lambda s: None)
     if args.list:
-        return 0
-    console.print(f"removed {total} resource(s)" if total else "nothing to remove")
+        console.print(f"{found} resource(s) left by {whose}; remove them with: continuum destroy {run_id or '--all'}"
+                      if found else f"nothing left by {whose}: nothing to remove")
+    else:
+        console.print(f"removed {removed} resource(s) left by {whose}" if removed else f"nothing left by {whose}: nothing to remove")
     return 0
 
 

@@ -5,6 +5,7 @@ would be valid. Nothing on the host is touched."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import tomllib
@@ -141,10 +142,30 @@ def _issues_from(e: ValidationError, file: str, prefix: str, model: type[BaseMod
 
 
 def _section(model: type[BaseModel], data: Any, file: str, key: str, issues: list[ConfigIssue]) -> Any:
+    """The section validated; on errors, report them all and return the section
+    with the offending keys left at their defaults, so the checks that need
+    more than one key (trace names, counts, payload bounds) still run in the
+    same pass. None when even that does not validate (a required key is bad)."""
     try:
         return model.model_validate(data)
     except ValidationError as e:
         issues.extend(_issues_from(e, file, key, model))
+        return _without_bad_keys(model, data, e)
+
+
+def _without_bad_keys(model: type[BaseModel], data: Any, e: ValidationError) -> Any:
+    if not isinstance(data, dict):
+        return None
+    data = copy.deepcopy(data)
+    for err in e.errors():
+        parent, loc = data, list(err["loc"])
+        while len(loc) > 1 and isinstance(parent.get(loc[0]), dict) and loc[1] in parent[loc[0]]:
+            parent = parent[loc.pop(0)]
+        if isinstance(parent, dict):
+            parent.pop(loc[0], None)
+    try:
+        return model.model_validate(data)
+    except ValidationError:
         return None
 
 
@@ -192,6 +213,13 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     def bad(key: str, msg: str) -> None:
         issues.append(ConfigIssue(file, key, msg))
 
+    schema_keys = [i.key for i in issues]
+
+    def failed(*keys: str) -> bool:
+        """A key (or one inside it) already has a schema error: a check that
+        reads it would only judge the default that stands in for it."""
+        return any(s == k or s.startswith((k + ".", k + "[")) for s in schema_keys for k in keys)
+
     # provider
     from continuum.providers import REGISTRY as PROVIDERS
 
@@ -207,7 +235,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
             g = getattr(groups, role)
             for i in range(g.count):
                 nodes.append(NodeSpec(f"{role}{i}", role, i, g.cpus, raw.parse_memory(g.memory)))
-        if groups.endpoint.count < 1:
+        if groups.endpoint.count < 1 and not failed("nodes.endpoint"):
             bad("nodes.endpoint.count", "at least one endpoint is needed to send requests")
 
     # mobile network
@@ -229,6 +257,8 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
                 if m.preset is None:
                     bad(f"mobile.{key}", "no trace given: set mobile.preset or mobile.uplink and mobile.downlink (archive name or file path)")
                 continue
+            if failed("mobile.preset", f"mobile.{key}"):
+                continue
             ref, problem = traces.resolve(given, base, "up" if key == "uplink" else "down")
             if problem:
                 from_preset = m.preset is not None and getattr(m, key) is None
@@ -236,6 +266,8 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
             refs[key] = ref
         for d in ("uplink", "downlink"):
             kind, args = getattr(m, f"{d}_queue"), getattr(m, f"{d}_queue_args")
+            if failed(f"mobile.{d}_queue", f"mobile.{d}_queue_args"):
+                continue
             for problem in raw.queue_args_problems(kind, args):
                 bad(f"mobile.{d}_queue_args", problem)
         for i, rule in enumerate(m.bypass):
@@ -270,8 +302,8 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     workload = None
     w = p.get("workload")
     if w is not None:
-        workload = _workload(w, base, bad, file, issues)
-        if groups is not None and getattr(groups, w.offload).count < 1:
+        workload = _workload(w, base, bad, failed, file, issues)
+        if groups is not None and getattr(groups, w.offload).count < 1 and not failed("workload.offload", f"nodes.{w.offload}"):
             bad("workload.offload", f"offloads to {w.offload!r} but nodes.{w.offload}.count is 0")
 
     e = p.get("experiment")
@@ -287,31 +319,33 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     )
 
 
-def _workload(w: raw.Workload, base: Path, bad, file: str, issues: list[ConfigIssue]) -> WorkloadSpec | None:
+def _workload(w: raw.Workload, base: Path, bad, failed, file: str, issues: list[ConfigIssue]) -> WorkloadSpec | None:
     from continuum.workloads import REGISTRY as APPS
 
     app = APPS.get(w.app)
-    if app is None:
+    if app is None and not failed("workload.app"):
         bad("workload.app", f"unknown app {w.app!r}; valid: {', '.join(sorted(APPS))}")
-        return None
-    if app.params is not None:
+    params: dict[str, Any] = dict(w.params)
+    if app is not None and app.params is not None:
         model = _section(app.params, w.params, file, "workload.params", issues)
-        if model is None:
-            return None
-        params = model.model_dump()
-    else:
-        params = dict(w.params)
+        params = model.model_dump() if model is not None else params
 
     pl = w.payload.model_dump(exclude_none=True)
-    lo, hi = pl.setdefault("min_bytes", app.default_payload[0]), pl.setdefault("max_bytes", app.default_payload[1])
-    if lo > hi:
-        bad("workload.payload", f"min_bytes {lo} > max_bytes {hi}")
-    if w.app == "image_classification" and (lo < 1000 or hi > 100_000):
-        bad("workload.payload", f"image_classification makes requests of 1000 to 100000 bytes; got {lo}..{hi}")
-    if w.app == "translation" and (lo < 40 or hi > 2000):
-        bad("workload.payload", f"translation makes phrases of 40 to 2000 bytes; got {lo}..{hi}")
-    if pl["distribution"] == "fixed" and "mean_bytes" not in pl and lo != hi:
-        bad("workload.payload.mean_bytes", "distribution \"fixed\" needs mean_bytes (or min_bytes = max_bytes)")
+    if app is not None:
+        pl.setdefault("min_bytes", app.default_payload[0])
+        pl.setdefault("max_bytes", app.default_payload[1])
+    if not failed("workload.payload"):
+        lo, hi = pl.get("min_bytes"), pl.get("max_bytes")
+        if lo is not None and hi is not None and lo > hi:
+            bad("workload.payload", f"min_bytes {lo} > max_bytes {hi}")
+        if app is not None and app.payload_limits and lo is not None and hi is not None:
+            a, b = app.payload_limits
+            if lo < a or hi > b:
+                bad("workload.payload", f"{w.app} makes {app.payload_unit} of {a} to {b} bytes; got {lo}..{hi}")
+        if pl["distribution"] == "fixed" and "mean_bytes" not in pl and lo != hi:
+            bad("workload.payload.mean_bytes", "distribution \"fixed\" needs mean_bytes (or min_bytes = max_bytes)")
+    if app is None:
+        return None
 
     sides = {}
     if w.app == "custom":

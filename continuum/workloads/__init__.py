@@ -17,6 +17,8 @@ class WorkloadKind:
     description: str
     params: type[BaseModel] | None  # None: free-form, handed to the app as JSON
     default_payload: tuple[int, int]  # min, max bytes when [workload.payload] does not say
+    payload_limits: tuple[int, int] | None = None  # the sizes the app can make at all (None: any)
+    payload_unit: str = "requests"  # what a payload is, for error messages
     builtin: bool = True  # runs as `python -m workloads endpoint|server NAME`
     images: tuple[str, str] = ("", "")  # endpoint, server image (continuum images build)
 
@@ -49,9 +51,9 @@ class TranslationParams(_Params):
 
 
 register(WorkloadKind("image_classification", "W1: MobileNetV2 (TensorFlow) image classification over MQTT",
-                      ImageClassificationParams, (10_000, 100_000),
+                      ImageClassificationParams, (10_000, 100_000), (1000, 100_000),
                       images=("continuum/w1-endpoint", "continuum/w1-server")))
 register(WorkloadKind("translation", "W2: MarianMT (PyTorch) English-German translation over MQTT",
-                      TranslationParams, (100, 200), images=("continuum/w2-endpoint", "continuum/w2-server")))
+                      TranslationParams, (100, 200), (40, 2000), "phrases", images=("continuum/w2-endpoint", "continuum/w2-server")))
 register(WorkloadKind("custom", "bring your own: images and/or commands named in [workload.custom]",
                       None, (1000, 1000), builtin=False))

@@ -148,6 +148,9 @@ struct Direction {
     extra: Extra,
     last_opps: u64,
     last_departed_bytes: u64,
+    /// Rates of the last full stats interval, kept when the final write
+    /// comes right after a periodic one (an empty interval is not a rate).
+    last_rates: (f64, f64),
     /// How late a busy link's events may happen, to be served together.
     batch_ns: u64,
 }
@@ -224,6 +227,8 @@ pub struct Forwarder {
     /// One per network namespace the links are in.
     senders: Vec<(Option<String>, Sender)>,
     t0: u64,
+    /// When the stats file was last written (ns since t0).
+    stats_at: Nanos,
     warned_oversize: bool,
     warned_unsplittable: bool,
     warned_tx_error: bool,
@@ -310,6 +315,7 @@ impl Forwarder {
                     extra: Extra::default(),
                     last_opps: 0,
                     last_departed_bytes: 0,
+                    last_rates: (0.0, 0.0),
                     batch_ns: batch_window(&d.trace, cfg.batch_ns),
                 })
             };
@@ -324,7 +330,7 @@ impl Forwarder {
                 delay_down: (0..cfg.delays.len()).map(|_| VecDeque::new()).collect(),
             });
         }
-        Ok(Forwarder { cfg, links, senders, t0: sys::monotonic_ns(), warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer })
+        Ok(Forwarder { cfg, links, senders, t0: sys::monotonic_ns(), stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer })
     }
 
     /// Forward until a stop signal, the child (pidfd) exits, or `once` traces end.
@@ -760,29 +766,46 @@ impl Forwarder {
     }
 
     /// Live statistics as one JSON document, replaced atomically by the writer thread.
+    /// Rates cover the time since the previous write; a write that comes less than
+    /// half an interval after it (the one at exit) keeps the previous rates.
+    /// `idle` says nothing departed or waited during that time, and the
+    /// mean rates cover the whole run, so the file still says something after it.
     fn write_stats(&mut self, now: Nanos) {
         let Some(path) = self.cfg.stats_path.clone() else { return };
-        let interval_s = self.cfg.stats_interval_ns as f64 / 1e9;
+        let elapsed = now.saturating_sub(self.stats_at);
+        let fresh = elapsed * 2 >= self.cfg.stats_interval_ns && elapsed > 0;
+        if fresh {
+            self.stats_at = now;
+        }
+        let elapsed_s = elapsed as f64 / 1e9;
+        let run_s = (now as f64 / 1e9).max(1e-9);
+        let mbps = |bytes: u64, s: f64| bytes as f64 * 8.0 / s / 1e6;
         let mut s = String::new();
         let _ = write!(s, "{{\"time_s\": {:.6}, \"links\": [", now as f64 / 1e9);
         for (i, l) in self.links.iter_mut().enumerate() {
             if i > 0 {
                 s.push_str(", ");
             }
-            let _ = write!(s, "{{\"name\": \"{}\"", l.name);
+            s.push_str("{\"name\": ");
+            json_string(&mut s, &l.name);
             for (label, d) in [("uplink", &mut l.up), ("downlink", &mut l.down)] {
                 let c = d.link.counters;
-                let cap = (c.opportunities - d.last_opps) as f64 * crate::OPPORTUNITY_BYTES as f64 * 8.0 / interval_s / 1e6;
-                let del = (c.departed_bytes - d.last_departed_bytes) as f64 * 8.0 / interval_s / 1e6;
-                d.last_opps = c.opportunities;
-                d.last_departed_bytes = c.departed_bytes;
+                let idle = c.departed_bytes == d.last_departed_bytes && d.link.queued_packets() == 0;
+                if fresh {
+                    let opps = c.opportunities - d.last_opps;
+                    d.last_rates = (mbps(opps * crate::OPPORTUNITY_BYTES as u64, elapsed_s), mbps(c.departed_bytes - d.last_departed_bytes, elapsed_s));
+                    d.last_opps = c.opportunities;
+                    d.last_departed_bytes = c.departed_bytes;
+                }
+                let (cap, del) = d.last_rates;
                 let e = d.extra;
                 let _ = write!(
                     s,
-                    ", \"{label}\": {{\"queue_packets\": {}, \"queue_bytes\": {}, \"arrived_packets\": {}, \"arrived_bytes\": {}, \"departed_packets\": {}, \"departed_bytes\": {}, \"dropped_packets\": {}, \"dropped_bytes\": {}, \"lost_packets\": {}, \"bypassed_packets\": {}, \"unshaped_frames\": {}, \"oversize_frames\": {}, \"tx_full_drops\": {}, \"superframes\": {}, \"unsplittable_frames\": {}, \"ring_drops\": {}, \"opportunities\": {}, \"capacity_mbps\": {:.3}, \"delivered_mbps\": {:.3}}}",
+                    ", \"{label}\": {{\"queue_packets\": {}, \"queue_bytes\": {}, \"arrived_packets\": {}, \"arrived_bytes\": {}, \"departed_packets\": {}, \"departed_bytes\": {}, \"dropped_packets\": {}, \"dropped_bytes\": {}, \"lost_packets\": {}, \"bypassed_packets\": {}, \"unshaped_frames\": {}, \"oversize_frames\": {}, \"tx_full_drops\": {}, \"superframes\": {}, \"unsplittable_frames\": {}, \"ring_drops\": {}, \"opportunities\": {}, \"capacity_mbps\": {:.3}, \"delivered_mbps\": {:.3}, \"idle\": {}, \"mean_capacity_mbps\": {:.3}, \"mean_delivered_mbps\": {:.3}}}",
                     d.link.queued_packets(), d.link.queued_bytes(), c.arrived_packets, c.arrived_bytes, c.departed_packets, c.departed_bytes,
                     c.dropped_packets, c.dropped_bytes, e.lost_packets, e.bypassed_packets, e.unshaped_frames, e.oversize_frames, e.tx_full_drops,
-                    e.superframes, e.unsplittable_frames, e.ring_drops, c.opportunities, cap, del
+                    e.superframes, e.unsplittable_frames, e.ring_drops, c.opportunities, cap, del, idle,
+                    mbps(c.opportunities * crate::OPPORTUNITY_BYTES as u64, run_s), mbps(c.departed_bytes, run_s)
                 );
             }
             s.push('}');
@@ -790,6 +813,22 @@ impl Forwarder {
         s.push_str("]}\n");
         self.writer.replace(&path, s);
     }
+}
+
+/// `text` as a JSON string literal (link names come from the command line).
+fn json_string(out: &mut String, text: &str) {
+    out.push('"');
+    for ch in text.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 #[cfg(test)]

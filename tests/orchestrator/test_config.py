@@ -97,3 +97,34 @@ def test_cli_validate_and_dry_run_touch_nothing(tmp_path):
         assert word in dry.stdout
     assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout == before
     assert not (tmp_path / "runs").exists()
+
+
+def test_one_pass_reports_schema_and_resolution_problems_together():
+    """Schema errors must not hide the checks that resolve names or read keys
+    together (trace names, counts, app names, payload bounds): one report."""
+    with pytest.raises(ConfigError) as e:
+        config.load(HERE / "bad-one-pass.toml")
+    by_key: dict[str, list[str]] = {}
+    for i in e.value.issues:
+        by_key.setdefault(i.key, []).append(i.message)
+    assert set(by_key) == {
+        "experiment.name", "experiment.duration_s", "nodes.endpoint.count", "nodes.edge.cpus",
+        "mobile.uplink", "mobile.downlink", "mobile.downlink_queue", "mobile.uplink_queue_args", "mobile.uplink_loss",
+        "core.edge", "workload.app", "workload.rate", "workload.payload",
+    }, e.value
+    assert "no-such-uplink-trace" in by_key["mobile.uplink"][0]
+    assert "at least one endpoint" in by_key["nodes.endpoint.count"][0]
+    assert "valid: custom, image_classification, translation" in by_key["workload.app"][0]
+    assert by_key["workload.payload"] == ["min_bytes 50000 > max_bytes 20000"]
+    assert "needs a limit" in by_key["mobile.uplink_queue_args"][0]
+    # the bad downlink queue is reported once, not again as bad queue arguments for its default
+    assert "mobile.downlink_queue_args" not in by_key
+
+
+def test_cli_validate_prints_every_problem_in_one_run():
+    r = subprocess.run([sys.executable, "-m", "continuum", "validate", str(HERE / "bad-one-pass.toml")],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2
+    assert "13 problem(s)" in r.stderr, r.stderr
+    for key in ("mobile.uplink", "nodes.endpoint.count", "workload.app", "workload.payload", "experiment.duration_s"):
+        assert f": {key}:" in r.stderr

@@ -203,7 +203,9 @@ def test_sigkill_then_destroy_removes_everything_and_is_idempotent(tmp_path):
     assert len(hoststate.namespaces(run_id)) == 4 and hoststate.cgroup_dirs(run_id)
     assert hoststate.processes(str(run_dir)), "the orphans are still running (what destroy is for)"
     listed = subprocess.run([*CLI, "destroy", run_id, "--list"], capture_output=True, text=True, cwd=REPO)
-    assert f"ctm-{run_id}-ran" in listed.stdout
+    assert f"ctm-{run_id}-ran" in listed.stdout and f"continuum destroy {run_id}" in listed.stdout
+    every = subprocess.run([*CLI, "destroy", "--list"], capture_output=True, text=True, cwd=REPO)
+    assert every.returncode == 0 and f"ctm-{run_id}-ran" in every.stdout, every.stderr
     d = subprocess.run([*CLI, "destroy", run_id], capture_output=True, text=True, cwd=REPO)
     assert d.returncode == 0, d.stderr
     assert not hoststate.namespaces(run_id) and not hoststate.cgroup_dirs(run_id)
@@ -215,6 +217,16 @@ def test_sigkill_then_destroy_removes_everything_and_is_idempotent(tmp_path):
 def test_destroy_rejects_a_bad_run_id():
     p = subprocess.run([*CLI, "destroy", "../../etc"], capture_output=True, text=True, cwd=REPO)
     assert p.returncode == 1 and "not a run id" in p.stderr
+
+
+def test_destroy_says_what_it_needs_and_when_there_is_nothing_to_do():
+    alone = subprocess.run([*CLI, "destroy"], capture_output=True, text=True, cwd=REPO)
+    assert alone.returncode == 2 and "RUN_ID or --all" in alone.stderr
+    both = subprocess.run([*CLI, "destroy", "0badc0de", "--all"], capture_output=True, text=True, cwd=REPO)
+    assert both.returncode == 2 and "not both" in both.stderr
+    for argv in (["0badc0de", "--list"], ["0badc0de"]):
+        p = subprocess.run([*CLI, "destroy", *argv], capture_output=True, text=True, cwd=REPO)
+        assert p.returncode == 0 and "nothing left by run 0badc0de: nothing to remove" in p.stdout, p.stdout
 
 
 def test_core_jitter_uses_netem_or_says_the_kernel_lacks_it(tmp_path):
