@@ -1,8 +1,12 @@
 """One Mosquitto broker per remote node (edge, cloud), started inside that
-node (its namespace and cgroup) with a config written into the run folder."""
+node (its namespace and cgroup) with a config written into the run folder.
+It drops root for Debian's `mosquitto` user (or `nobody`) once it has read
+its config: a broker has no business running as root, and Mosquitto says so."""
 
 from __future__ import annotations
 
+import os
+import pwd
 import subprocess
 from pathlib import Path
 
@@ -10,12 +14,23 @@ from continuum.network.plan import MQTT_PORT
 from continuum.providers.base import Node, wait_for
 
 
-def config_text(log: Path) -> str:
+def broker_user() -> pwd.struct_passwd:
+    for name in ("mosquitto", "nobody"):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            continue
+    raise RuntimeError("neither a mosquitto nor a nobody user exists on this host")
+
+
+def config_text(log: Path, user: str) -> str:
+    if "\n" in str(log) or "\r" in str(log):
+        raise ValueError(f"a line break in the log path {str(log)!r} would end Mosquitto's config line")
     return "\n".join([
         f"listener {MQTT_PORT} 0.0.0.0",
         "allow_anonymous true",
         "persistence false",
-        "user root",  # stay root inside the node so the log in the run folder is writable
+        f"user {user}",  # the log below is created for this user before the broker starts
         f"log_dest file {log}",
         "log_type error",
         "log_type warning",
@@ -29,7 +44,12 @@ def config_text(log: Path) -> str:
 def start(node: Node, run_dir: Path) -> subprocess.Popen:
     conf = run_dir / "brokers" / f"{node.name}.conf"
     conf.parent.mkdir(parents=True, exist_ok=True)
-    conf.write_text(config_text(run_dir / "logs" / f"mosquitto-{node.name}.log"))
+    log = run_dir / "logs" / f"mosquitto-{node.name}.log"
+    user = broker_user()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.touch()
+    os.chown(log, user.pw_uid, user.pw_gid)  # it writes its log after dropping root
+    conf.write_text(config_text(log, user.pw_name))
     proc = node.start(["mosquitto", "-c", str(conf)], run_dir / "logs" / f"mosquitto-{node.name}.out")
 
     def listening() -> bool:

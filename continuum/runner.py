@@ -229,6 +229,9 @@ def _repetition(spec: ExperimentSpec, plan: netplan.Plan, dep: Deployment, run_d
     if w.runtime == "container":
         man["workload"]["images"] = {i: containers.image_id(i) for i in (w.endpoint.image, w.server.image) if i}
     console.print(f"  server ready on {target.name}: {info.get('model', '?')}, weights {info.get('weights', '?')}")
+    if str(info.get("weights", "")).startswith("random"):
+        console.print("  [yellow]note:[/] random weights: the latency is the model's, its answers are not meaningful "
+                      "(pretrained weights: see docs/workloads.md, 'Models and weights')")
 
     clients = []
     for n in spec.role("endpoint"):
@@ -261,6 +264,7 @@ def _repetition(spec: ExperimentSpec, plan: netplan.Plan, dep: Deployment, run_d
 
 
 def _live(clients, rep: int) -> str:
+    """The progress bar's counts: the measured requests only, as the summary counts them."""
     frames = []
     for _, _, out in clients:
         try:
@@ -268,10 +272,14 @@ def _live(clients, rep: int) -> str:
         except (OSError, pd.errors.EmptyDataError):
             pass
     if not frames:
-        return "0 requests"
+        return "no answers yet"
     df = pd.concat(frames)
-    df = df[(df["repetition"] == rep) & (df["status"] == "ok")]
-    if df.empty:
-        return "0 answered"
-    e2e = (df["t_received"] - df["t_drawn"]) / 1e6
-    return f"{len(df)} answered, median {e2e.median():.1f} ms"
+    df = df[df["repetition"] == rep]
+    measured = df[df["phase"] == "measure"]
+    if measured.empty:
+        return f"warm-up: {int((df['status'] == 'ok').sum())} answered (not counted)"
+    ok = measured[measured["status"] == "ok"]
+    if ok.empty:
+        return f"0 of {len(measured)} answered"
+    e2e = (ok["t_received"] - ok["t_drawn"]) / 1e6
+    return f"{len(ok)} of {len(measured)} answered, median {e2e.median():.1f} ms"

@@ -76,6 +76,7 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> d
         "config_sha256": spec.sha256,
         "seed": spec.seed,
         "provider": spec.provider,
+        "nodes": {n.name: {"role": n.role, "cpus": n.cpus, "memory_bytes": n.memory_bytes} for n in spec.nodes},
         "traces": {
             "uplink": {"given": spec.mobile.uplink.given, "archive_id": spec.mobile.uplink.archive_id, "path": str(spec.mobile.uplink.path), "sha256": spec.mobile.uplink.sha256},
             "downlink": {"given": spec.mobile.downlink.given, "archive_id": spec.mobile.downlink.archive_id, "path": str(spec.mobile.downlink.path), "sha256": spec.mobile.downlink.sha256},

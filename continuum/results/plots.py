@@ -1,9 +1,14 @@
-"""The run's PNG plots: end-to-end latency per request over time, the median
-and P99 decomposition, each cellular link's capacity vs delivered throughput
-vs queueing delay (from the mm-link logs), and node CPU/memory."""
+"""The run's PNG plots: end-to-end latency per request over time, where the
+time of typical and slow requests goes, each cellular link's capacity vs
+delivered throughput vs queueing delay, node CPU/memory against their limits,
+and the sending rate under congestion control. Every time axis is the run's
+one timeline (seconds since the first measured request; warm-up shaded at
+negative times, the wind-down after the last answer hatched), so the figures
+of one run can be laid side by side."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import matplotlib
@@ -12,117 +17,140 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from continuum.results import timeline  # noqa: E402
+from continuum.results.timeline import Timeline  # noqa: E402
+
 PARTS = [("preprocessing_ms", "pre-processing (M3)"), ("uplink_ms", "uplink (M1)"),
          ("server_ms", "server (M4)"), ("downlink_ms", "downlink (M2)")]
+TIME_LABEL = "time since the first measured request (s)"
 
 
-def latency_over_time(df: pd.DataFrame, out: Path) -> None:
+def _shade(ax, tl: Timeline, xlim: tuple[float, float], legend: bool = True) -> None:
+    """The run's one x range, warm-up and wind-down, the same on every time axis."""
+    x0, x1 = xlim
+    for i, (a, b) in enumerate(tl.warmups):
+        ax.axvspan(a, b, color="0.88", zorder=0, label="warm-up (not measured)" if legend and i == 0 else None)
+    if tl.workload_end_s < x1:
+        ax.axvspan(tl.workload_end_s, x1, facecolor="none", edgecolor="0.75", hatch="//", lw=0, zorder=0,
+                   label="after the last answer (servers stopping)" if legend else None)
+    ax.set_xlim(x0, x1)
+
+
+def latency_over_time(df: pd.DataFrame, summary: dict, tl: Timeline, xlim: tuple[float, float], out: Path) -> None:
     fig, ax = plt.subplots(figsize=(9, 4))
-    t0 = df["t_drawn"].min()
+    ok_all = df[df["status"] == "ok"]
+    top = float(ok_all["e2e_ms"].max()) if len(ok_all) else 1.0
     for ep, g in df.groupby("endpoint"):
         ok = g[g["status"] == "ok"]
-        ax.plot((ok["t_drawn"] - t0) / 1e9, ok["e2e_ms"], ".-", ms=3, lw=0.6, label=f"{ep}")
+        ax.plot(tl.seconds(ok["t_drawn"]), ok["e2e_ms"], ".-", ms=3, lw=0.6, label=f"{ep}")
         lost = g[g["status"] != "ok"]
         if len(lost):
-            ax.plot((lost["t_drawn"] - t0) / 1e9, [ok["e2e_ms"].max() if len(ok) else 1] * len(lost), "rx", label=f"{ep} timeout")
-    warm = df[df["phase"] == "warmup"]
-    if len(warm):
-        ax.axvspan(0, (warm["t_drawn"].max() - t0) / 1e9, color="0.9", label="warm-up")
-    ax.set_xlabel("request sent at (s since first request)")
+            ax.plot(tl.seconds(lost["t_drawn"]), [top * 1.05] * len(lost), "rx", label=f"{ep}: no answer (drawn at the top)")
+    e2e = summary["metrics"]["e2e_ms"]
+    if e2e.get("count"):
+        ax.axhline(e2e["median"], color="k", ls="--", lw=1, label=f"median {e2e['median']:.1f} ms (measured)")
+        ax.axhline(e2e["p99"], color="C3", ls="--", lw=1, label=f"P99 {e2e['p99']:.1f} ms (measured)")
+    ax.set_ylim(0, top * 1.12)
+    ax.set_xlabel(TIME_LABEL)
     ax.set_ylabel("end-to-end latency (ms)")
-    ax.set_yscale("log")
+    ax.set_title(f"End-to-end latency per request: {summary['answered']} of {summary['requests']} measured answered")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    _shade(ax, tl, xlim)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
 
 
-def decomposition(summary: dict, out: Path) -> None:
-    m = summary["metrics"]
-    if not m["e2e_ms"].get("count"):
-        return
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for x, stat in enumerate(("median", "p99")):
+def decomposition(summary: dict, out: Path) -> bool:
+    d = summary.get("decomposition")
+    if not d:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    names = (("around_median", "requests around the median\n(e2e P45-P55)"), ("slowest_1pct", "slowest 1%\n(e2e >= P99)"))
+    for x, (key, label) in enumerate(names):
+        g = d[key]
         bottom = 0.0
-        for i, (col, label) in enumerate(PARTS):
-            v = m[col][stat]
-            ax.bar(x, v, bottom=bottom, color=f"C{i}", label=label if x == 0 else None, width=0.5)
+        for i, (col, part) in enumerate(PARTS):
+            v = g["mean_parts_ms"][col]
+            ax.bar(x, v, bottom=bottom, color=f"C{i}", label=part if x == 0 else None, width=0.55)
             bottom += v
-        ax.plot([x - 0.3, x + 0.3], [m["e2e_ms"][stat]] * 2, "k-", lw=2, label="end-to-end" if x == 0 else None)
-    ax.set_xticks([0, 1], ["median of each part", "P99 of each part"])
-    ax.set_ylabel("latency (ms)")
-    ax.set_title("Where the time goes")
-    ax.legend(fontsize=8)
+        ax.text(x, bottom, f"{g['mean_e2e_ms']:.1f} ms\n(n={g['requests']})", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks([0, 1], [label for _, label in names])
+    ax.set_ylim(0, max(d[k]["mean_e2e_ms"] for k, _ in names) * 1.2)
+    ax.set_ylabel("mean latency of these requests (ms)")
+    ax.set_title("Where the time goes: each part's mean over the same requests\n(parts add up to their mean end-to-end latency)",
+                 fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
+    return True
 
 
-def read_link_log(path: Path, bin_s: float) -> pd.DataFrame | None:
-    """Bin an mm-link log (times in ms since the link started): capacity,
-    delivered Mbit/s, mean queueing delay and drops per bin."""
-    if not path.exists():
-        return None
-    ev = pd.read_csv(path, sep=" ", comment=None, skiprows=5, names=["t", "ev", "a", "b"], dtype={"ev": str})
-    ev["bin"] = (ev["t"] // (bin_s * 1000)).astype(int)
-    scale = 8 / bin_s / 1e6
-    cap = ev[ev["ev"] == "#"].groupby("bin")["a"].sum() * scale
-    dep = ev[ev["ev"] == "-"]
-    delivered = dep.groupby("bin")["a"].sum() * scale
-    qdelay = dep.groupby("bin")["b"].mean()
-    drops = ev[ev["ev"] == "d"].groupby("bin")["a"].sum()
-    out = pd.DataFrame({"capacity_mbps": cap, "delivered_mbps": delivered, "queue_delay_ms": qdelay, "drops": drops}).fillna(0)
-    out.index = out.index * bin_s
-    return out
-
-
-def link(run_dir: Path, endpoint: str, out: Path, bin_s: float = 0.5) -> None:
-    fig, axes = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
-    for ax, d in zip(axes, ("uplink", "downlink")):
-        b = read_link_log(run_dir / "links" / f"{endpoint}.{d}.log", bin_s)
-        if b is None:
+def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim: tuple[float, float], out: Path,
+         bin_s: float) -> bool:
+    """Each direction on its own scale: a log scale where the traffic is far
+    below the capacity (a 0.01 Mbit/s downlink under a 48 Mbit/s trace)."""
+    if all(b is None or b.empty for b in bins.values()):
+        return False
+    fig, axes = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    for ax, (d, b) in zip(axes, bins.items()):
+        if b is None or b.empty:
+            ax.set_title(f"{d}: no log")
             continue
-        ax.plot(b.index, b["capacity_mbps"], color="0.6", lw=1, label="trace capacity")
-        ax.plot(b.index, b["delivered_mbps"], color="C0", lw=1, label="delivered")
-        ax.set_ylabel(f"{d} Mbit/s")
+        cap, dlv = b["capacity_mbps"], b["delivered_mbps"]
+        log = dlv.max() < 0.1 * cap.max() and (dlv > 0).any()
+        ax.plot(b["t_s"], cap.where(cap > 0) if log else cap, color="0.5", lw=1, label="trace capacity")
+        ax.plot(b["t_s"], dlv.where(dlv > 0) if log else dlv, color="C0", lw=1, label="delivered")
+        if log:
+            ax.set_yscale("log")
+        ax.set_ylabel(f"{d} Mbit/s" + (" (log scale)" if log else ""))
         ax2 = ax.twinx()
-        ax2.plot(b.index, b["queue_delay_ms"], color="C3", lw=1, label="queueing delay")
+        ax2.plot(b["t_s"], b["queue_delay_ms"], color="C3", lw=1, label="queueing delay (mean of departures)")
         ax2.set_ylabel("queueing delay (ms)", color="C3")
-        lines = ax.get_lines() + ax2.get_lines()
-        ax.legend(lines, [l.get_label() for l in lines], fontsize=8, loc="upper right")
+        ax2.set_ylim(bottom=0)
+        drops = int(b["drops"].sum())
+        ax.set_title(f"{d}: {dlv.mean():.2f} Mbit/s delivered on average of {cap.mean():.1f} Mbit/s capacity"
+                     + (f", {drops} packets dropped" if drops else ""), fontsize=9)
         ax.grid(alpha=0.3)
-    axes[-1].set_xlabel("time since link start (s)")
-    fig.suptitle(f"{endpoint}: cellular link, {bin_s:g} s bins")
+        _shade(ax, tl, xlim)
+        lines = ax.get_lines() + ax2.get_lines() + [p for p in ax.patches if p.get_label() and not p.get_label().startswith("_")]
+        ax.legend(lines, [x.get_label() for x in lines], fontsize=7, loc="upper left", bbox_to_anchor=(1.1, 1))
+    axes[-1].set_xlabel(TIME_LABEL)
+    fig.suptitle(f"{endpoint}: cellular link, {bin_s:g} s bins (partial bins left out)")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
+    return True
 
 
-def sending_rate(df: pd.DataFrame, rate_logs: list[Path], out: Path) -> bool:
+def sending_rate(df: pd.DataFrame, rate_logs: list[Path], tl: Timeline, xlim: tuple[float, float], out: Path) -> bool:
     """Congestion control at work: each endpoint's sending rate (from its rate
     log) over its end-to-end latency. False when no rate was ever changed."""
     logs = [pd.read_csv(p) for p in rate_logs if p.stat().st_size > 0]
     if not logs or not len(df):
         return False
-    t0 = df["t_drawn"].min()
+    changes_all = pd.concat(logs)
     fig, ax = plt.subplots(figsize=(9, 4))
     ax2 = ax.twinx()
     for i, (ep, g) in enumerate(df.groupby("endpoint")):
         ok = g[g["status"] == "ok"]
-        ax2.plot((ok["t_drawn"] - t0) / 1e9, ok["e2e_ms"], ".", ms=3, color=f"C{i}", alpha=0.4, label=f"{ep} e2e")
-        changes = pd.concat(logs)
-        changes = changes[changes["endpoint"] == ep].sort_values("t")
-        t = [0.0, *((changes["t"] - t0) / 1e9), (g["t_drawn"].max() - t0) / 1e9]
-        r = [g["send_rate"].iloc[0], *changes["rate"], changes["rate"].iloc[-1] if len(changes) else g["send_rate"].iloc[0]]
+        ax2.plot(tl.seconds(ok["t_drawn"]), ok["e2e_ms"], ".", ms=3, color=f"C{i}", alpha=0.4, label=f"{ep} e2e")
+        changes = changes_all[changes_all["endpoint"] == ep].sort_values("t")
+        first = g["send_rate"].iloc[0]
+        t = [tl.seconds(g["t_drawn"].min()), *tl.seconds(changes["t"]), tl.seconds(g["t_drawn"].max())]
+        r = [first, *changes["rate"], changes["rate"].iloc[-1] if len(changes) else first]
         ax.step(t, r, where="post", color=f"C{i}", lw=1.5, label=f"{ep} sending rate")
-    ax.set_xlabel("time (s since first request)")
+    ax.set_xlabel(TIME_LABEL)
     ax.set_ylabel("sending rate (requests/s)")
-    ax2.set_ylabel("end-to-end latency (ms)")
+    ax.set_ylim(bottom=0)
+    ax2.set_ylabel("end-to-end latency (ms, log scale)")
     ax2.set_yscale("log")
-    lines = ax.get_lines() + ax2.get_lines()
-    ax.legend(lines, [l.get_label() for l in lines], fontsize=8, loc="upper right")
     ax.grid(alpha=0.3)
+    _shade(ax, tl, xlim)
+    lines = ax.get_lines() + ax2.get_lines()
+    ax.legend(lines, [x.get_label() for x in lines], fontsize=8, loc="upper left", bbox_to_anchor=(1.1, 1))
     ax.set_title("Application-level congestion control")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
@@ -130,42 +158,83 @@ def sending_rate(df: pd.DataFrame, rate_logs: list[Path], out: Path) -> bool:
     return True
 
 
-def nodes(samples: Path, out: Path) -> None:
-    if not samples.exists():
-        return
-    s = pd.read_csv(samples)
-    if s.empty:
-        return
-    t0 = s["time_ns"].min()
-    fig, (a, b) = plt.subplots(2, 1, figsize=(9, 5), sharex=True)
-    for name, g in s.groupby("node"):
-        a.plot((g["time_ns"] - t0) / 1e9, g["cpu_cores"], label=name)
-        b.plot((g["time_ns"] - t0) / 1e9, g["memory_bytes"] / 2**20, label=name)
+def nodes(s: pd.DataFrame | None, limits: dict, tl: Timeline, xlim: tuple[float, float], out: Path) -> bool:
+    """CPU and memory per node, each with its limit as a dashed line of its colour."""
+    if s is None:
+        return False
+    fig, (a, b) = plt.subplots(2, 1, figsize=(9, 5.5), sharex=True)
+    for i, (name, g) in enumerate(s.groupby("node")):
+        a.plot(g["t_s"], g["cpu_cores"], color=f"C{i}", label=name)
+        b.plot(g["t_s"], g["memory_bytes"] / 2**20, color=f"C{i}", label=name)
+        lim = limits.get(name)
+        if lim:
+            a.axhline(lim["cpus"], color=f"C{i}", ls="--", lw=1, label=f"{name} limit {lim['cpus']:g} cores")
+            b.axhline(lim["memory_bytes"] / 2**20, color=f"C{i}", ls="--", lw=1,
+                      label=f"{name} limit {lim['memory_bytes'] / 2**20:.0f} MiB")
     a.set_ylabel("CPU (cores)")
     b.set_ylabel("memory (MiB)")
-    b.set_xlabel("time (s)")
-    a.legend(fontsize=8)
-    a.grid(alpha=0.3)
-    b.grid(alpha=0.3)
+    a.set_ylim(bottom=0)
+    b.set_ylim(bottom=0)
+    b.set_xlabel(TIME_LABEL)
+    a.set_title("Node CPU and memory (cgroup), limits dashed", fontsize=10)
+    for ax in (a, b):
+        ax.grid(alpha=0.3)
+        _shade(ax, tl, xlim, legend=ax is a)
+    a.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    b.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
+    return True
 
 
-def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict) -> list[Path]:
+def node_limits(run_dir: Path) -> dict:
+    """Each node's CPU and memory limit, from the manifest (older runs: none)."""
+    try:
+        return json.loads((run_dir / "manifest.json").read_text()).get("nodes") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def time_range(tl: Timeline, links: list[pd.DataFrame | None], samples: pd.DataFrame | None,
+               bin_s: float) -> tuple[float, float]:
+    """One x range for every time-series plot of the run: from the earliest to
+    the latest thing any of them shows (verification pings, warm-up, teardown)."""
+    starts = [w[0] for w in tl.warmups] + [0.0]
+    ends = [tl.workload_end_s]
+    for b in links:
+        if b is not None and not b.empty:
+            starts.append(float(b["t_s"].min()))
+            ends.append(float(b["t_s"].max()) + bin_s)
+    if samples is not None:
+        starts.append(float(samples["t_s"].min()))
+        ends.append(float(samples["t_s"].max()))
+    lo, hi = min(starts), max(ends)
+    pad = 0.01 * (hi - lo)
+    return lo - pad, hi + pad
+
+
+def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5) -> list[Path]:
     plots = run_dir / "plots"
     plots.mkdir(exist_ok=True)
+    tl = timeline.of_requests(df)
+    if tl is None:
+        return []
+    endpoints = sorted(df["endpoint"].unique())
+    links = {ep: {d: timeline.link_bins(run_dir / "links" / f"{ep}.{d}.log", tl, bin_s) for d in ("uplink", "downlink")}
+             for ep in endpoints}
+    samples = timeline.node_samples(run_dir / "nodes.csv", tl)
+    xlim = time_range(tl, [b for ep in links.values() for b in ep.values()], samples, bin_s)
     made = []
-    if len(df):
-        latency_over_time(df, plots / "latency_over_time.png")
-        made.append(plots / "latency_over_time.png")
-    decomposition(summary, plots / "decomposition.png")
-    made.append(plots / "decomposition.png")
-    for ep in sorted(df["endpoint"].unique()) if len(df) else []:
-        link(run_dir, ep, plots / f"link_{ep}.png")
-        made.append(plots / f"link_{ep}.png")
-    if sending_rate(df, sorted((run_dir / "raw").glob("rate-*.csv")), plots / "sending_rate.png"):
+    latency_over_time(df, summary, tl, xlim, plots / "latency_over_time.png")
+    made.append(plots / "latency_over_time.png")
+    if decomposition(summary, plots / "decomposition.png"):
+        made.append(plots / "decomposition.png")
+    for ep in endpoints:
+        if link(ep, links[ep], tl, xlim, plots / f"link_{ep}.png", bin_s):
+            made.append(plots / f"link_{ep}.png")
+    if sending_rate(df, sorted((run_dir / "raw").glob("rate-*.csv")), tl, xlim, plots / "sending_rate.png"):
         made.append(plots / "sending_rate.png")
-    nodes(run_dir / "nodes.csv", plots / "nodes.png")
-    made.append(plots / "nodes.png")
-    return [p for p in made if p.exists()]
+    if nodes(samples, node_limits(run_dir), tl, xlim, plots / "nodes.png"):
+        made.append(plots / "nodes.png")
+    return made

@@ -86,14 +86,37 @@ def summarize(df: pd.DataFrame) -> dict:
             "max": float(x.max()),
             "mean": float(x.mean()),
         }
-    m = out["metrics"]
-    if m["e2e_ms"].get("count"):
-        net = m["uplink_ms"]["median"] + m["downlink_ms"]["median"]
-        out["decomposition_of_median"] = {
-            "network_share": net / max(1e-9, m["e2e_ms"]["median"]),
-            "uplink_share_of_network": m["uplink_ms"]["median"] / max(1e-9, net),
-        }
+    if len(answered):
+        out["decomposition"] = decomposition(answered)
     return out
+
+
+PARTS = ("preprocessing_ms", "uplink_ms", "server_ms", "downlink_ms")
+
+
+def decomposition(answered: pd.DataFrame) -> dict:
+    """Where the time of typical and of slow requests goes. Percentiles do not
+    add up (the P99 of each part comes from different requests), so each
+    group is a set of whole requests and each part is their mean: the parts
+    then sum exactly to the group's mean end-to-end latency.
+    around_median: the requests between the end-to-end P45 and P55 (at least
+    the one nearest the median); slowest_1pct: those at or above the P99."""
+    e2e = answered["e2e_ms"].astype(float)
+    p45, p50, p55, p99 = np.percentile(e2e, [45, 50, 55, 99])
+    near = answered[(e2e >= p45) & (e2e <= p55)]
+    if near.empty:
+        near = answered.loc[[(e2e - p50).abs().idxmin()]]
+    slow = answered[e2e >= p99]
+    groups = {}
+    for name, g, band in (("around_median", near, [float(p45), float(p55)]), ("slowest_1pct", slow, [float(p99), float(e2e.max())])):
+        parts = {c: float(g[c].mean()) for c in PARTS}
+        net = parts["uplink_ms"] + parts["downlink_ms"]
+        groups[name] = {
+            "requests": int(len(g)), "e2e_band_ms": band, "mean_e2e_ms": float(g["e2e_ms"].mean()),
+            "mean_parts_ms": parts, "network_share": net / max(1e-9, float(g["e2e_ms"].mean())),
+            "uplink_share_of_network": parts["uplink_ms"] / max(1e-9, net),
+        }
+    return groups
 
 
 def write(df: pd.DataFrame, summary: dict, run_dir: Path) -> None:

@@ -18,7 +18,7 @@ def plot(traces: dict[str, Path], out: Path, title: str) -> Path:
     """`traces`: direction label -> Mahimahi file."""
     fig, (ax_t, ax_c) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [2.2, 1]})
     colors = {"up": "tab:blue", "down": "tab:orange"}
-    for label, path in traces.items():
+    for row, (label, path) in enumerate(traces.items()):
         ts = mahimahi.read(path)
         st = stats.compute(ts)
         rates = np.array(st.per_second_mbps)
@@ -26,7 +26,14 @@ def plot(traces: dict[str, Path], out: Path, title: str) -> Path:
         x = np.arange(len(rates))
         ax_t.step(x, rates, where="post", color=c, label=f"{label}link (mean {st.mean_mbps:.1f} Mbit/s)", lw=1)
         for s, e in st.outages:
-            ax_t.axvspan(s / 1000, e / 1000, color=c, alpha=0.15, lw=0)
+            ax_t.axvspan(s / 1000, e / 1000, color=c, alpha=0.3, lw=0)
+        # Outages are often a fraction of a second: a strip along the bottom,
+        # each at least 0.4% of the axis wide, keeps every one of them visible.
+        if st.outages:
+            min_w = 0.004 * max(1, len(rates))
+            bars = [(s / 1000, max((e - s) / 1000, min_w)) for s, e in st.outages]
+            ax_t.broken_barh(bars, (0.005 + 0.045 * row, 0.035), transform=ax_t.get_xaxis_transform(), color=c,
+                             label=f"{label}link outages ({len(st.outages)})")
         srt = np.sort(rates)
         ax_c.plot(srt, np.arange(1, len(srt) + 1) / len(srt), color=c, label=f"{label}link")
     ax_t.set_xlabel("time in trace (s)")

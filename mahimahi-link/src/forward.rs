@@ -766,10 +766,11 @@ impl Forwarder {
     }
 
     /// Live statistics as one JSON document, replaced atomically by the writer thread.
-    /// Rates cover the time since the previous write; a write that comes less than
-    /// half an interval after it (the one at exit) keeps the previous rates.
-    /// `idle` says nothing departed or waited during that time, and the
-    /// mean rates cover the whole run, so the file still says something after it.
+    /// Rates cover the time since the previous write. They are kept from the last
+    /// busy interval when the link was idle since (`idle`: nothing departed or
+    /// waited; an idle link's capacity is not a measurement) and when a write comes
+    /// less than half an interval after the previous one (the one at exit). The
+    /// whole-run means still say something after the run.
     fn write_stats(&mut self, now: Nanos) {
         let Some(path) = self.cfg.stats_path.clone() else { return };
         let elapsed = now.saturating_sub(self.stats_at);
@@ -793,7 +794,9 @@ impl Forwarder {
                 let idle = c.departed_bytes == d.last_departed_bytes && d.link.queued_packets() == 0;
                 if fresh {
                     let opps = c.opportunities - d.last_opps;
-                    d.last_rates = (mbps(opps * crate::OPPORTUNITY_BYTES as u64, elapsed_s), mbps(c.departed_bytes - d.last_departed_bytes, elapsed_s));
+                    if !idle {
+                        d.last_rates = (mbps(opps * crate::OPPORTUNITY_BYTES as u64, elapsed_s), mbps(c.departed_bytes - d.last_departed_bytes, elapsed_s));
+                    }
                     d.last_opps = c.opportunities;
                     d.last_departed_bytes = c.departed_bytes;
                 }

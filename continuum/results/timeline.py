@@ -1,0 +1,100 @@
+"""One time axis for every time-series of a run. Requests, node samples and
+link logs each start their own clock (first request, sampler start, link
+start); plotted on those, three figures of one run cannot be read together.
+Everything here is put on seconds since the first *measured* request was
+drawn: the warm-up lies at negative times, the wind-down after the last
+answer past the measured window, and both can be shaded the same way in
+every figure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+MTU_OPPORTUNITY_BYTES = 1504
+
+
+@dataclass(frozen=True)
+class Timeline:
+    origin_ns: int  # epoch ns of the first measured request (the first request if none was measured)
+    warmups: tuple[tuple[float, float], ...]  # per repetition: warm-up start, end (s since origin)
+    workload_end_s: float  # the last answer (or last request drawn) of the run
+
+    def seconds(self, epoch_ns) -> float | pd.Series:
+        return (epoch_ns - self.origin_ns) / 1e9
+
+
+def of_requests(df: pd.DataFrame) -> Timeline | None:
+    """The run's timeline from its request rows (None without requests)."""
+    if not len(df):
+        return None
+    measured = df[df["phase"] == "measure"]
+    origin = int((measured if len(measured) else df)["t_drawn"].min())
+    warmups = []
+    for _, rep in df.groupby("repetition"):
+        warm = rep[rep["phase"] == "warmup"]
+        if not len(warm):
+            continue
+        meas = rep[rep["phase"] == "measure"]
+        end = meas["t_drawn"].min() if len(meas) else warm["t_drawn"].max()
+        warmups.append(((warm["t_drawn"].min() - origin) / 1e9, (end - origin) / 1e9))
+    ends = pd.concat([df["t_received"].dropna(), df["t_drawn"]])
+    ends = ends[ends > 0]
+    return Timeline(origin, tuple(warmups), float((ends.max() - origin) / 1e9))
+
+
+def link_log_header(path: Path) -> tuple[int | None, int]:
+    """An mm-link-format log's clock start (epoch ms) and its header line count."""
+    init, n = None, 0
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("#"):
+                break
+            n += 1
+            if line.startswith("# init timestamp:"):
+                init = int(line.split(":", 1)[1])
+    return init, n
+
+
+def link_bins(path: Path, tl: Timeline, bin_s: float = 0.5) -> pd.DataFrame | None:
+    """An mm-link log on the run's time axis, in bins of bin_s: capacity and
+    delivered Mbit/s, mean queueing delay of the packets that left, drops.
+    Bins the log does not cover whole (the first and the last) are left out:
+    a partial bin would read as a fall in capacity. None without a log."""
+    if not path.exists():
+        return None
+    init, header = link_log_header(path)
+    if init is None:
+        return None
+    ev = pd.read_csv(path, sep=" ", skiprows=header, header=None, names=["t", "ev", "a", "b"], dtype={"ev": str})
+    if ev.empty:
+        return None
+    at = (init * 1_000_000 + ev["t"].to_numpy(dtype=np.int64) * 1_000_000 - tl.origin_ns) / 1e9
+    ev["bin"] = np.floor(at / bin_s).astype(int)
+    first = int(np.ceil((init * 1_000_000 - tl.origin_ns) / 1e9 / bin_s))
+    last = int(np.floor(at.max() / bin_s)) - 1  # the bin holding the log's last event is partial
+    scale = 8 / bin_s / 1e6
+    idx = pd.RangeIndex(first, last + 1)
+    dep = ev[ev["ev"] == "-"]
+    out = pd.DataFrame({
+        "capacity_mbps": ev[ev["ev"] == "#"].groupby("bin")["a"].sum().reindex(idx, fill_value=0) * scale,
+        "delivered_mbps": dep.groupby("bin")["a"].sum().reindex(idx, fill_value=0) * scale,
+        "queue_delay_ms": dep.groupby("bin")["b"].mean().reindex(idx),
+        "drops": ev[ev["ev"] == "d"].groupby("bin")["a"].sum().reindex(idx, fill_value=0),
+    }, index=idx)
+    out.insert(0, "t_s", out.index * bin_s)
+    return out.reset_index(drop=True)
+
+
+def node_samples(path: Path, tl: Timeline) -> pd.DataFrame | None:
+    """nodes.csv with a t_s column on the run's time axis."""
+    if not path.exists():
+        return None
+    s = pd.read_csv(path)
+    if s.empty:
+        return None
+    s["t_s"] = tl.seconds(s["time_ns"])
+    return s

@@ -1,0 +1,124 @@
+"""What the plots show, checked on their data (not their pixels), from a run
+folder written here by hand: one time origin for every time series, partial
+link bins left out, a decomposition that adds up to the latency it claims.
+No root needed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from continuum.results import plots, report, tables, timeline
+from workloads.contract import RECORD_FIELDS
+
+T0 = 1_800_000_000_000_000_000  # epoch ns of the first drawn request
+MS = 1_000_000
+
+
+def _records(n_warm: int = 10, n_meas: int = 100, seed: int = 3) -> pd.DataFrame:
+    """Requests every 0.5 s, warm-up first; each part drawn at random so the
+    slowest requests are not slow in every part alike."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n_warm + n_meas):
+        drawn = T0 + i * 500 * MS
+        pre, up, srv, down = (int(x * MS) for x in (rng.uniform(1, 5), rng.exponential(30), rng.uniform(10, 30), rng.uniform(1, 3)))
+        published = drawn + pre
+        received = published + up
+        done = received + srv
+        rows.append({
+            "repetition": 1, "endpoint": "endpoint0", "request_id": f"endpoint0-1-{i}", "seq": i,
+            "phase": "warmup" if i < n_warm else "measure", "status": "ok", "request_bytes": 1000, "response_bytes": 100,
+            "result": "x", "t_drawn": drawn, "t_pre_start": drawn, "t_pre_end": published, "t_published": published,
+            "t_server_received": received, "t_server_start": received, "t_server_done": done, "t_server_published": done,
+            "t_received": done + down, "send_rate": 2.0,
+        })
+    return pd.DataFrame(rows, columns=RECORD_FIELDS)
+
+
+def _link_log(path: Path, init_ms: int, seconds: float, per_ms: int = 1) -> None:
+    """A constant-capacity mm-link log whose clock starts at init_ms (epoch)."""
+    lines = ["# mahimahi mm-link (Uplink) [trace] > log", "# command line: test", "# queue: infinite",
+             f"# init timestamp: {init_ms}", "# base timestamp: 0"]
+    for t in range(1, int(seconds * 1000) + 1):
+        lines += [f"{t} # 1504"] * per_ms
+        if t % 100 == 0:
+            lines += [f"{t} + 1000", f"{t} - 1000 7"]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "run"
+    (d / "raw").mkdir(parents=True)
+    (d / "links").mkdir()
+    df = _records()
+    df.to_csv(d / "raw" / "requests-endpoint0-1.csv", index=False)
+    df[["repetition", "endpoint", "request_id", "request_bytes", "t_server_received", "t_server_start", "t_server_done",
+        "t_server_published"]].to_csv(d / "raw" / "server-edge0-1.csv", index=False)
+    # The link starts 8.3 s before the first request, runs 70.4 s; the sampler starts 3.1 s before it.
+    _link_log(d / "links" / "endpoint0.uplink.log", T0 // MS - 8300, 70.4, per_ms=1)
+    _link_log(d / "links" / "endpoint0.downlink.log", T0 // MS - 8300, 70.4, per_ms=4)
+    samples = [(T0 - 3_100 * MS + k * 500 * MS, node, 0.5, 100 << 20, 0) for k in range(150) for node in ("edge0", "endpoint0")]
+    pd.DataFrame(samples, columns=["time_ns", "node", "cpu_cores", "memory_bytes", "oom_kills"]).to_csv(d / "nodes.csv", index=False)
+    (d / "manifest.json").write_text(json.dumps({"nodes": {"edge0": {"role": "edge", "cpus": 1.0, "memory_bytes": 2 << 30},
+                                                           "endpoint0": {"role": "endpoint", "cpus": 0.5, "memory_bytes": 512 << 20}}}))
+    return d
+
+
+def test_every_time_series_shares_the_first_measured_request_as_origin(run_dir):
+    df = tables.merge(sorted((run_dir / "raw").glob("requests-*.csv")), sorted((run_dir / "raw").glob("server-*.csv")))
+    tl = timeline.of_requests(df)
+    assert tl.origin_ns == T0 + 10 * 500 * MS  # the first measured request, not the first warm-up one
+    assert tl.warmups == ((-5.0, 0.0),)
+    up = timeline.link_bins(run_dir / "links" / "endpoint0.uplink.log", tl, 0.5)
+    # The link's clock started 8.3 s before the first (warm-up) request, 13.3 s before the origin:
+    # its first whole bin on the run's axis starts at -13.0 s, and the bin holding -13.3 is partial.
+    assert up["t_s"].iloc[0] == pytest.approx(-13.0)
+    samples = timeline.node_samples(run_dir / "nodes.csv", tl)
+    assert samples["t_s"].min() == pytest.approx(-8.1)
+    lo, hi = plots.time_range(tl, [up], samples, 0.5)
+    assert lo <= -13.0 and hi >= tl.workload_end_s
+
+
+def test_link_bins_leave_out_partial_bins_and_keep_the_capacity_flat(run_dir):
+    df = tables.merge(sorted((run_dir / "raw").glob("requests-*.csv")), [])
+    tl = timeline.of_requests(df)
+    for d, mbps in (("uplink", 12.032), ("downlink", 48.128)):
+        b = timeline.link_bins(run_dir / "links" / f"endpoint0.{d}.log", tl, 0.5)
+        assert np.allclose(b["capacity_mbps"], mbps), b["capacity_mbps"].describe()
+        assert np.allclose(np.diff(b["t_s"]), 0.5)
+        # 10 departures of 1000 bytes per second: 0.08 Mbit/s; queueing delay as logged
+        assert b["delivered_mbps"].mean() == pytest.approx(0.08, rel=0.1)
+        assert set(b["queue_delay_ms"].dropna()) == {7}
+
+
+def test_decomposition_groups_whole_requests_and_adds_up(run_dir):
+    df = tables.merge(sorted((run_dir / "raw").glob("requests-*.csv")), [])
+    summary = tables.summarize(df)
+    d = summary["decomposition"]
+    measured = df[df["phase"] == "measure"]
+    for key in ("around_median", "slowest_1pct"):
+        g = d[key]
+        assert sum(g["mean_parts_ms"].values()) == pytest.approx(g["mean_e2e_ms"], rel=1e-9)
+        lo, hi = g["e2e_band_ms"]
+        inside = measured[(measured["e2e_ms"] >= lo) & (measured["e2e_ms"] <= hi)]
+        assert len(inside) == g["requests"] >= 1
+        assert inside["e2e_ms"].mean() == pytest.approx(g["mean_e2e_ms"])
+    assert d["slowest_1pct"]["e2e_band_ms"][0] == pytest.approx(summary["metrics"]["e2e_ms"]["p99"])
+    # and unlike a stack of per-part P99s, it never exceeds the slowest request
+    assert d["slowest_1pct"]["mean_e2e_ms"] <= summary["metrics"]["e2e_ms"]["max"]
+    per_part_p99 = sum(summary["metrics"][c]["p99"] for c in tables.PARTS)
+    assert per_part_p99 > summary["metrics"]["e2e_ms"]["p99"], "this data would have shown the old, false picture"
+
+
+def test_report_draws_every_plot_of_the_folder(run_dir):
+    summary, made = report.build(run_dir)
+    assert {p.name for p in made} == {"latency_over_time.png", "decomposition.png", "link_endpoint0.png", "nodes.png"}
+    assert all(p.stat().st_size > 10_000 for p in made)
+    assert plots.node_limits(run_dir)["endpoint0"]["cpus"] == 0.5
+    assert summary["answered"] == summary["requests"] == 100
