@@ -1,11 +1,11 @@
 """One Mosquitto broker per remote node (edge, cloud), started inside that
 node (its namespace and cgroup) with a config written into the run folder.
 It drops root for Debian's `mosquitto` user (or `nobody`) once it has read
-its config: a broker has no business running as root, and Mosquitto says so."""
+its config (a broker has no business running as root, and Mosquitto says
+so); it logs to the file continuum opened for it."""
 
 from __future__ import annotations
 
-import os
 import pwd
 import subprocess
 from pathlib import Path
@@ -23,15 +23,15 @@ def broker_user() -> pwd.struct_passwd:
     raise RuntimeError("neither a mosquitto nor a nobody user exists on this host")
 
 
-def config_text(log: Path, user: str) -> str:
-    if "\n" in str(log) or "\r" in str(log):
-        raise ValueError(f"a line break in the log path {str(log)!r} would end Mosquitto's config line")
+def config_text(user: str) -> str:
     return "\n".join([
         f"listener {MQTT_PORT} 0.0.0.0",
         "allow_anonymous true",
         "persistence false",
-        f"user {user}",  # the log below is created for this user before the broker starts
-        f"log_dest file {log}",
+        f"user {user}",
+        # To the log file continuum opened for it: after dropping root the
+        # broker may not be able to reach the run folder itself.
+        "log_dest stdout",
         "log_type error",
         "log_type warning",
         "log_type notice",
@@ -44,19 +44,14 @@ def config_text(log: Path, user: str) -> str:
 def start(node: Node, run_dir: Path) -> subprocess.Popen:
     conf = run_dir / "brokers" / f"{node.name}.conf"
     conf.parent.mkdir(parents=True, exist_ok=True)
-    log = run_dir / "logs" / f"mosquitto-{node.name}.log"
-    user = broker_user()
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.touch()
-    os.chown(log, user.pw_uid, user.pw_gid)  # it writes its log after dropping root
-    conf.write_text(config_text(log, user.pw_name))
-    proc = node.start(["mosquitto", "-c", str(conf)], run_dir / "logs" / f"mosquitto-{node.name}.out")
+    conf.write_text(config_text(broker_user().pw_name))
+    proc = node.start(["mosquitto", "-c", str(conf)], run_dir / "logs" / f"mosquitto-{node.name}.log")
 
     def listening() -> bool:
         if proc.poll() is not None:
             from continuum.errors import ProviderError
 
-            raise ProviderError(f"mosquitto on {node.name} exited with status {proc.returncode}; see {conf.parent.parent}/logs/")
+            raise ProviderError(f"mosquitto on {node.name} exited with status {proc.returncode}; see {run_dir}/logs/mosquitto-{node.name}.log")
         out = node.run(["ss", "-Hltn", f"sport = :{MQTT_PORT}"], check=False).stdout
         return bool(out.strip())
 

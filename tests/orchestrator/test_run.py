@@ -80,6 +80,24 @@ def test_quickstart_writes_every_result_file(quickstart):
     assert m["workload"]["runtime"] == {"endpoint": "process", "server": "process"}
     with open(run_dir / "links" / "endpoint0.uplink.log") as f:
         assert f.readline().startswith("# mahimahi mm-link (Uplink)")
+    assert m["nodes"]["endpoint0"] == {"role": "endpoint", "cpus": 1.0, "memory_bytes": 512 << 20}
+
+
+def test_quickstart_counts_and_privileges_agree(quickstart):
+    """The progress bar counts what the summary counts (measured requests),
+    the broker dropped root, and the link stats still say something after the run."""
+    p, run_dir, _ = quickstart
+    summary = json.loads((run_dir / "summary.json").read_text())
+    bar = re.findall(r"(\d+) of (\d+) answered", p.stdout)
+    assert bar, p.stdout[-2000:]
+    assert (int(bar[-1][0]), int(bar[-1][1])) == (summary["answered"], summary["requests"])
+    broker_out = (run_dir / "logs" / "mosquitto-edge0.log").read_text()
+    assert "should not be run as root" not in broker_out
+    assert "New client connected" in broker_out  # it logged, as its own user, into the run folder
+    stats = json.loads((run_dir / "links" / "stats.json").read_text())["links"][0]
+    for d, cap in (("uplink", 12), ("downlink", 48)):
+        assert stats[d]["mean_capacity_mbps"] == pytest.approx(cap, rel=0.05)
+        assert stats[d]["capacity_mbps"] == pytest.approx(cap, rel=0.2), f"{d}: the last busy interval's rates, not an idle one's: {stats[d]}"
 
 
 def test_quickstart_latencies_obey_physics(quickstart):
