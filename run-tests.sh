@@ -12,6 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 ./setup.sh --no-demo
+. mahimahi-link/toolchain.sh
 # Docker and the workload images; if the engine cannot run on this host the
 # container tests skip and say why, the rest of the suite still runs.
 ./setup.sh --no-demo --containers || echo "==> WARNING: containers unavailable here; the container tests will skip" >&2

@@ -35,16 +35,30 @@ missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if ! command -v cargo >/dev/null 2>&1; then missing+=(cargo rustc); fi
+apt_updated=0
+apt_install() {
+  if [ "$apt_updated" = 0 ]; then apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing system packages: ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  apt_install "${missing[@]}"
 fi
 
-rust_minor=$(rustc --version | sed -E 's/rustc 1\.([0-9]+).*/\1/')
-if [ "$rust_minor" -lt 85 ]; then
-  echo "setup.sh: mahimahi-link needs Rust >= 1.85, found $(rustc --version); install a newer toolchain (https://rustup.rs) and rerun" >&2
+# Rust >= 1.85 for mahimahi-link: a rustup toolchain of root or of the sudo
+# user counts; otherwise Debian's: cargo-web/rustc-web on Debian 12 (its
+# plain rustc is 1.63), cargo/rustc on newer releases.
+. mahimahi-link/toolchain.sh
+rust_minor() { rustc --version 2>/dev/null | sed -E 's/rustc 1\.([0-9]+).*/\1/;t;s/.*/0/'; }
+if ! command -v cargo >/dev/null 2>&1 || [ "$(rust_minor)" -lt 85 ]; then
+  if [ "$apt_updated" = 0 ]; then apt-get update -qq; apt_updated=1; fi
+  if apt-cache show rustc-web >/dev/null 2>&1; then rust_pkgs=(cargo-web rustc-web); else rust_pkgs=(cargo rustc); fi
+  echo "==> installing Rust: ${rust_pkgs[*]}"
+  apt_install "${rust_pkgs[@]}"
+  hash -r
+fi
+if [ "$(rust_minor)" -lt 85 ]; then
+  echo "setup.sh: mahimahi-link needs Rust >= 1.85, found $(rustc --version 2>&1); install a newer toolchain (https://rustup.rs) and rerun" >&2
   exit 1
 fi
 
