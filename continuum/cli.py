@@ -5,6 +5,7 @@ ContinuumError subclasses, turned here into a message and a status
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -85,6 +86,16 @@ def main(argv: list[str] | None = None) -> int:
 
         err.print(f"[red]error:[/] {e}")
         return 130 if isinstance(e, Interrupted) else 1
+    except KeyboardInterrupt:
+        err.print("[red]error:[/] interrupted")
+        return 130
+    except Exception as e:  # noqa: BLE001 - the user gets a message, not a traceback
+        if os.environ.get("CONTINUUM_TRACEBACK"):
+            raise
+        what = f"{e.strerror}: {e.filename}" if isinstance(e, OSError) and e.strerror and e.filename else str(e)
+        err.print(f"[red]error:[/] {type(e).__name__}: {what}\n(an unexpected failure; CONTINUUM_TRACEBACK=1 shows where, "
+                  "please report it with that output)", markup=True)
+        return 1
     return 2
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -105,7 +104,7 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     run_dir = new_run_dir(spec, run_id)
     (run_dir / "raw").mkdir(parents=True)
     (run_dir / "logs").mkdir()
-    shutil.copyfile(spec.source, run_dir / "experiment.toml")
+    (run_dir / "experiment.toml").write_text(spec.text)  # the text whose hash the manifest records
     started = dt.datetime.now(dt.timezone.utc).isoformat()
     man = manifest.build(spec, run_id, argv, started)
     man["status"] = "running"
@@ -115,8 +114,9 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     old = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
     t_start = time.monotonic()
     error: BaseException | None = None
+    undo = Undo(lambda s: console.print(f"[red]{s}[/]"))
     try:
-        with Undo(lambda s: console.print(f"[red]{s}[/]")) as undo:
+        with undo:
             _run(spec, plan, provider, run_id, run_dir, undo, man, console)
             console.print("tearing down")
     except KeyboardInterrupt as e:
@@ -132,14 +132,25 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
             signal.signal(s, h)
         man["finished"] = dt.datetime.now(dt.timezone.utc).isoformat()
         man["wall_s"] = round(time.monotonic() - t_start, 2)
+        man["teardown"] = {"complete": not undo.failures, "failures": undo.failures}
         manifest.write(man, run_dir)
-    console.print("[green]torn down[/]: nothing of this run is left on the host")
+    if undo.failures:
+        console.print(f"[red]teardown incomplete[/]: {len(undo.failures)} step(s) failed (above); "
+                      f"see what is left with `continuum destroy {run_id} --list`, remove it with `continuum destroy {run_id}`")
+    else:
+        console.print("[green]torn down[/]: nothing of this run is left on the host")
 
-    summary, made = report.build(run_dir)
-    (run_dir / "summary.txt").write_text(_plain(tables.render(summary)))
-    if summary["requests"]:
-        console.print(tables.render(summary))
-        console.print(f"plots: {', '.join(str(p.relative_to(run_dir)) for p in made)}")
+    try:
+        summary, made = report.build(run_dir)
+        (run_dir / "summary.txt").write_text(_plain(tables.render(summary)))
+        if summary["requests"]:
+            console.print(tables.render(summary))
+            console.print(f"plots: {', '.join(str(p.relative_to(run_dir)) for p in made)}")
+    except Exception as e:  # noqa: BLE001 - results of a failed run must not hide why it failed
+        if error is None:
+            raise ContinuumError(f"the run finished but its results could not be built: {e}; "
+                                 f"retry with `continuum report {run_dir}`") from e
+        console.print(f"[yellow]partial results could not be built[/]: {e}")
     console.print(f"results: {run_dir}")
     if isinstance(error, KeyboardInterrupt):
         raise Interrupted(f"interrupted; partial results in {run_dir}") from None

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from continuum.errors import ContinuumError
 from workloads.contract import RECORD_FIELDS
 
 METRICS = {
@@ -44,13 +45,18 @@ def add_metrics(df: pd.DataFrame) -> pd.DataFrame:
 
 def merge(endpoint_csvs: list[Path], server_csvs: list[Path]) -> pd.DataFrame:
     """All endpoints' rows, with `dropped` (the server never saw the request) and the metrics."""
-    parts = [pd.read_csv(p) for p in endpoint_csvs if p.exists() and p.stat().st_size > 0]
+    parts = []
+    for p in endpoint_csvs:
+        if not p.exists() or p.stat().st_size == 0:
+            continue
+        part = pd.read_csv(p)
+        missing = [c for c in RECORD_FIELDS if c not in part.columns]
+        if missing:
+            raise ContinuumError(f"{p}: the records lack the contract's columns {', '.join(missing)} (see docs/workloads.md)")
+        parts.append(part)
     if not parts:
         return add_metrics(pd.DataFrame(columns=[*RECORD_FIELDS, "dropped"]))
     df = pd.concat(parts, ignore_index=True)
-    missing = [c for c in RECORD_FIELDS if c not in df.columns]
-    if missing:
-        raise ValueError(f"records lack the contract's columns {', '.join(missing)} (see docs/workloads.md)")
     seen = set()
     for p in server_csvs:
         if p.exists() and p.stat().st_size > 0:
