@@ -16,6 +16,10 @@ fi
 # Docker and the workload images; if the engine cannot run on this host the
 # container tests skip and say why, the rest of the suite still runs.
 ./setup.sh --no-demo --containers || echo "==> WARNING: containers unavailable here; the container tests will skip" >&2
+echo "==> linters: ruff, mypy (continuum/), cargo clippy"
+.venv/bin/ruff check .
+.venv/bin/mypy continuum
+(cd mahimahi-link && cargo clippy --release --all-targets --quiet -- -D warnings)
 echo "==> cargo test (mahimahi-link)"
 (cd mahimahi-link && cargo test --release --quiet 2>&1 | grep -E "^test result|FAILED|panicked|error" ; exit "${PIPESTATUS[0]}")
 echo "==> pytest"

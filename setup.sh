@@ -52,7 +52,7 @@ fi
 rust_minor() { rustc --version 2>/dev/null | sed -E 's/rustc 1\.([0-9]+).*/\1/;t;s/.*/0/'; }
 if ! command -v cargo >/dev/null 2>&1 || [ "$(rust_minor)" -lt 85 ]; then
   if [ "$apt_updated" = 0 ]; then apt-get update -qq; apt_updated=1; fi
-  if apt-cache show rustc-web >/dev/null 2>&1; then rust_pkgs=(cargo-web rustc-web); else rust_pkgs=(cargo rustc); fi
+  if apt-cache show rustc-web >/dev/null 2>&1; then rust_pkgs=(cargo-web rustc-web rust-web-clippy); else rust_pkgs=(cargo rustc rust-clippy); fi
   echo "==> installing Rust: ${rust_pkgs[*]}"
   apt_install "${rust_pkgs[@]}"
   hash -r

@@ -121,7 +121,7 @@ def build(say: Callable[[str], None], only: list[str] | None = None) -> list[str
                       "--no-deps", "-r", str(WORKLOADS / req), "-d", str(WHEELHOUSE)], timeout=1800)
     built = []
     for image in wanted:
-        dockerfile, req = IMAGES[image]
+        dockerfile, image_req = IMAGES[image]
         if not image_problems([image]):
             say(f"{ref(image)} is up to date")
             built.append(ref(image))
@@ -131,8 +131,8 @@ def build(say: Callable[[str], None], only: list[str] | None = None) -> list[str
             ctx = Path(d)
             shutil.copytree(WORKLOADS, ctx / "workloads", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             (ctx / "wheels").mkdir()
-            if req:
-                for line in (WORKLOADS / req).read_text().splitlines():
+            if image_req:
+                for line in (WORKLOADS / image_req).read_text().splitlines():
                     name = line.split("#")[0].strip().split("==")[0].lower().replace("-", "_")
                     for whl in WHEELHOUSE.glob("*.whl"):
                         if name and whl.name.lower().startswith(name + "-"):

@@ -35,8 +35,11 @@ class NodeSampler:
             while not self._stop.is_set():
                 now = time.time_ns()
                 for n in self.nodes:
+                    cg = n.cgroup
+                    if cg is None:
+                        continue
                     try:
-                        usage, mem, ooms = n.cgroup.cpu_usage_ns(), n.cgroup.memory_bytes(), n.cgroup.oom_kills()
+                        usage, mem, ooms = cg.cpu_usage_ns(), cg.memory_bytes(), cg.oom_kills()
                     except (OSError, ValueError):
                         continue
                     if n.name in last:

@@ -28,7 +28,7 @@ class Undo(contextlib.ExitStack):
 
         return super().callback(guarded)
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> bool | None:
         suppressed = super().__exit__(*exc)
         if exc[0] is None and self.failures:
             raise ProviderError("teardown was incomplete (run `continuum destroy`):\n  " + "\n  ".join(self.failures))

@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -195,7 +195,7 @@ def load(path: str | os.PathLike) -> ExperimentSpec:
             if not isinstance(data[key], dict):
                 issues.append(ConfigIssue(file, key, "expected a table ([" + key + "])"))
                 continue
-            parsed[key] = _section(field.annotation, data[key], file, key, issues)
+            parsed[key] = _section(cast(type[BaseModel], field.annotation), data[key], file, key, issues)
         elif key != "experiment":
             parsed[key] = field.default
 
@@ -273,9 +273,10 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         for i, rule in enumerate(m.bypass):
             if not _valid_bypass(rule):
                 bad(f"mobile.bypass[{i}]", f"{rule!r}: expected PREFIX or PREFIX:PORT, e.g. '10.200.2.0/24' or '10.200.2.2:1883'")
-        if refs.get("uplink") and refs.get("downlink"):
+        up_ref, down_ref = refs.get("uplink"), refs.get("downlink")
+        if up_ref and down_ref:
             mobile = MobileSpec(
-                m.preset, refs["uplink"], refs["downlink"], m.uplink_queue, m.uplink_queue_args,
+                m.preset, up_ref, down_ref, m.uplink_queue, m.uplink_queue_args,
                 m.downlink_queue, m.downlink_queue_args, m.uplink_loss, m.downlink_loss, tuple(m.bypass), m.ms_bursts,
             )
 

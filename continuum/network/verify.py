@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 from continuum import commands, naming
 from continuum.config import ExperimentSpec
@@ -121,7 +122,7 @@ def no_leaks(dep: Deployment, run_id: str) -> dict:
 
 def verify(spec: ExperimentSpec, plan: Plan, dep: Deployment, stats: Path) -> dict:
     """Run all checks; raise VerificationError (with the numbers) if one fails."""
-    result = {
+    result: dict[str, Any] = {
         "core_rtt": core_rtt(spec, plan, dep),
         "shaped_once": shaped_once(spec, plan, dep, stats),
         "no_leaks": no_leaks(dep, dep.run_id),

@@ -161,10 +161,10 @@ class NetnsProvider(Provider):
         for v in plan.veths:
             if v.a.namespace in plan.probe_addresses and v.b.namespace == "ran":  # endpoint eth0 <-> ran ue_i
                 ep, ep_if = dep.nodes[v.a.namespace].netns, v.a.name
-                ep_ip = v.a.address.split("/")[0]
+                ep_ip = str(v.a.address).split("/")[0]
                 gw = next(w for w in plan.veths if w.b.namespace == "core" and w.b.address
                           and w.b.address.rsplit(".", 1)[0] == ep_ip.rsplit(".", 1)[0])
-                core, core_if, gw_ip = dep.nodes["core"].netns, gw.b.name, gw.b.address.split("/")[0]
+                core, core_if, gw_ip = dep.nodes["core"].netns, gw.b.name, str(gw.b.address).split("/")[0]
                 commands.run(commands.in_netns(ep, ["ip", "neigh", "replace", gw_ip, "lladdr", mac(core, core_if),
                                                     "dev", ep_if, "nud", "permanent"]))
                 commands.run(commands.in_netns(core, ["ip", "neigh", "replace", ep_ip, "lladdr", mac(ep, ep_if),
@@ -207,7 +207,7 @@ class NetnsProvider(Provider):
             if parsed and (run_id is None or parsed[0] == run_id):
                 pids = namespace_pids(ns)
                 out.append(f"namespace {ns}" + (f" ({len(pids)} processes)" if pids else ""))
-        for rid, cgs in cgroups.existing(run_id).items():
+        for _rid, cgs in cgroups.existing(run_id).items():
             for cg in cgs:
                 out.append(f"cgroup {next(iter(cg.dirs.values()))}")
         return out
@@ -224,7 +224,7 @@ class NetnsProvider(Provider):
                 say(f"removing namespace {ns} and its processes")
                 delete_namespace(ns)
                 removed += 1
-        for rid, cgs in cgroups.existing(run_id).items():
+        for _rid, cgs in cgroups.existing(run_id).items():
             for cg in cgs:
                 say(f"removing cgroup {next(iter(cg.dirs.values()))}")
                 cg.remove()

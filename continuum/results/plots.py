@@ -68,7 +68,7 @@ def decomposition(summary: dict, out: Path) -> bool:
         return False
     fig, ax = plt.subplots(figsize=(7, 4.5))
     names = (("around_median", "requests around the median\n(e2e P45-P55)"), ("slowest_1pct", "slowest 1%\n(e2e >= P99)"))
-    for x, (key, label) in enumerate(names):
+    for x, (key, _label) in enumerate(names):
         g = d[key]
         bottom = 0.0
         for i, (col, part) in enumerate(PARTS):

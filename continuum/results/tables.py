@@ -70,7 +70,7 @@ def merge(endpoint_csvs: list[Path], server_csvs: list[Path]) -> pd.DataFrame:
 def summarize(df: pd.DataFrame) -> dict:
     measured = df[df["phase"] == "measure"]
     answered = measured[measured["status"] == "ok"]
-    out = {
+    out: dict = {
         "requests": int(len(measured)),
         "answered": int(len(answered)),
         "timeouts": int((measured["status"] != "ok").sum()),

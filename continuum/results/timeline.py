@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,8 @@ class Timeline:
     warmups: tuple[tuple[float, float], ...]  # per repetition: warm-up start, end (s since origin)
     workload_end_s: float  # the last answer (or last request drawn) of the run
 
-    def seconds(self, epoch_ns) -> float | pd.Series:
+    def seconds(self, epoch_ns: Any) -> Any:
+        """Epoch ns (a number or a Series) -> seconds on the run's axis."""
         return (epoch_ns - self.origin_ns) / 1e9
 
 

@@ -119,8 +119,8 @@ def _show(args, console: Console) -> int:
         nums = [f"{s.duration_s:g}", _fmt(s.mean_mbps), _fmt(s.median_mbps), _fmt(s.p5_mbps), _fmt(s.p95_mbps), _fmt(s.max_mbps), f"{s.outage_s:g}, {s.outage_count}"] if s else ["?"] * 7
         t.add_row(d, e.files[d], e.sha256.get(d, "?")[:16] + "...", *nums, on)
     console.print(t)
-    for s in e.sources:
-        console.print(f"  source {s.name}: {s.url} (sha256 {s.sha256})")
+    for src in e.sources:
+        console.print(f"  source {src.name}: {src.url} (sha256 {src.sha256})")
     for d, c in e.convert.items():
         console.print(f"  {d}: {c.format} from {c.source}{' member ' + c.member if c.member else ''}")
     for d, r in e.recipe.items():

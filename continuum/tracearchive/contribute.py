@@ -27,7 +27,7 @@ def add(entry_id: str, files: dict[str, Path], meta: dict, extra: dict | None = 
     if not files:
         problems.append("give at least one of --up FILE / --down FILE")
     findings: list[checks.Finding] = []
-    for d, p in files.items():
+    for _d, p in files.items():
         findings += checks.check_file(p)
     problems += [str(f) for f in findings if f.level == "error"]
     if index.entry_path(entry_id).exists():
@@ -38,7 +38,7 @@ def add(entry_id: str, files: dict[str, Path], meta: dict, extra: dict | None = 
     except ValidationError as e:
         problems += [f"--{'.'.join(str(x) for x in err['loc'])}: {err['msg']}" for err in e.errors()]
         entry = None
-    if problems:
+    if problems or entry is None:
         raise AddError("\n".join(problems))
     dest = index.CONTRIBUTED / entry_id
     dest.mkdir(parents=True, exist_ok=False)

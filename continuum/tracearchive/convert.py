@@ -99,7 +99,11 @@ def read_per_second(path: Path, gap_fill: str = "hold") -> Source:
 def read_gnettrack(path: Path | None, direction: str, gap_fill: str = "hold", text: str | None = None, name: str | None = None) -> Source:
     column = {"down": "DL_bitrate", "up": "UL_bitrate"}[direction]
     name = name or str(path)
-    rows = csvmod.DictReader(io.StringIO(text if text is not None else Path(path).read_text(errors="replace")))
+    if text is None:
+        if path is None:
+            raise ConvertError("read_gnettrack needs a path or the text")
+        text = Path(path).read_text(errors="replace")
+    rows = csvmod.DictReader(io.StringIO(text))
     if not rows.fieldnames or column not in rows.fieldnames or "Timestamp" not in rows.fieldnames:
         raise ConvertError(f"{name}: not a G-NetTrack CSV: needs the columns Timestamp and {column}")
     seconds, rates = [], []

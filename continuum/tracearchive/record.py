@@ -238,7 +238,7 @@ def _session(ctl: Control, udp: socket.socket, role: str, cfg: dict, peer_udp=No
     if sender is not None:
         n = sender.run(cfg["duration_s"])
         ctl.send(last=n)
-    if rx:
+    if rx and receiver is not None:
         rx.join(timeout=cfg["duration_s"] + 30)
         receiver.stop.set()
     result = {}

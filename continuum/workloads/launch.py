@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from continuum import containers, naming
-from continuum.config import ExperimentSpec
+from continuum.config import ExperimentSpec, NodeSpec
+from continuum.errors import ProviderError
 from continuum.network import plan as netplan
 from continuum.providers.base import Node
 from continuum.traces import REPO
@@ -31,16 +32,22 @@ def _common(spec: ExperimentSpec, broker: str, rep: int, seed: int) -> dict[str,
             "CONTINUUM_PARAMS": json.dumps(dict(w.params)), **w.environment}
 
 
+def _limits(node: Node) -> NodeSpec:
+    if node.spec is None:
+        raise ProviderError(f"{node.name} is not a workload node (it has no CPU and memory limits)")
+    return node.spec
+
+
 def server_env(spec: ExperimentSpec, node: Node, raw: Path, rep: int) -> dict[str, str]:
-    return {**_common(spec, "127.0.0.1", rep, spec.seed), "CONTINUUM_THREADS": str(max(1, math.floor(node.spec.cpus))),
-            "OMP_NUM_THREADS": str(max(1, math.floor(node.spec.cpus))),
+    threads = str(max(1, math.floor(_limits(node).cpus)))
+    return {**_common(spec, "127.0.0.1", rep, spec.seed), "CONTINUUM_THREADS": threads, "OMP_NUM_THREADS": threads,
             "CONTINUUM_SERVER_LOG": str(raw / f"server-{node.name}.csv"),
             "CONTINUUM_READY_FILE": str(raw / f"server-ready-r{rep}.json"), "CONTINUUM_MODEL_CACHE": str(model_cache())}
 
 
 def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: int) -> dict[str, str]:
     w = spec.workload
-    return {**_common(spec, broker, rep, spec.seed + node.spec.index), "CONTINUUM_ENDPOINT": node.name,
+    return {**_common(spec, broker, rep, spec.seed + _limits(node).index), "CONTINUUM_ENDPOINT": node.name,
             "CONTINUUM_RATE": f"{w.rate:g}", "CONTINUUM_ARRIVALS": w.arrivals, "CONTINUUM_BURST": str(w.burst),
             "CONTINUUM_WARMUP_S": f"{spec.warmup_s:g}", "CONTINUUM_DURATION_S": f"{spec.duration_s:g}",
             "CONTINUUM_TIMEOUT_S": f"{w.timeout_s:g}", "CONTINUUM_PAYLOAD": json.dumps(dict(w.payload)),
@@ -56,10 +63,12 @@ def start(spec: ExperimentSpec, side: str, node: Node, env: dict[str, str], run_
     s = w.endpoint if side == "endpoint" else w.server
     log = run_dir / "logs" / f"{side}-{node.name}.log"
     if s.runtime == "container":
+        if s.image is None:
+            raise ProviderError(f"the {side} side runs in a container but names no image")
         name = f"{naming.netns(run_id, node.name)}-{side}-r{rep}"
         mounts = [(run_dir / "raw", True)] + ([(model_cache(), False)] if model_cache().is_dir() else [])
         argv = containers.run_argv(name, run_id, s.image, list(s.command), containers.sandbox_name(run_id, node.name),
-                                   naming.cgroup(run_id, node.name), node.spec.cpus, node.spec.memory_bytes, env, mounts)
+                                   naming.cgroup(run_id, node.name), _limits(node).cpus, _limits(node).memory_bytes, env, mounts)
         return node.start(argv, log, contained=False), name
     if REGISTRY[w.app].builtin:
         argv = [sys.executable, "-m", "workloads", side, w.app]

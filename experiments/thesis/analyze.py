@@ -246,7 +246,7 @@ def e4_scatter(points: list[Point], x: str, xlabel: str, title: str, path: Path)
 def e4_cc_bars(pairs: list[tuple[str, Point, Point]], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(8, 4.5))
     w = 0.2
-    for i, (label, off, on) in enumerate(pairs):
+    for i, (_label, off, on) in enumerate(pairs):
         for j, (p, stat, color) in enumerate(((off, "median", "C3"), (on, "median", "C2"), (off, "P99", "#f4a3a3"), (on, "P99", "#a3e4a3"))):
             v = p.med("e2e_ms") if stat == "median" else p.p99("e2e_ms")
             ax.bar(i + (j - 1.5) * w, v, w, color=color, label=f"{stat}, congestion control {'on' if p is on else 'off'}" if i == 0 else None)

@@ -68,7 +68,7 @@ def iperf(lab: Lab, udp_rate: float | None, seconds=4) -> float:
 
 def ping_median(lab: Lab) -> float:
     out = lab.run(lab.ue, "ping", "-c", "200", "-i", "0.005", CORE_IP).stdout
-    return statistics.median(float(l.split("time=")[1].split()[0]) for l in out.splitlines() if "time=" in l)
+    return statistics.median(float(line.split("time=")[1].split()[0]) for line in out.splitlines() if "time=" in line)
 
 
 def raw_lab(lab: Lab):
@@ -95,7 +95,7 @@ def main() -> None:
         for r in rates:
             lab.start_emulator(traces[r], traces[r])
             tcp, tcpu, tb = measure(lab, lambda: iperf(lab, None))
-            udp, ucpu, ub = measure(lab, lambda: iperf(lab, r * 1e6 * 1.05))
+            udp, ucpu, ub = measure(lab, lambda r=r: iperf(lab, r * 1e6 * 1.05))
             lab.stop_emulator()
             rows.append((f"mahimahi-link {r} Mbit/s", r, tcp, udp, (tcpu, ucpu), tb, ub))
         lab.start_emulator(traces[4800], traces[4800])
@@ -127,7 +127,7 @@ def main() -> None:
     # measured on, its idle accounting disagreed with per-process CPU.
     print("| path | trace Mbit/s | TCP Mbit/s (% of 1448/1500 of trace) | UDP Mbit/s (% of 1472/1500 of trace) | emulator CPU, cores (TCP / UDP) | emulator CPU per delivered Gbit/s (TCP) |")
     print("|---|---|---|---|---|---|")
-    for name, r, tcp, udp, cpu, tb, ub in rows:
+    for name, r, tcp, udp, cpu, _tb, _ub in rows:
         tpct = f" ({100 * tcp / (r * 1e6 * 1448 / 1500):.1f}%)" if r != "-" else ""
         upct = f" ({100 * udp / (r * 1e6 * 1472 / 1500):.1f}%)" if r != "-" and udp is not None else ""
         u = f"{udp / 1e6:.0f}{upct}" if udp is not None else "-"

@@ -157,8 +157,8 @@ def main() -> None:
                     sh("ip", "netns", "del", ns, check=False)
     # delivered rate over the interval between the two statistics documents (their own clock)
     wall = doc1["time_s"] - doc0["time_s"]
-    before = {l["name"]: l["downlink"]["departed_bytes"] for l in doc0["links"]}
-    per_link = sorted((l["downlink"]["departed_bytes"] - before[l["name"]]) * 8 / wall / 1e6 for l in doc1["links"])
+    before = {link["name"]: link["downlink"]["departed_bytes"] for link in doc0["links"]}
+    per_link = sorted((link["downlink"]["departed_bytes"] - before[link["name"]]) * 8 / wall / 1e6 for link in doc1["links"])
     total = sum(per_link)
     print("| UE links | trace per link | delivered total Mbit/s (mm-link bytes: IP + 4) | per link min / median / max (% of trace) | emulator CPU, cores | CPU per delivered Gbit/s | idle CPU (100 links) | namespace setup |")
     print("|---|---|---|---|---|---|---|---|")

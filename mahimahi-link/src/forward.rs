@@ -398,7 +398,7 @@ impl Forwarder {
                 self.flush_logs()?;
                 next_flush = now + 1_000_000_000;
             }
-            if self.cfg.link_opts.repeat == false && self.links.iter().all(|l| l.up.link.finished() && l.down.link.finished()) {
+            if !self.cfg.link_opts.repeat && self.links.iter().all(|l| l.up.link.finished() && l.down.link.finished()) {
                 break Stop::TracesEnded;
             }
             if busy {
@@ -593,7 +593,7 @@ impl Forwarder {
             if bypass {
                 l.up.extra.bypassed_packets += 1;
                 let di = delay_index(&self.cfg.delays, m.dst);
-                self.to_core(li, di, now, frame);
+                self.send_to_core(li, di, now, frame);
             } else {
                 self.shape(li, true, frame, m.ip_len, now, deps);
                 self.uplink_departures(li, deps);
@@ -670,7 +670,7 @@ impl Forwarder {
         }
     }
 
-    fn to_core(&mut self, li: usize, rule: Option<usize>, t: Nanos, frame: Frame) {
+    fn send_to_core(&mut self, li: usize, rule: Option<usize>, t: Nanos, frame: Frame) {
         let l = &mut self.links[li];
         match rule.filter(|i| self.cfg.delays[*i].delay_ns > 0) {
             Some(i) => l.delay_up[i].push_back((t + self.cfg.delays[i].delay_ns, frame, After::ToCore)),
@@ -687,7 +687,7 @@ impl Forwarder {
         if !sender.push(ifindex, &frame.vnet, frame.data, (li as u32) << 1 | to_core as u32) {
             let d = if to_core { &mut l.up } else { &mut l.down };
             d.extra.tx_full_drops += 1;
-        } else if sender.pending() % TX_BURST == 0 {
+        } else if sender.pending().is_multiple_of(TX_BURST) {
             // A long round (a flood picked up at once) sends as it goes, every
             // TX_BURST frames: not at every frame while the kernel's buffer is
             // full and frames stay queued.
@@ -720,7 +720,7 @@ impl Forwarder {
         }
         for (t, frame) in assemble(deps) {
             let di = packet::parse(&frame.data).and_then(|m| delay_index(&self.cfg.delays, m.dst));
-            self.to_core(li, di, t, frame);
+            self.send_to_core(li, di, t, frame);
         }
     }
 

@@ -6,8 +6,8 @@
 //! up-to-64 KB super-frames (TSO/GSO). With `PACKET_VNET_HDR` the emulator
 //! receives such a frame whole, with a virtio-net header that says how the
 //! kernel would cut it (segment size, checksum position). Each MTU segment is
-//! still charged and timed exactly as mm-link would do it (its own IP length
-//! + 4, its own arrival, departure and log lines). The segments that leave
+//! still charged and timed exactly as mm-link would do it (its own IP
+//! length plus 4, its own arrival, departure and log lines). The segments that leave
 //! together are then sent on as one smaller super-frame. The receiving stack
 //! takes that frame as it takes any GRO'd frame, so on the wire inside the
 //! receiver nothing differs from MTU packets arriving at the same instants.
@@ -229,6 +229,7 @@ mod tests {
 
     /// What the kernel's segmentation would produce for segment k: the
     /// reference the split frames must match byte for byte (checksum aside).
+    #[allow(clippy::too_many_arguments)] // a test helper spelling out a TCP header
     fn kernel_segment(v6: bool, payload: &[u8], mss: usize, k: usize, n: usize, flags: u8, seq: u32, id: u16) -> Vec<u8> {
         let part = &payload[k * mss..((k + 1) * mss).min(payload.len())];
         let mut fl = flags;

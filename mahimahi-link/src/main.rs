@@ -3,7 +3,7 @@
 
 use mahimahi_link::forward::{DirSpec, ForwardConfig, Forwarder, LinkSpec, Stop};
 use mahimahi_link::link::{Link, LinkOptions, Sink};
-use mahimahi_link::options::{self, Common, Parsed, USAGE};
+use mahimahi_link::options::{self, Common, LinkArg, Parsed, USAGE};
 use mahimahi_link::queue::Queued;
 use mahimahi_link::trace::Trace;
 use mahimahi_link::{shell, sys};
@@ -103,7 +103,9 @@ fn config(c: &Common, links: Vec<LinkSpec>, argv: &[String]) -> ForwardConfig {
     }
 }
 
-fn spec(c: &Common, traces: &HashMap<String, Arc<Trace>>, name: &str, ue: &str, core: &str, up: &str, down: &str, netns: Option<String>) -> LinkSpec {
+fn spec(c: &Common, traces: &HashMap<String, Arc<Trace>>, l: &LinkArg) -> LinkSpec {
+    let LinkArg { name, ue, core, up, down, netns } = l;
+    let netns = netns.clone();
     let log = |p: &Option<String>| p.as_ref().map(|p| p.replace("{name}", name));
     LinkSpec {
         name: name.into(),
@@ -137,7 +139,7 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
     }
     let paths: Vec<&str> = p.links.iter().flat_map(|l| [l.up.as_str(), l.down.as_str()]).collect();
     let traces = load_traces(&paths)?;
-    let specs = p.links.iter().map(|l| spec(&p.common, &traces, &l.name, &l.ue, &l.core, &l.up, &l.down, l.netns.clone())).collect();
+    let specs = p.links.iter().map(|l| spec(&p.common, &traces, l)).collect();
     let cfg = config(&p.common, specs, argv);
     sys::install_stop_handler();
     let mut fwd = Forwarder::open(cfg).map_err(|e| vec![e])?;
@@ -155,7 +157,8 @@ fn shell_mode(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
     }
     let (up, down) = (p.positional[0].as_str(), p.positional[1].as_str());
     let traces = load_traces(&[up, down])?;
-    let link = spec(&p.common, &traces, "shell", "ue", "core", up, down, None);
+    let shell = LinkArg { name: "shell".into(), ue: "ue".into(), core: "core".into(), up: up.to_string(), down: down.to_string(), netns: None };
+    let link = spec(&p.common, &traces, &shell);
     let cfg = config(&p.common, vec![], argv);
     sys::install_stop_handler();
     shell::run(cfg, link, p.command).map_err(|e| vec![e])
@@ -186,7 +189,6 @@ fn simulate(p: Parsed) -> Result<i32, Vec<String>> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut last = 0u64;
-    let mut id = 0u64;
     for (n, line) in std::io::stdin().lock().lines().enumerate() {
         let line = line.map_err(|e| vec![e.to_string()])?;
         let mut it = line.split_whitespace();
@@ -203,8 +205,7 @@ fn simulate(p: Parsed) -> Result<i32, Vec<String>> {
             return Err(vec![format!("stdin:{}: size must be 1..=1504 (IP length + 4)", n + 1)]);
         }
         last = t;
-        link.enqueue(s, id, t, &mut SimSink { out: &mut out });
-        id += 1;
+        link.enqueue(s, n as u64, t, &mut SimSink { out: &mut out });
     }
     // Drain: run until everything left the queue (or the trace ended).
     while let Some(t) = link.next_event() {

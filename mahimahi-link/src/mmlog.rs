@@ -68,7 +68,7 @@ impl MmLog {
     /// `n` opportunity lines of one millisecond: formatted once, copied n times.
     pub fn opportunities(&mut self, t: Nanos, n: u32) {
         let start = self.buf.len();
-        let _ = write!(self.buf, "{} # {}\n", t / MS, crate::OPPORTUNITY_BYTES);
+        let _ = writeln!(self.buf, "{} # {}", t / MS, crate::OPPORTUNITY_BYTES);
         let len = self.buf.len() - start;
         let want = len * n as usize;
         self.buf.reserve(want - len);
@@ -93,7 +93,7 @@ impl MmLog {
     /// Hand the gathered lines to the writer thread (write errors surface
     /// through `Writer::take_error`).
     pub fn flush(&mut self) {
-        let full = std::mem::replace(&mut self.buf, Vec::new());
+        let full = std::mem::take(&mut self.buf);
         self.out.append(full);
     }
 }

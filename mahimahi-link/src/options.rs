@@ -176,20 +176,47 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             }
         };
         let r: Result<(), String> = match key.as_str() {
-            "--uplink-queue" => Ok(uq = val),
-            "--uplink-queue-args" => Ok(uqa = val),
-            "--downlink-queue" => Ok(dq = val),
-            "--downlink-queue-args" => Ok(dqa = val),
-            "--queue" if simulate => Ok(q = val),
-            "--queue-args" if simulate => Ok(qa = val),
-            "--uplink-log" => Ok(c.up_log = Some(val)),
-            "--downlink-log" => Ok(c.down_log = Some(val)),
+            "--uplink-queue" => {
+                uq = val;
+                Ok(())
+            }
+            "--uplink-queue-args" => {
+                uqa = val;
+                Ok(())
+            }
+            "--downlink-queue" => {
+                dq = val;
+                Ok(())
+            }
+            "--downlink-queue-args" => {
+                dqa = val;
+                Ok(())
+            }
+            "--queue" if simulate => {
+                q = val;
+                Ok(())
+            }
+            "--queue-args" if simulate => {
+                qa = val;
+                Ok(())
+            }
+            "--uplink-log" => {
+                c.up_log = Some(val);
+                Ok(())
+            }
+            "--downlink-log" => {
+                c.down_log = Some(val);
+                Ok(())
+            }
             "--uplink-loss" => parse_prob(&key, &val).map(|p| c.up_loss = p),
             "--downlink-loss" => parse_prob(&key, &val).map(|p| c.down_loss = p),
             "--seed" => val.parse().map(|s| c.seed = s).map_err(|_| format!("--seed: {val:?} is not a non-negative integer")),
             "--bypass" => val.split(',').map(BypassRule::parse).collect::<Result<Vec<_>, _>>().map(|mut v| c.bypass.append(&mut v)),
             "--delay" => DelayRule::parse(&val).map(|d| c.delays.push(d)),
-            "--stats" => Ok(c.stats = Some(val)),
+            "--stats" => {
+                c.stats = Some(val);
+                Ok(())
+            }
             "--stats-interval-ms" => val.parse().ok().filter(|v| *v > 0).map(|v| c.stats_interval_ms = v).ok_or_else(|| format!("--stats-interval-ms: {val:?} is not a positive integer")),
             "--link" => LinkArg::parse(&val).map(|l| links.push(l)),
             "--cpu" => val.parse().map(|v| c.cpu = Some(v)).map_err(|_| format!("--cpu: {val:?} is not a CPU number")),

@@ -79,7 +79,10 @@ pub fn run(mut cfg: crate::forward::ForwardConfig, mut link: LinkSpec, command: 
     // over super-frames; without, they send MTU-sized frames.
     let host_offloads = if cfg.gso { sys::enable_tx_offloads } else { sys::disable_offloads };
     host_offloads(&outer);
-    sys::in_netns(&sh, || Ok(host_offloads("ingress"))).map_err(|e| e.to_string())?;
+    sys::in_netns(&sh, || {
+        host_offloads("ingress");
+        Ok(())
+    }).map_err(|e| e.to_string())?;
     // The emulator gets one core; the hosts' receive stacks run on the others.
     let cpu = *cfg.cpu.get_or_insert(0);
     sys::steer_rx_away_from(None, &outer, cpu);

@@ -138,7 +138,7 @@ impl Ring {
             p
         };
         if p == libc::MAP_FAILED {
-            return Err(io::Error::new(io::ErrorKind::Other, format!("mmap packet ring: {}", io::Error::last_os_error())));
+            return Err(io::Error::other(format!("mmap packet ring: {}", io::Error::last_os_error())));
         }
         r.ring = p as *mut u8;
         let mut mr: libc::packet_mreq = unsafe { std::mem::zeroed() };
@@ -299,7 +299,7 @@ impl PacketSocket {
             let mut best: Option<(u64, usize)> = None;
             for (i, r) in self.rings.iter().enumerate() {
                 if let Some(t) = r.ready_at() {
-                    if best.map_or(true, |(bt, _)| t < bt) {
+                    if best.is_none_or(|(bt, _)| t < bt) {
                         best = Some((t, i));
                     }
                 }

@@ -35,17 +35,20 @@ impl Appender {
 }
 
 /// The handle the event loop keeps; cheap to call, never blocks on I/O.
+/// The files the writer thread has open (path, file; None once closed), shared with its owner.
+type OpenFiles = Arc<Mutex<Vec<(String, Option<File>)>>>;
+
 pub struct Writer {
     tx: Option<Sender<Job>>,
     thread: Option<JoinHandle<()>>,
-    files: Arc<Mutex<Vec<(String, Option<File>)>>>,
+    files: OpenFiles,
     errors: Arc<Mutex<Vec<String>>>,
 }
 
 impl Writer {
     pub fn start() -> Writer {
         let (tx, rx) = channel();
-        let files: Arc<Mutex<Vec<(String, Option<File>)>>> = Arc::default();
+        let files: OpenFiles = Arc::default();
         let errors: Arc<Mutex<Vec<String>>> = Arc::default();
         let (f, e) = (files.clone(), errors.clone());
         let thread = std::thread::Builder::new()
@@ -92,7 +95,7 @@ impl Drop for Writer {
     }
 }
 
-fn serve(rx: Receiver<Job>, files: Arc<Mutex<Vec<(String, Option<File>)>>>, errors: Arc<Mutex<Vec<String>>>) {
+fn serve(rx: Receiver<Job>, files: OpenFiles, errors: Arc<Mutex<Vec<String>>>) {
     let fail = |msg: String| errors.lock().unwrap().push(msg);
     let mut stop = false;
     while !stop {

@@ -68,7 +68,7 @@ def test_two_links_in_one_process_are_shaped_independently(mml, tmp_path, two_ue
             return rates
 
         rates, steal = undisturbed(measure)
-        links = {l["name"]: l for l in json.loads(stats.read_text())["links"]}
+        links = {link["name"]: link for link in json.loads(stats.read_text())["links"]}
     finally:
         emu.send_signal(signal.SIGTERM)
         assert emu.wait(timeout=10) == 0
@@ -87,7 +87,7 @@ def test_two_links_in_one_process_are_shaped_independently(mml, tmp_path, two_ue
 def _ping_median_ms(ns: str, dst: str, count: int = 100) -> float:
     out = subprocess.run(["ip", "netns", "exec", ns, "ping", "-n", "-c", str(count), "-i", "0.01", dst],
                          capture_output=True, text=True, timeout=60).stdout
-    rtts = sorted(float(l.split("time=")[1].split()[0]) for l in out.splitlines() if "time=" in l)
+    rtts = sorted(float(line.split("time=")[1].split()[0]) for line in out.splitlines() if "time=" in line)
     assert len(rtts) >= count * 0.9, out[-500:]
     return rtts[len(rtts) // 2]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 def namespaces(run_id: str = "") -> set[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {l.split()[0] for l in out.splitlines() if l.startswith(f"ctm-{run_id}")}
+    return {line.split()[0] for line in out.splitlines() if line.startswith(f"ctm-{run_id}")}
 
 
 def cgroup_dirs(run_id: str = "") -> set[str]:

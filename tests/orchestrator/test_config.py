@@ -3,6 +3,7 @@ failure asserting the error type and that the message names the key."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -38,7 +39,7 @@ def test_full_file_resolves_every_section():
                          "min_bytes": 10000, "max_bytes": 100000}  # the app's range fills in the bounds
     assert w.congestion_control["enabled"] and w.congestion_control["threshold_ms"] == 400
     assert w.endpoint.runtime == w.server.runtime == "process"
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         spec.seed = 3  # frozen
 
 
