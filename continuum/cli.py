@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             from continuum import config, runner
 
-            spec = config.load(args.file)
+            spec = config.load(args.file, materialize=not args.dry_run)
             runner.run(spec, ["continuum", *argv], console, dry_run=args.dry_run)
             return 0
         if args.command == "destroy":
@@ -105,7 +105,7 @@ def _validate(files: list[Path], console: Console, err: Console) -> int:
     status = 0
     for f in files:
         try:
-            spec = config.load(f)
+            spec = config.load(f, materialize=False)
         except ConfigError as e:
             err.print(f"[red]invalid:[/] {e}")
             status = 2

@@ -1,5 +1,5 @@
-"""Find a trace by archive name or path, and check it with the emulator's own
-parser (so the orchestrator and the link agree on what a valid trace is).
+"""Find a trace by archive name or path, and check it by the emulator's
+grammar (a test holds the two parsers to the same verdicts).
 Archive names come from the trace archive's index (continuum.tracearchive);
 an external dataset not fetched yet is taken from the mirror when one is
 there ($CONTINUUM_TRACE_MIRROR or ../shared/traces), never downloaded here."""
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,41 +43,48 @@ def locate_file(given: str, base: Path) -> Path | None:
     return None
 
 
-def check(path: Path) -> str | None:
-    """None when the trace is valid, else the emulator's message (file:line: why)."""
-    binary = mahimahi_link_binary()
-    if not binary.exists():
-        return f"cannot check traces: {binary} is missing (run ./setup.sh to build mahimahi-link)"
-    p = subprocess.run([str(binary), "validate", str(path)], capture_output=True, text=True)
-    if p.returncode == 0:
-        return None
-    return (p.stderr or p.stdout).strip().removeprefix("mahimahi-link: ")
-
-
 def sha256(path: Path) -> str:
     from continuum.tracearchive.fetch import sha256_file
 
     return sha256_file(path)
 
 
-def resolve(given: str, base: Path, direction: str = "up") -> tuple[TraceRef | None, str | None]:
+def grammar_problem(path: Path) -> str | None:
+    """None when the file is a trace mahimahi-link accepts, else file:line: why.
+    The same rules as the emulator's parser (tests/orchestrator/test_trace_grammar.py
+    holds both to the same verdicts), without running it."""
+    from continuum.tracearchive import checks
+
+    errors = [f for f in checks.check_file(path) if f.level == "error"]
+    return str(errors[0]).replace(": error: ", ": ", 1) if errors else None
+
+
+def resolve(given: str, base: Path, direction: str = "up", materialize: bool = True) -> tuple[TraceRef | None, str | None]:
     """(reference, None) or (None, what is wrong). `direction` ("up" or
-    "down") picks an archive entry's file unless the name says NAME.up/.down."""
+    "down") picks an archive entry's file unless the name says NAME.up/.down.
+    materialize=False writes nothing and starts nothing: an archive trace
+    not made yet is only checked to be makeable from this machine, and its
+    reference carries the index's checksum (`continuum validate`, `--dry-run`)."""
     from continuum.tracearchive import fetch, index
 
     path = locate_file(given, base)
-    archive_id = None
-    if path is None:
-        try:
-            entry, named_dir = index.find(given)
-            path = fetch.materialize(entry, named_dir or direction, say=lambda _m: None)
-            archive_id = entry.id
-        except index.UnknownTrace as e:
-            looks_like_path = "/" in given or given.startswith(".")
-            return None, (f"trace {given!r}: no such file" + (f" (relative to {base})" if looks_like_path else f", and {e}"))
-        except (fetch.FetchError, index.IndexError_) as e:
-            return None, f"trace {given!r}: {e}"
-    problem = check(path)
+    if path is not None:
+        problem = grammar_problem(path)
+        if problem:
+            return None, f"trace {given!r} is not a valid Mahimahi trace: {problem}"
+        return TraceRef(given, path, sha256(path)), None
+    try:
+        entry, named_dir = index.find(given)
+        d = named_dir or direction
+        if not materialize:
+            return TraceRef(given, fetch.available(entry, d), entry.sha256.get(d) or "unknown until made", entry.id), None
+        path = fetch.materialize(entry, d, say=lambda _m: None)  # checksum-verified against the index
+    except index.UnknownTrace as e:
+        looks_like_path = "/" in given or given.startswith(".")
+        return None, (f"trace {given!r}: no such file" + (f" (relative to {base})" if looks_like_path else f", and {e}"))
+    except (fetch.FetchError, index.IndexError_) as e:
+        return None, f"trace {given!r}: {e}"
+    problem = grammar_problem(path) if entry.sha256.get(d) is None else None
     if problem:
         return None, f"trace {given!r} is not a valid Mahimahi trace: {problem}"
-    return TraceRef(given, path, sha256(path), archive_id), None
+    return TraceRef(given, path, sha256(path), entry.id), None

@@ -7,11 +7,22 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Tests never write to the user's trace cache: every session gets its own,
+# inherited by the CLI and experiment processes the tests start.
+TEST_TRACE_CACHE = Path(tempfile.mkdtemp(prefix="continuum-test-traces-"))
+os.environ["CONTINUUM_TRACE_CACHE"] = str(TEST_TRACE_CACHE)
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(TEST_TRACE_CACHE, ignore_errors=True)
+
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
 MML_DIR = ROOT / "mahimahi-link"
 MML_BIN = MML_DIR / "target" / "release" / "mahimahi-link"

@@ -169,8 +169,10 @@ def _without_bad_keys(model: type[BaseModel], data: Any, e: ValidationError) -> 
         return None
 
 
-def load(path: str | os.PathLike) -> ExperimentSpec:
-    """Parse, validate and resolve an experiment file; raise ConfigError with all problems."""
+def load(path: str | os.PathLike, materialize: bool = True) -> ExperimentSpec:
+    """Parse, validate and resolve an experiment file; raise ConfigError with all problems.
+    materialize=False (validate, --dry-run) writes nothing: archive traces not made
+    yet are only checked to be makeable here."""
     path = Path(path)
     file = str(path)
     try:
@@ -199,14 +201,14 @@ def load(path: str | os.PathLike) -> ExperimentSpec:
         elif key != "experiment":
             parsed[key] = field.default
 
-    spec = _resolve(path, text, parsed, issues)
+    spec = _resolve(path, text, parsed, issues, materialize)
     if issues:
         raise ConfigError(issues)
     assert spec is not None
     return spec
 
 
-def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]) -> ExperimentSpec | None:
+def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue], materialize: bool = True) -> ExperimentSpec | None:
     file = str(path)
     base = path.resolve().parent
 
@@ -259,7 +261,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
                 continue
             if failed("mobile.preset", f"mobile.{key}"):
                 continue
-            ref, problem = traces.resolve(given, base, "up" if key == "uplink" else "down")
+            ref, problem = traces.resolve(given, base, "up" if key == "uplink" else "down", materialize)
             if problem:
                 from_preset = m.preset is not None and getattr(m, key) is None
                 bad("mobile.preset" if from_preset else f"mobile.{key}", problem)

@@ -35,11 +35,12 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def verified(path: Path, expected: str | None) -> bool:
+def verified(path: Path, expected: str | None, remember: bool = True) -> bool:
     """Whether `path` (a file this project wrote, in the cache or the archive)
     exists with the expected checksum. The result is kept in a sidecar (size
-    and hash) so a large file is hashed once; never used on a mirror, which
-    is not ours to write in."""
+    and hash) so a large file is hashed once, unless remember is False (a
+    check that must write nothing); never used on a mirror, which is not
+    ours to write in."""
     if not path.is_file():
         return False
     if expected is None:
@@ -50,7 +51,8 @@ def verified(path: Path, expected: str | None) -> bool:
         return True
     if sha256_file(path) != expected:
         return False
-    side.write_text(f"{size} {expected}\n")
+    if remember:
+        side.write_text(f"{size} {expected}\n")
     return True
 
 
@@ -74,12 +76,12 @@ def target(entry: Entry, direction: str) -> Path:
     return cache_dir() / entry.id / entry.files[direction]
 
 
-def source_path(entry: Entry, name: str, mirror: Path | None, download: bool, say=print) -> Path:
+def source_path(entry: Entry, name: str, mirror: Path | None, download: bool, say=print, remember: bool = True) -> Path:
     src = next((s for s in entry.sources if s.name == name), None)
     if src is None:
         raise FetchError(f"entry {entry.id}: conversion names source {name!r}, which is not among its sources")
     cached = cache_dir() / "_sources" / src.name
-    if verified(cached, src.sha256):
+    if verified(cached, src.sha256, remember):
         return cached
     mirrors = [m for m in (mirror, default_mirror()) if m is not None]
     for m in mirrors:
@@ -107,6 +109,31 @@ def source_path(entry: Entry, name: str, mirror: Path | None, download: bool, sa
         raise FetchError(f"{src.url}: SHA-256 {got} differs from the index ({src.sha256})")
     os.replace(tmp, cached)
     return cached
+
+
+def available(entry: Entry, direction: str, mirror: Path | None = None) -> Path:
+    """Where `materialize` puts this direction's file, once it is sure the
+    file is there or can be made from what is on this machine. Writes
+    nothing (for `continuum validate` and `--dry-run`); FetchError or
+    NotFetched says what is missing."""
+    if direction not in entry.files:
+        have = ", ".join(entry.direction_names())
+        raise FetchError(f"trace {entry.id!r} has no {direction}link file (it has: {have})")
+    out = target(entry, direction)
+    if verified(out, entry.sha256.get(direction), remember=False):
+        return out
+    what = f"{entry.id} ({direction})"
+    if entry.kind == "contributed":
+        raise FetchError(f"{out}: missing or its SHA-256 differs from the index")
+    if entry.kind == "generated":
+        if direction not in entry.recipe:
+            raise FetchError(f"{what}: bad recipe: no recipe for this direction")
+        return out
+    conv = entry.convert.get(direction)
+    if conv is None:
+        raise FetchError(f"{what}: the entry says nothing on how to make this direction (convert.{direction})")
+    source_path(entry, conv.source, mirror, download=False, say=lambda _m: None, remember=False)
+    return out
 
 
 def materialize(entry: Entry, direction: str, mirror: Path | None = None, download: bool = False, say=print) -> Path:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 OPPORTUNITY_BITS = 12000  # 1500-byte IP packet; mm-link charges +4 (TUN) of 1504
+MAX_TIMESTAMP_MS = 1 << 40  # mahimahi-link's trace parser (src/trace.rs) refuses more: over 34 years
 
 
 class TraceReadError(ValueError):
@@ -23,23 +24,40 @@ class TraceReadError(ValueError):
 
 def read(path: Path) -> np.ndarray:
     """Timestamps (int64 ms). Raises TraceReadError with file and line for a
-    line that is not a non-negative integer; ordering is left to `checks`."""
+    line that is not a plain non-negative integer (ASCII digits, surrounding
+    whitespace allowed: the emulator's grammar, so `+5`, `5_000` or `-0` are
+    refused here as there) or beyond the emulator's limit; ordering is left
+    to `checks`."""
     text = Path(path).read_bytes()
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TraceReadError(path, None, "not text (expected one integer millisecond timestamp per line)") from None
     tokens = text.split(b"\n")
     if tokens and tokens[-1] == b"":
         tokens.pop()
+    strict = not text.translate(None, b"0123456789 \t\r\n\x0b\x0c")
     try:
+        if not strict:
+            raise ValueError("not only digits and whitespace")
         ts = np.array(tokens, dtype=np.int64) if tokens else np.zeros(0, dtype=np.int64)
-    except ValueError:
+        if len(ts) and ts.max() > MAX_TIMESTAMP_MS:
+            raise ValueError("beyond the emulator's limit")
+    except (ValueError, OverflowError):
+        # The first problem by line, as the emulator reports it: a decrease
+        # before the bad line comes first.
+        prev = -1
         for i, tok in enumerate(tokens, 1):
             s = tok.strip()
-            if not s.isdigit():
+            if not (s.isdigit() and s.isascii()):
                 shown = s.decode(errors="replace")[:40]
                 raise TraceReadError(path, i, f"{shown!r} is not a non-negative integer millisecond timestamp") from None
+            if int(s) > MAX_TIMESTAMP_MS:
+                raise TraceReadError(path, i, f"timestamp {int(s)} ms is absurdly large (over 34 years)") from None
+            if int(s) < prev:
+                raise TraceReadError(path, i, f"timestamp {int(s)} is smaller than the one before ({prev}); timestamps must not decrease") from None
+            prev = int(s)
         raise
-    if (ts < 0).any():
-        i = int(np.argmax(ts < 0)) + 1
-        raise TraceReadError(path, i, f"{ts[i - 1]} is negative; timestamps are milliseconds >= 0")
     return ts
 
 
