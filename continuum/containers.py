@@ -182,6 +182,9 @@ def run_argv(name: str, run_id: str, image: str, command: list[str], sandbox_nam
     for key, value in env.items():
         argv += ["-e", f"{key}={value}"]
     for path, writable in mounts:
+        if ":" in str(path) or "\n" in str(path):
+            raise ProviderError(f"{path}: a ':' or a line break in a folder to mount into a container would change what "
+                                "`docker run -v` mounts; choose an output folder without them")
         argv += ["-v", f"{path}:{path}:{'rw' if writable else 'ro'}"]
     return argv + [ref(image), *command]
 

@@ -262,6 +262,9 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
             if failed("mobile.preset", f"mobile.{key}"):
                 continue
             ref, problem = traces.resolve(given, base, "up" if key == "uplink" else "down", materialize)
+            if ref is not None and "," in str(ref.path):
+                ref, problem = None, (f"trace {given!r} lies at {ref.path}, whose ',' would split mahimahi-link's "
+                                      "--link option; move or rename it (or the trace cache, $CONTINUUM_TRACE_CACHE)")
             if problem:
                 from_preset = m.preset is not None and getattr(m, key) is None
                 bad("mobile.preset" if from_preset else f"mobile.{key}", problem)
@@ -310,6 +313,12 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
             bad("workload.offload", f"offloads to {w.offload!r} but nodes.{w.offload}.count is 0")
 
     e = p.get("experiment")
+    if e is not None and workload is not None and workload.runtime == "container" and ":" in e.output:
+        bad("experiment.output", f"{e.output!r}: a ':' cannot be mounted into the workload's containers "
+                                 "(docker run -v SRC:DST); choose another folder")
+    if e is not None and ("\n" in e.output or "{name}" in e.output):
+        bad("experiment.output", "a line break or '{name}' (the emulator's log-name template) in the output folder's "
+                                 "name would send the run's logs elsewhere; choose another folder")
     if issues or e is None or mobile is None or core is None or workload is None:
         return None
     out = Path(e.output)
