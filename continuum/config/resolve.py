@@ -263,8 +263,9 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
                 continue
             ref, problem = traces.resolve(given, base, "up" if key == "uplink" else "down", materialize)
             if ref is not None and "," in str(ref.path):
-                ref, problem = None, (f"trace {given!r} lies at {ref.path}, whose ',' would split mahimahi-link's "
-                                      "--link option; move or rename it (or the trace cache, $CONTINUUM_TRACE_CACHE)")
+                problem = (f"trace {given!r} lies at {ref.path}, whose ',' would split mahimahi-link's "
+                           "--link option; move or rename it (or the trace cache, $CONTINUUM_TRACE_CACHE)")
+                ref = None
             if problem:
                 from_preset = m.preset is not None and getattr(m, key) is None
                 bad("mobile.preset" if from_preset else f"mobile.{key}", problem)
