@@ -23,4 +23,4 @@ echo "==> linters: ruff, mypy (continuum/), cargo clippy"
 echo "==> cargo test (mahimahi-link)"
 (cd mahimahi-link && cargo test --release --quiet 2>&1 | grep -E "^test result|FAILED|panicked|error" ; exit "${PIPESTATUS[0]}")
 echo "==> pytest"
-exec .venv/bin/python -m pytest -q -p no:cacheprovider tests "$@"
+exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 tests "$@"
