@@ -16,6 +16,7 @@ return the measurements for the manifest. Three checks:
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -92,14 +93,25 @@ def shaped_once(spec: ExperimentSpec, plan: Plan, dep: Deployment, stats: Path) 
     return out
 
 
-def _settled_stats(stats: Path) -> dict:
-    """Statistics after in-flight packets have passed (two writes apart)."""
-    time.sleep(0.1)
-    first = stats.stat().st_mtime_ns
-    deadline = time.monotonic() + 2
-    while stats.stat().st_mtime_ns == first and time.monotonic() < deadline:
-        time.sleep(0.02)
-    time.sleep(0.25)
+def _settled_stats(stats: Path, timeout: float = 3.0) -> dict:
+    """Statistics that count everything sent so far: the emulator writes them
+    every 100 ms from its own clock (time_s), so the second document written
+    after this call began was computed after every packet sent before it."""
+    def stamp() -> float:
+        try:
+            return float(json.loads(stats.read_text())["time_s"])
+        except (OSError, ValueError, KeyError):
+            return -1.0
+
+    seen = [stamp()]
+    deadline = time.monotonic() + timeout
+    while len(seen) < 3:
+        if time.monotonic() > deadline:
+            raise VerificationError(f"mahimahi-link's statistics ({stats}) stopped being updated")
+        t = stamp()
+        if t > seen[-1]:
+            seen.append(t)
+        time.sleep(0.01)
     return link.read_stats(stats)
 
 

@@ -57,6 +57,38 @@ with open(out, "w") as f:
 """
 
 
+def wait_listening(ns: str, port: int, proc: subprocess.Popen | None = None, udp: bool = False, timeout: float = 10) -> None:
+    """Until something listens on port inside namespace ns (readiness, not a guess)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = subprocess.run(["ip", "netns", "exec", ns, "ss", "-Hln" + ("u" if udp else "t"), f"sport = :{port}"],
+                             capture_output=True, text=True).stdout
+        if out.strip():
+            return
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"the server for port {port} in {ns} exited ({proc.returncode}) before listening")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"nothing listens on port {port} in {ns} after {timeout:.0f} s")
+        time.sleep(0.02)
+
+
+def wait_stats(stats: Path, done, proc: subprocess.Popen | None = None, timeout: float = 10) -> dict:
+    """Until the emulator's statistics satisfy done(links by name); returns them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            links = {link["name"]: link for link in json.loads(stats.read_text())["links"]}
+            if done(links):
+                return links
+        except (OSError, ValueError, KeyError):
+            pass
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"mahimahi-link exited ({proc.returncode})")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the emulator's statistics did not reach the expected state within {timeout:.0f} s")
+        time.sleep(0.02)
+
+
 def sh(*argv: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(list(argv), check=check, capture_output=True, text=True, **kw)
 
@@ -150,7 +182,7 @@ class Lab:
         """Goodput in bit/s measured at the receiver, UE as client."""
         server = self.popen(self.core, "iperf3", "-s", "-1", "-p", str(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            time.sleep(0.3)
+            wait_listening(self.core, port, server)
             args = ["iperf3", "-c", CORE_IP, "-p", str(port), "-t", str(seconds), "-J", "-O", "1"]
             if reverse:
                 args.append("-R")

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from netlab import constant_trace, parse_log, sh, undisturbed
+from netlab import constant_trace, parse_log, sh, undisturbed, wait_listening, wait_stats
 
 pytestmark = pytest.mark.usefixtures("root_netns")
 
@@ -59,7 +59,8 @@ def test_two_links_in_one_process_are_shaped_independently(mml, tmp_path, two_ue
         def measure():
             servers = [subprocess.Popen(["ip", "netns", "exec", core, "iperf3", "-s", "-1", "-B", f"100.100.{i}.2", "-p", "5201"],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(2)]
-            time.sleep(0.3)
+            for server in servers:
+                wait_listening(core, 5201, server)
             clients = [subprocess.Popen(["ip", "netns", "exec", ue, "iperf3", "-c", f"100.100.{i}.2", "-p", "5201", "-t", "4", "-O", "1", "-J"],
                                         stdout=subprocess.PIPE, text=True) for i, ue in enumerate(ues)]
             rates = [json.loads(c.communicate(timeout=60)[0])["end"]["sum_received"]["bits_per_second"] for c in clients]
@@ -101,17 +102,19 @@ def test_a_busy_link_does_not_delay_another_links_packets(mml, tmp_path, two_ue_
     emu = subprocess.Popen(["ip", "netns", "exec", ran, str(mml), "forward",
                             f"--link=name=busy,ue=ue0,core=c0,up={slow},down={slow}",
                             f"--link=name=quiet,ue=ue1,core=c1,up={fast},down={fast}",
-                            "--uplink-queue=droptail", "--uplink-queue-args=packets=200"], stderr=subprocess.PIPE, text=True)
+                            "--uplink-queue=droptail", "--uplink-queue-args=packets=200", f"--stats={tmp_path}/stats.json",
+                            "--stats-interval-ms=20"], stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.5)
+        wait_stats(tmp_path / "stats.json", lambda links: True, emu)  # forwarding
         assert emu.poll() is None, emu.stderr.read()
         idle = _ping_median_ms(ues[1], "100.100.1.2")
         server = subprocess.Popen(["ip", "netns", "exec", core, "iperf3", "-s", "-1", "-B", "100.100.0.2", "-p", "5202"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.3)
+        wait_listening(core, 5202, server)
         flood = subprocess.Popen(["ip", "netns", "exec", ues[0], "iperf3", "-c", "100.100.0.2", "-p", "5202", "-u", "-b", "18M", "-t", "5"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(1.5)
+        # the busy link's queue is full (200 packets): now it is as busy as it gets
+        wait_stats(tmp_path / "stats.json", lambda links: links["busy"]["uplink"]["queue_packets"] >= 150, emu)
         busy = _ping_median_ms(ues[1], "100.100.1.2")
         flood.wait(timeout=30)
         server.wait(timeout=10)

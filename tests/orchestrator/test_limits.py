@@ -34,7 +34,11 @@ def busy_loop_cores(cg: cgroups.Cgroup, seconds: float) -> float:
     """Cores a busy loop inside cg gets, measured by the cgroup's own CPU accounting."""
     p = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=cg.join)
     try:
-        time.sleep(0.5)
+        start = cg.cpu_usage_ns()
+        deadline = time.monotonic() + 10
+        while cg.cpu_usage_ns() - start < 50_000_000:  # running inside the cgroup: 50 ms of CPU charged to it
+            assert p.poll() is None and time.monotonic() < deadline, "the busy loop did not start in the cgroup"
+            time.sleep(0.01)
         u0, t0 = cg.cpu_usage_ns(), time.monotonic_ns()
         time.sleep(seconds)
         return (cg.cpu_usage_ns() - u0) / (time.monotonic_ns() - t0)

@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mahimahi_link"))
-from netlab import CORE_IP, Lab  # noqa: E402
+from netlab import CORE_IP, Lab, wait_listening  # noqa: E402
 
 from continuum.tracearchive import mahimahi  # noqa: E402
 
@@ -43,7 +42,7 @@ def test_record_then_replay_matches_the_trace(mml, shared_traces, tmp_path):
         server = lab.popen(lab.core, PY, "-m", "continuum", "traces", "record", "serve", "--port", "9500", "--once",
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
-            time.sleep(1.0)
+            wait_listening(lab.core, 9500, server)
             rec = lab.run(lab.ue, PY, "-m", "continuum", "traces", "record", "--peer", CORE_IP, "--duration", "25",
                           "--out", str(out), "--ping", CORE_IP, "--ping-count", "5", timeout=180)
             assert "uplink" in rec.stdout and "downlink" in rec.stdout, rec.stdout
