@@ -23,10 +23,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from continuum import commands
+from continuum import REPO, commands
 from continuum.errors import CommandError, ProviderError
 
-REPO = Path(__file__).resolve().parent.parent
 WORKLOADS = REPO / "workloads"
 WHEELHOUSE = REPO / ".cache" / "wheelhouse"
 LABEL_RUN = "continuum.run"

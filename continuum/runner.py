@@ -25,6 +25,7 @@ from continuum.providers.base import Deployment, stop_process, wait_for
 from continuum.results import manifest, report, tables
 from continuum.undo import Undo
 from continuum.workloads import launch
+from workloads.contract import Env
 
 
 class Interrupted(ContinuumError):
@@ -222,7 +223,7 @@ def _repetition(spec: ExperimentSpec, plan: netplan.Plan, dep: Deployment, run_d
     target = dep.nodes[plan.offload_target]
     console.print(f"[bold]workload[/] {w.app} ({w.runtime}), repetition {rep}/{spec.repetitions}")
     env = launch.server_env(spec, target, raw, rep)
-    ready = Path(env["CONTINUUM_READY_FILE"])
+    ready = Path(env[Env.READY_FILE])
     server, box = launch.start(spec, "server", target, env, run_dir, dep.run_id, rep)
     undo.callback(stop_process, server)
     if box:
@@ -252,7 +253,7 @@ def _repetition(spec: ExperimentSpec, plan: netplan.Plan, dep: Deployment, run_d
         undo.callback(stop_process, proc)
         if box:
             undo.callback(containers.remove, box)
-        clients.append((n, proc, Path(env["CONTINUUM_RECORDS"])))
+        clients.append((n, proc, Path(env[Env.RECORDS])))
 
     total = spec.warmup_s + spec.duration_s
     t0 = time.monotonic()

@@ -11,7 +11,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from continuum import REPO
+
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,36 @@ SERVER_FIELDS = ["repetition", "endpoint", "request_id", "request_bytes", "t_ser
 RATE_FIELDS = ["t", "endpoint", "repetition", "rate", "reason", "latency_ms"]
 
 
+class Env:
+    """The CONTINUUM_* variables continuum sets and apps read: their names are
+    defined here only (docs/workloads.md describes each one)."""
+
+    BROKER = "CONTINUUM_BROKER"
+    QOS = "CONTINUUM_QOS"
+    SEED = "CONTINUUM_SEED"
+    REPETITION = "CONTINUUM_REPETITION"
+    PARAMS = "CONTINUUM_PARAMS"
+    ENDPOINT = "CONTINUUM_ENDPOINT"
+    RATE = "CONTINUUM_RATE"
+    ARRIVALS = "CONTINUUM_ARRIVALS"
+    BURST = "CONTINUUM_BURST"
+    WARMUP_S = "CONTINUUM_WARMUP_S"
+    DURATION_S = "CONTINUUM_DURATION_S"
+    TIMEOUT_S = "CONTINUUM_TIMEOUT_S"
+    PAYLOAD = "CONTINUUM_PAYLOAD"
+    CONGESTION_CONTROL = "CONTINUUM_CONGESTION_CONTROL"
+    RECORDS = "CONTINUUM_RECORDS"
+    RATE_LOG = "CONTINUUM_RATE_LOG"
+    THREADS = "CONTINUUM_THREADS"
+    SERVER_LOG = "CONTINUUM_SERVER_LOG"
+    READY_FILE = "CONTINUUM_READY_FILE"
+    MODEL_CACHE = "CONTINUUM_MODEL_CACHE"
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [v for k, v in vars(cls).items() if k.isupper()]
+
+
 def request_topic(endpoint: str) -> str:
     return f"continuum/{endpoint}/request"
 
@@ -72,9 +102,9 @@ class Common:
 
 
 def _common() -> Common:
-    host, _, port = _env("CONTINUUM_BROKER").rpartition(":")
-    return Common(host or "127.0.0.1", int(port), int(_env("CONTINUUM_QOS", "0")), int(_env("CONTINUUM_SEED", "1")),
-                  int(_env("CONTINUUM_REPETITION", "1")), _json("CONTINUUM_PARAMS"))
+    host, _, port = _env(Env.BROKER).rpartition(":")
+    return Common(host or "127.0.0.1", int(port), int(_env(Env.QOS, "0")), int(_env(Env.SEED, "1")),
+                  int(_env(Env.REPETITION, "1")), _json(Env.PARAMS))
 
 
 @dataclass
@@ -94,12 +124,12 @@ class EndpointSettings(Common):
     @classmethod
     def from_env(cls) -> "EndpointSettings":
         c = _common()
-        return cls(**vars(c), endpoint=_env("CONTINUUM_ENDPOINT"), rate=float(_env("CONTINUUM_RATE")),
-                   arrivals=_env("CONTINUUM_ARRIVALS", "constant"), burst=int(_env("CONTINUUM_BURST", "1")),
-                   warmup_s=float(_env("CONTINUUM_WARMUP_S", "0")), duration_s=float(_env("CONTINUUM_DURATION_S")),
-                   timeout_s=float(_env("CONTINUUM_TIMEOUT_S", "10")), payload=_json("CONTINUUM_PAYLOAD"),
-                   congestion_control=_json("CONTINUUM_CONGESTION_CONTROL"), records=_env("CONTINUUM_RECORDS"),
-                   rate_log=_env("CONTINUUM_RATE_LOG", ""))
+        return cls(**vars(c), endpoint=_env(Env.ENDPOINT), rate=float(_env(Env.RATE)),
+                   arrivals=_env(Env.ARRIVALS, "constant"), burst=int(_env(Env.BURST, "1")),
+                   warmup_s=float(_env(Env.WARMUP_S, "0")), duration_s=float(_env(Env.DURATION_S)),
+                   timeout_s=float(_env(Env.TIMEOUT_S, "10")), payload=_json(Env.PAYLOAD),
+                   congestion_control=_json(Env.CONGESTION_CONTROL), records=_env(Env.RECORDS),
+                   rate_log=_env(Env.RATE_LOG, ""))
 
 
 @dataclass
@@ -112,5 +142,5 @@ class ServerSettings(Common):
     @classmethod
     def from_env(cls) -> "ServerSettings":
         c = _common()
-        return cls(**vars(c), threads=int(_env("CONTINUUM_THREADS", "1")), server_log=_env("CONTINUUM_SERVER_LOG"),
-                   ready_file=_env("CONTINUUM_READY_FILE"), model_cache=_env("CONTINUUM_MODEL_CACHE", ""))
+        return cls(**vars(c), threads=int(_env(Env.THREADS, "1")), server_log=_env(Env.SERVER_LOG),
+                   ready_file=_env(Env.READY_FILE), model_cache=_env(Env.MODEL_CACHE, ""))

@@ -5,9 +5,13 @@ silently ignored). Presets, trace names and host facts are resolved later, in
 
 from __future__ import annotations
 
-from typing import Literal, Union
+import dataclasses
+import re
+from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from workloads import congestion
 
 QUEUES = ("infinite", "droptail", "drophead", "codel", "pie")
 QUEUE_ARGS = {
@@ -105,16 +109,20 @@ class Payload(Strict):
     sigma: float | None = Field(default=None, gt=0, le=5)
 
 
+# The rule's defaults are the endpoint's own (workloads/congestion.py), defined there only.
+_CC: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(congestion.CongestionControl) if f.name != "base_rate"}
+
+
 class CongestionControl(Strict):
     """The thesis' application-level rule: x factor while e2e > threshold, restore after."""
 
     enabled: bool = False
-    threshold_ms: float = Field(default=500.0, gt=0)
-    factor: float = Field(default=0.5, gt=0, lt=1)
-    hold_s: float = Field(default=1.0, ge=0)
-    restore: Literal["reset", "double", "additive"] = "reset"
-    step: float = Field(default=0.0, ge=0)
-    min_rate: float = Field(default=0.0, ge=0)
+    threshold_ms: float = Field(default=_CC["threshold_ms"], gt=0)
+    factor: float = Field(default=_CC["factor"], gt=0, lt=1)
+    hold_s: float = Field(default=_CC["hold_s"], ge=0)
+    restore: Literal["reset", "double", "additive"] = _CC["restore"]  # congestion.RESTORE (a test holds them equal)
+    step: float = Field(default=_CC["step"], ge=0)
+    min_rate: float = Field(default=_CC["min_rate"], ge=0)
 
 
 class Custom(Strict):
@@ -152,24 +160,30 @@ class ExperimentFile(Strict):
 
 
 def queue_args_problems(kind: str, args: str) -> list[str]:
-    """What is wrong with an mm-link queue-args string for this discipline (empty: nothing)."""
+    """What is wrong with an mm-link queue-args string for this discipline
+    (empty: nothing). The emulator's rules (src/queue.rs), which
+    tests/orchestrator/test_queue_args.py holds this to."""
     problems = []
     allowed = QUEUE_ARGS[kind]
+    values: dict[str, int] = {}
     for part in filter(None, (p.strip() for p in args.split(","))):
         key, sep, value = part.partition("=")
-        key = key.strip()
+        key, value = key.strip(), value.strip()
         if not sep:
             problems.append(f"{part!r} is not KEY=VALUE")
         elif key not in allowed:
             valid = ", ".join(allowed) or "none"
             problems.append(f"queue {kind} does not take {key!r}; valid: {valid}")
-        elif not value.strip().isdigit():
-            problems.append(f"{key}={value.strip()!r}: expected a whole number")
-    given = {p.split("=")[0].strip() for p in args.split(",") if "=" in p}
-    if kind in ("droptail", "drophead") and not given & {"packets", "bytes"}:
-        problems.append(f"queue {kind} needs a limit: packets=N and/or bytes=N")
-    if kind == "codel" and not {"target", "interval"} <= given:
-        problems.append("queue codel needs target=MS, interval=MS")
-    if kind == "pie" and not {"qdelay_ref", "max_burst"} <= given:
-        problems.append("queue pie needs qdelay_ref=MS, max_burst=MS")
+        elif not re.fullmatch(r"\+?[0-9]+", value) or int(value) >= 1 << 64:
+            problems.append(f"{key}={value!r}: expected a whole number")
+        else:
+            values.setdefault(key, int(value))
+    if problems:
+        return problems
+    if kind in ("droptail", "drophead") and not (values.get("packets") or values.get("bytes")):
+        problems.append(f"queue {kind} needs a limit: packets=N and/or bytes=N (N > 0)")
+    if kind == "codel" and not (values.get("target") and values.get("interval")):
+        problems.append("queue codel needs target=MS, interval=MS (both > 0)")
+    if kind == "pie" and not ("qdelay_ref" in values and "max_burst" in values and values["qdelay_ref"] > 0):
+        problems.append("queue pie needs qdelay_ref=MS (> 0), max_burst=MS")
     return problems

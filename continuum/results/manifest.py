@@ -13,7 +13,8 @@ from pathlib import Path
 
 import continuum
 from continuum.config import ExperimentSpec
-from continuum.traces import REPO, mahimahi_link_binary
+from continuum import REPO
+from continuum.traces import mahimahi_link_binary
 
 
 def _out(argv: list[str]) -> str:

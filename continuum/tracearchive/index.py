@@ -22,7 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-REPO = Path(__file__).resolve().parents[2]
+from continuum import REPO
+
 ARCHIVE = Path(os.environ.get("CONTINUUM_TRACE_ARCHIVE") or REPO / "trace-archive")  # tests point it elsewhere
 ENTRIES = ARCHIVE / "entries"
 CONTRIBUTED = ARCHIVE / "contributed"

@@ -16,20 +16,21 @@ from continuum.config import ExperimentSpec, NodeSpec
 from continuum.errors import ProviderError
 from continuum.network import plan as netplan
 from continuum.providers.base import Node
-from continuum.traces import REPO
+from continuum import REPO
 from continuum.workloads import REGISTRY
+from workloads.contract import Env
 
 
 def model_cache() -> Path:
     """Where pretrained weights are looked for (docs/workloads.md): $CONTINUUM_MODEL_CACHE or ~/.cache/continuum/models."""
-    return Path(os.environ.get("CONTINUUM_MODEL_CACHE", Path.home() / ".cache" / "continuum" / "models"))
+    return Path(os.environ.get(Env.MODEL_CACHE, Path.home() / ".cache" / "continuum" / "models"))
 
 
 def _common(spec: ExperimentSpec, broker: str, rep: int, seed: int) -> dict[str, str]:
     w = spec.workload
-    return {"CONTINUUM_BROKER": f"{broker}:{netplan.MQTT_PORT}", "CONTINUUM_QOS": str(w.qos),
-            "CONTINUUM_SEED": str(seed), "CONTINUUM_REPETITION": str(rep),
-            "CONTINUUM_PARAMS": json.dumps(dict(w.params)), **w.environment}
+    return {Env.BROKER: f"{broker}:{netplan.MQTT_PORT}", Env.QOS: str(w.qos),
+            Env.SEED: str(seed), Env.REPETITION: str(rep),
+            Env.PARAMS: json.dumps(dict(w.params)), **w.environment}
 
 
 def _limits(node: Node) -> NodeSpec:
@@ -40,20 +41,20 @@ def _limits(node: Node) -> NodeSpec:
 
 def server_env(spec: ExperimentSpec, node: Node, raw: Path, rep: int) -> dict[str, str]:
     threads = str(max(1, math.floor(_limits(node).cpus)))
-    return {**_common(spec, "127.0.0.1", rep, spec.seed), "CONTINUUM_THREADS": threads, "OMP_NUM_THREADS": threads,
-            "CONTINUUM_SERVER_LOG": str(raw / f"server-{node.name}.csv"),
-            "CONTINUUM_READY_FILE": str(raw / f"server-ready-r{rep}.json"), "CONTINUUM_MODEL_CACHE": str(model_cache())}
+    return {**_common(spec, "127.0.0.1", rep, spec.seed), Env.THREADS: threads, "OMP_NUM_THREADS": threads,
+            Env.SERVER_LOG: str(raw / f"server-{node.name}.csv"),
+            Env.READY_FILE: str(raw / f"server-ready-r{rep}.json"), Env.MODEL_CACHE: str(model_cache())}
 
 
 def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: int) -> dict[str, str]:
     w = spec.workload
-    return {**_common(spec, broker, rep, spec.seed + _limits(node).index), "CONTINUUM_ENDPOINT": node.name,
-            "CONTINUUM_RATE": f"{w.rate:g}", "CONTINUUM_ARRIVALS": w.arrivals, "CONTINUUM_BURST": str(w.burst),
-            "CONTINUUM_WARMUP_S": f"{spec.warmup_s:g}", "CONTINUUM_DURATION_S": f"{spec.duration_s:g}",
-            "CONTINUUM_TIMEOUT_S": f"{w.timeout_s:g}", "CONTINUUM_PAYLOAD": json.dumps(dict(w.payload)),
-            "CONTINUUM_CONGESTION_CONTROL": json.dumps(dict(w.congestion_control)),
-            "CONTINUUM_RECORDS": str(raw / f"requests-{node.name}.csv"),
-            "CONTINUUM_RATE_LOG": str(raw / f"rate-{node.name}.csv")}
+    return {**_common(spec, broker, rep, spec.seed + _limits(node).index), Env.ENDPOINT: node.name,
+            Env.RATE: f"{w.rate:g}", Env.ARRIVALS: w.arrivals, Env.BURST: str(w.burst),
+            Env.WARMUP_S: f"{spec.warmup_s:g}", Env.DURATION_S: f"{spec.duration_s:g}",
+            Env.TIMEOUT_S: f"{w.timeout_s:g}", Env.PAYLOAD: json.dumps(dict(w.payload)),
+            Env.CONGESTION_CONTROL: json.dumps(dict(w.congestion_control)),
+            Env.RECORDS: str(raw / f"requests-{node.name}.csv"),
+            Env.RATE_LOG: str(raw / f"rate-{node.name}.csv")}
 
 
 def start(spec: ExperimentSpec, side: str, node: Node, env: dict[str, str], run_dir: Path, run_id: str,

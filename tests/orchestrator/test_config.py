@@ -142,3 +142,22 @@ def test_cli_validate_prints_every_problem_in_one_run():
     assert "13 problem(s)" in r.stderr, r.stderr
     for key in ("mobile.uplink", "nodes.endpoint.count", "workload.app", "workload.payload", "experiment.duration_s"):
         assert f": {key}:" in r.stderr
+
+
+def test_one_definition_per_fact():
+    """Facts that live in one place only, read by the others (a failing test
+    here means a second definition crept in)."""
+    from workloads import congestion
+    from workloads.contract import Env
+
+    from continuum.config import raw
+
+    assert set(raw.CongestionControl.model_fields["restore"].annotation.__args__) == set(congestion.RESTORE)
+    cc = congestion.CongestionControl(base_rate=1.0)
+    defaults = raw.CongestionControl()
+    assert (defaults.threshold_ms, defaults.factor, defaults.hold_s) == (cc.threshold_ms, cc.factor, cc.hold_s)
+    docs = (REPO / "docs" / "workloads.md").read_text()
+    for name in Env.names():
+        assert f"`{name}`" in docs, f"{name} is set by continuum but not described in docs/workloads.md"
+    launch = (REPO / "continuum" / "workloads" / "launch.py").read_text()
+    assert '"CONTINUUM_' not in launch, "launch.py spells a variable name instead of using workloads.contract.Env"
