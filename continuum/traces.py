@@ -56,7 +56,7 @@ def grammar_problem(path: Path) -> str | None:
     holds both to the same verdicts), without running it."""
     from continuum.tracearchive import checks
 
-    errors = [f for f in checks.check_file(path) if f.level == "error"]
+    errors = [f for f in checks.check_file(path, warnings=False) if f.level == "error"]
     return str(errors[0]).replace(": error: ", ": ", 1) if errors else None
 
 

@@ -13,6 +13,7 @@ from continuum.tracearchive import mahimahi
 
 ABSURD_MBPS = 100_000  # 100 Gbit/s in one second: a units mistake, not a radio
 TAIL_GAP_MS = 1000
+LONGEST_RATE_CHECK_MS = 30 * 86_400_000  # per-second statistics of a longer period would not fit in memory
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class Finding:
         return f"{where}: {self.level}: {self.message}"
 
 
-def check_file(path: Path) -> list[Finding]:
+def check_file(path: Path, warnings: bool = True) -> list[Finding]:
+    """Errors (what the emulator refuses) and, with warnings, our findings."""
     path = Path(path)
     if not path.is_file():
         return [Finding("error", str(path), None, "no such file")]
@@ -35,10 +37,10 @@ def check_file(path: Path) -> list[Finding]:
         ts = mahimahi.read(path)
     except mahimahi.TraceReadError as e:
         return [Finding("error", e.path, e.line, e.why)]
-    return check_timestamps(ts, str(path))
+    return check_timestamps(ts, str(path), warnings)
 
 
-def check_timestamps(ts: np.ndarray, name: str) -> list[Finding]:
+def check_timestamps(ts: np.ndarray, name: str, warnings: bool = True) -> list[Finding]:
     f: list[Finding] = []
     if len(ts) == 0:
         return [Finding("error", name, None, "empty: a trace needs at least one timestamp (one line per delivery opportunity)")]
@@ -50,6 +52,11 @@ def check_timestamps(ts: np.ndarray, name: str) -> list[Finding]:
     if ts[-1] == 0:
         what = "every timestamp is 0 (all-zero trace)" if (ts == 0).all() else "the last timestamp is 0"
         f.append(Finding("error", name, len(ts), f"{what}: the trace loops with period = last timestamp, which must be > 0"))
+        return f
+    if not warnings:
+        return f
+    if ts[-1] > LONGEST_RATE_CHECK_MS:
+        f.append(Finding("warning", name, len(ts), f"the period is {ts[-1] / 86_400_000:.0f} days: too long to check its rates per second"))
         return f
     counts = mahimahi.per_second(ts)
     rates = mahimahi.mbps(counts)
