@@ -8,7 +8,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import signal
+import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -184,6 +186,8 @@ def _run(spec: ExperimentSpec, plan: netplan.Plan, provider, run_id: str, run_di
                   f" (netem {'available' if dep.facts['netem_available'] else 'not in this kernel'})")
     emulator, stats = link.start(dep.nodes["ran"], spec, plan, run_dir, dep.facts["delay_mechanism"])
     undo.callback(stop_process, emulator)
+    # What must stay alive while requests flow; a death ends the run, named.
+    vital: list[Vital] = [Vital("mahimahi-link (the cellular link)", emulator, run_dir / "logs" / "mahimahi-link.log")]
 
     console.print("[bold]verify[/] the live network against the plan")
     try:
@@ -207,17 +211,32 @@ def _run(spec: ExperimentSpec, plan: netplan.Plan, provider, run_id: str, run_di
         if n.role != "endpoint":
             proc = broker.start(dep.nodes[n.name], run_dir)
             undo.callback(stop_process, proc)
+            vital.append(Vital(f"mosquitto on {n.name}", proc, run_dir / "logs" / f"mosquitto-{n.name}.log"))
             phase(f"mosquitto on {n.name} ({plan.addresses[n.name]}:{netplan.MQTT_PORT})")
 
     with NodeSampler([dep.nodes[n.name] for n in spec.nodes], run_dir / "nodes.csv"):
         for rep in range(1, spec.repetitions + 1):
-            _repetition(spec, plan, dep, run_dir, rep, man, console, undo)
+            _repetition(spec, plan, dep, run_dir, rep, man, console, undo, vital)
     manifest.write(man, run_dir)
     stop_process(emulator)  # flushes the link logs before the report reads them
 
 
+@dataclass(frozen=True)
+class Vital:
+    """A process the measurement depends on, and where its log is."""
+
+    what: str
+    proc: subprocess.Popen
+    log: Path
+
+    def check(self) -> None:
+        if self.proc.poll() is not None:
+            raise ProviderError(f"{self.what} exited with status {self.proc.returncode} during the workload; "
+                                f"see {self.log}; the requests measured until then are kept")
+
+
 def _repetition(spec: ExperimentSpec, plan: netplan.Plan, dep: Deployment, run_dir: Path, rep: int, man: dict,
-                console: Console, undo: Undo) -> None:
+                console: Console, undo: Undo, vital: list[Vital]) -> None:
     w = spec.workload
     raw = run_dir / "raw"
     target = dep.nodes[plan.offload_target]
@@ -228,6 +247,7 @@ def _repetition(spec: ExperimentSpec, plan: netplan.Plan, dep: Deployment, run_d
     undo.callback(stop_process, server)
     if box:
         undo.callback(containers.remove, box)
+    watched = [*vital, Vital(f"the {w.app} server on {target.name}", server, run_dir / "logs" / f"server-{target.name}.log")]
 
     def server_ready() -> bool:
         if server.poll() is not None:
@@ -262,6 +282,8 @@ def _repetition(spec: ExperimentSpec, plan: netplan.Plan, dep: Deployment, run_d
         task = bar.add_task("warm-up", total=total, live="")
         last_poll = 0.0
         while any(proc.poll() is None for _, proc, _ in clients):
+            for v in watched:
+                v.check()
             el = time.monotonic() - t0
             if el - last_poll >= 1.0:
                 last_poll = el
