@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(highlight=False)
     if not console.is_terminal:  # logs and CI: long lines stay whole
         console = Console(highlight=False, width=140)
-    err = Console(stderr=True, highlight=False, width=None if console.is_terminal else 140)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)  # an error line stays whole: paths in it can be copied
     try:
         if args.command == "validate":
             return _validate(args.file, console, err)

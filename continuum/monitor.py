@@ -17,6 +17,7 @@ class NodeSampler:
         self.out = out
         self.interval = interval_s
         self._stop = threading.Event()
+        self.error: str | None = None
         self._thread = threading.Thread(target=self._run, name="node-sampler", daemon=True)
 
     def __enter__(self) -> "NodeSampler":
@@ -28,6 +29,12 @@ class NodeSampler:
         self._thread.join(5)
 
     def _run(self) -> None:
+        try:
+            self._sample()
+        except OSError as e:  # a full disk: the samples stop; the run's own checks report the disk
+            self.error = f"node samples stopped: {e.strerror}: {self.out}"
+
+    def _sample(self) -> None:
         last: dict[str, tuple[float, int]] = {}
         with open(self.out, "w", newline="") as f:
             w = csv.writer(f)

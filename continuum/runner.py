@@ -6,6 +6,7 @@ folder keeps whatever was measured up to that point."""
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import json
 import signal
 import subprocess
@@ -136,7 +137,10 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
         man["finished"] = dt.datetime.now(dt.timezone.utc).isoformat()
         man["wall_s"] = round(time.monotonic() - t_start, 2)
         man["teardown"] = {"complete": not undo.failures, "failures": undo.failures}
-        manifest.write(man, run_dir)
+        try:
+            manifest.write(man, run_dir)
+        except OSError as e:
+            console.print(f"[red]could not update manifest.json[/]: {e.strerror}")
     if undo.failures:
         console.print(f"[red]teardown incomplete[/]: {len(undo.failures)} step(s) failed (above); "
                       f"see what is left with `continuum destroy {run_id} --list`, remove it with `continuum destroy {run_id}`")
@@ -157,9 +161,20 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     console.print(f"results: {run_dir}")
     if isinstance(error, KeyboardInterrupt):
         raise Interrupted(f"interrupted; partial results in {run_dir}") from None
+    if error is not None and not isinstance(error, KeyboardInterrupt) and _disk_full(run_dir):
+        # Whatever failed first (a log write, the emulator, a record), the cause is the disk.
+        raise ProviderError(f"no space left on the disk of the run folder {run_dir}, which ended the run "
+                            f"({error}); what was written before is kept there, everything of the run was torn down") from None
     if error is not None:
         raise error
     return run_dir
+
+
+def _disk_full(path: Path) -> bool:
+    try:
+        return shutil.disk_usage(path).free < 64 * 1024
+    except OSError:
+        return False
 
 
 def _plain(renderable) -> str:

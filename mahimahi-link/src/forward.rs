@@ -515,7 +515,7 @@ impl Forwarder {
                 d.extra.ring_drops += n;
                 if !self.cfg.quiet && !self.warned_ring_drops {
                     self.warned_ring_drops = true;
-                    eprintln!(
+                    crate::say!(
                         "mahimahi-link: link {}: {n} frames arriving on {} were lost because its receive ring ({} slots) was full: the emulator fell behind a burst. They count as ring_drops in the statistics; --ring-frames raises the ring size (further losses are counted silently)",
                         l.name,
                         sock.name,
@@ -554,7 +554,7 @@ impl Forwarder {
                     d.extra.oversize_frames += 1;
                     if !self.warned_oversize && !self.cfg.quiet {
                         self.warned_oversize = true;
-                        eprintln!(
+                        crate::say!(
                             "mahimahi-link: dropped a {len}-byte frame received on {name}: segmentation offload is on at the sending interface; turn it off there (ethtool -K DEV tso off gso off) so the link sees MTU-sized packets"
                         );
                     }
@@ -638,7 +638,7 @@ impl Forwarder {
                 if !self.warned_unsplittable && !quiet {
                     self.warned_unsplittable = true;
                     let dev = if uplink { &l.ue.name } else { &l.core.name };
-                    eprintln!("mahimahi-link: dropped a frame received on {dev}: {e}; turn that offload off at the sender (e.g. ethtool -K DEV tx-udp-segmentation off)");
+                    crate::say!("mahimahi-link: dropped a frame received on {dev}: {e}; turn that offload off at the sender (e.g. ethtool -K DEV tx-udp-segmentation off)");
                 }
             }
         }
@@ -707,7 +707,7 @@ impl Forwarder {
                 d.extra.tx_full_drops += 1;
                 if !quiet && !*warned {
                     *warned = true;
-                    eprintln!("mahimahi-link: link {}: the kernel refused a frame for {dev}: {e} (counted in tx_full_drops; further refusals are counted silently)", l.name);
+                    crate::say!("mahimahi-link: link {}: the kernel refused a frame for {dev}: {e} (counted in tx_full_drops; further refusals are counted silently)", l.name);
                 }
             });
         }

@@ -14,6 +14,16 @@
 //! - [`shell`]: mm-link-style `-- command` mode;
 //! - [`options`]: the command line.
 
+/// `eprintln!` that never panics: stderr is often a log file, and a full disk
+/// must end the emulator with its own error, not a panic (exit 101).
+#[macro_export]
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
 pub mod forward;
 pub mod gso;
 pub mod link;

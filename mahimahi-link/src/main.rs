@@ -18,7 +18,7 @@ fn main() {
         Ok(c) => c,
         Err(errors) => {
             for e in errors {
-                eprintln!("mahimahi-link: {e}");
+                mahimahi_link::say!("mahimahi-link: {e}");
             }
             2
         }

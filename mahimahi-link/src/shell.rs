@@ -38,7 +38,7 @@ impl Drop for Cleanup {
         }
         for ns in self.namespaces.drain(..).rev() {
             if let Err(e) = ip(&["netns", "del", &ns]) {
-                eprintln!("mahimahi-link: cleanup: {e}");
+                crate::say!("mahimahi-link: cleanup: {e}");
             }
         }
     }

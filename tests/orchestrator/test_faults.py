@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import hoststate
-from test_run import _start_and_wait_for_workload, _wait_for_answers, write_config
+from test_run import CLI, _start_and_wait_for_workload, _wait_for_answers, write_config
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
 
@@ -68,3 +68,24 @@ def test_a_dying_part_ends_the_run_named_keeps_results_and_leaves_nothing(tmp_pa
     after = hoststate.snapshot()
     assert after["namespaces"] == before["namespaces"] and after["cgroups"] == before["cgroups"]
     assert not hoststate.processes(str(run_dir))
+
+
+def test_a_full_disk_ends_the_run_with_that_reason_and_leaves_nothing(tmp_path):
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(small)], check=True)
+    try:
+        before = hoststate.snapshot()
+        cfg = write_config(tmp_path, "full-disk", duration=60)
+        cfg.write_text(cfg.read_text().replace(f'output = "{tmp_path / "runs"}"', f'output = "{small / "runs"}"'))
+        p = subprocess.run([*CLI, "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path, timeout=180)
+        assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
+        (run_dir,) = (small / "runs").glob("*")
+        assert f"no space left on the disk of the run folder {run_dir}" in p.stderr, p.stderr
+        assert "Traceback" not in p.stdout + p.stderr
+        assert (run_dir / "experiment.toml").exists() and (run_dir / "raw").is_dir()  # what fit is kept
+        after = hoststate.snapshot()
+        assert after["namespaces"] == before["namespaces"] and after["cgroups"] == before["cgroups"]
+        assert not hoststate.processes(str(run_dir))
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
