@@ -132,8 +132,6 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     else:
         man["status"] = "complete"
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
         man["finished"] = dt.datetime.now(dt.timezone.utc).isoformat()
         man["wall_s"] = round(time.monotonic() - t_start, 2)
         man["teardown"] = {"complete": not undo.failures, "failures": undo.failures}
@@ -148,16 +146,10 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
         console.print("[green]torn down[/]: nothing of this run is left on the host")
 
     try:
-        summary, made = report.build(run_dir)
-        (run_dir / "summary.txt").write_text(_plain(tables.render(summary)))
-        if summary["requests"]:
-            console.print(tables.render(summary))
-            console.print(f"plots: {', '.join(str(p.relative_to(run_dir)) for p in made)}")
-    except Exception as e:  # noqa: BLE001 - results of a failed run must not hide why it failed
-        if error is None:
-            raise ContinuumError(f"the run finished but its results could not be built: {e}; "
-                                 f"retry with `continuum report {run_dir}`") from e
-        console.print(f"[yellow]partial results could not be built[/]: {e}")
+        _results(run_dir, error, man, console)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
     console.print(f"results: {run_dir}")
     if isinstance(error, KeyboardInterrupt):
         raise Interrupted(f"interrupted; partial results in {run_dir}") from None
@@ -168,6 +160,27 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     if error is not None:
         raise error
     return run_dir
+
+
+def _results(run_dir: Path, error: BaseException | None, man: dict, console: Console) -> None:
+    """Tables and plots of the run folder. They never hide the run's own error,
+    and an interrupt while drawing says the measurement itself is whole."""
+    try:
+        summary, made = report.build(run_dir)
+        (run_dir / "summary.txt").write_text(_plain(tables.render(summary)))
+        if summary["requests"]:
+            console.print(tables.render(summary))
+            console.print(f"plots: {', '.join(str(p.relative_to(run_dir)) for p in made)}")
+    except KeyboardInterrupt as e:
+        if error is None:
+            raise Interrupted(f"interrupted while building the results; the run is {man['status']}; "
+                              f"`continuum report {run_dir}` builds them") from None
+        console.print(f"[yellow]building partial results was interrupted ({e or 'SIGINT'})[/]")
+    except Exception as e:  # noqa: BLE001 - results of a failed run must not hide why it failed
+        if error is None:
+            raise ContinuumError(f"the run finished but its results could not be built: {e}; "
+                                 f"retry with `continuum report {run_dir}`") from e
+        console.print(f"[yellow]partial results could not be built[/]: {e}")
 
 
 def _disk_full(path: Path) -> bool:

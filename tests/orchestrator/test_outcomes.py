@@ -81,3 +81,17 @@ def test_the_experiment_file_kept_is_the_text_that_was_hashed(spec, monkeypatch)
     m = json.loads((run_dir / "manifest.json").read_text())
     assert hashlib.sha256(kept.encode()).hexdigest() == m["config_sha256"] == spec.sha256
     assert m["status"] == "complete" and m["teardown"] == {"complete": True, "failures": []}
+
+
+def test_an_interrupt_while_drawing_says_the_measurement_is_whole(spec, monkeypatch):
+    monkeypatch.setattr(runner, "_run", lambda *a: None)
+
+    def interrupted(run_dir):
+        raise KeyboardInterrupt("SIGTERM")
+
+    monkeypatch.setattr(runner.report, "build", interrupted)
+    console, _ = _console()
+    with pytest.raises(runner.Interrupted, match="while building the results; the run is complete; `continuum report "):
+        runner.run(spec, ["continuum", "run"], console)
+    (run_dir,) = spec.output.glob("*")
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "complete"
