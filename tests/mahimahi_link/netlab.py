@@ -57,36 +57,38 @@ with open(out, "w") as f:
 """
 
 
-def wait_listening(ns: str, port: int, proc: subprocess.Popen | None = None, udp: bool = False, timeout: float = 10) -> None:
-    """Until something listens on port inside namespace ns (readiness, not a guess)."""
+def wait_until(probe, proc: subprocess.Popen | None, timeout: float, what: str):
+    """Poll probe() until it returns something truthy (returned); fail if proc
+    exits first or after timeout. Readiness, not a guessed sleep."""
     deadline = time.monotonic() + timeout
     while True:
-        out = subprocess.run(["ip", "netns", "exec", ns, "ss", "-Hln" + ("u" if udp else "t"), f"sport = :{port}"],
-                             capture_output=True, text=True).stdout
-        if out.strip():
-            return
+        got = probe()
+        if got:
+            return got
         if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"the server for port {port} in {ns} exited ({proc.returncode}) before listening")
+            raise RuntimeError(f"exited ({proc.returncode}) before {what}")
         if time.monotonic() > deadline:
-            raise RuntimeError(f"nothing listens on port {port} in {ns} after {timeout:.0f} s")
+            raise RuntimeError(f"not {what} after {timeout:.0f} s")
         time.sleep(0.02)
+
+
+def wait_listening(ns: str, port: int, proc: subprocess.Popen | None = None, udp: bool = False, timeout: float = 10) -> None:
+    """Until something listens on port inside namespace ns."""
+    argv = ["ip", "netns", "exec", ns, "ss", "-Hln" + ("u" if udp else "t"), f"sport = :{port}"]
+    wait_until(lambda: subprocess.run(argv, capture_output=True, text=True).stdout.strip(), proc, timeout,
+               f"listening on port {port} in {ns}")
 
 
 def wait_stats(stats: Path, done, proc: subprocess.Popen | None = None, timeout: float = 10) -> dict:
     """Until the emulator's statistics satisfy done(links by name); returns them."""
-    deadline = time.monotonic() + timeout
-    while True:
+    def probe() -> dict | None:
         try:
             links = {link["name"]: link for link in json.loads(stats.read_text())["links"]}
-            if done(links):
-                return links
         except (OSError, ValueError, KeyError):
-            pass
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"mahimahi-link exited ({proc.returncode})")
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the emulator's statistics did not reach the expected state within {timeout:.0f} s")
-        time.sleep(0.02)
+            return None
+        return links if done(links) else None
+
+    return wait_until(probe, proc, timeout, "the emulator's statistics in the expected state")
 
 
 def sh(*argv: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
