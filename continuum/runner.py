@@ -6,8 +6,8 @@ folder keeps whatever was measured up to that point."""
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 import json
+import shutil
 import signal
 import subprocess
 import time
@@ -153,7 +153,7 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     console.print(f"results: {run_dir}")
     if isinstance(error, KeyboardInterrupt):
         raise Interrupted(f"interrupted; partial results in {run_dir}") from None
-    if error is not None and not isinstance(error, KeyboardInterrupt) and _disk_full(run_dir):
+    if error is not None and _disk_full(run_dir):
         # Whatever failed first (a log write, the emulator, a record), the cause is the disk.
         raise ProviderError(f"no space left on the disk of the run folder {run_dir}, which ended the run "
                             f"({error}); what was written before is kept there, everything of the run was torn down") from None
