@@ -37,7 +37,10 @@ def mahimahi_link_binary() -> Path:
 
 def locate_file(given: str, base: Path) -> Path | None:
     """A path, absolute or relative to the experiment file or the working directory."""
-    p = Path(given).expanduser()
+    try:
+        p = Path(given).expanduser()
+    except RuntimeError:  # ~nosuchuser/...: no such home, so no such file
+        return None
     for c in ([p] if p.is_absolute() else [base / p, Path.cwd() / p]):
         if c.is_file():
             return c.resolve()

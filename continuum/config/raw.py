@@ -39,7 +39,7 @@ def parse_memory(value: str | int) -> int:
         unit = s[-1:] if s[-1:] in UNITS and s[-1:] != "" else ""
         try:
             n = int(float(s[: len(s) - len(unit)]) * UNITS[unit])
-        except ValueError:
+        except (ValueError, OverflowError):  # OverflowError: '1e999G'
             raise ValueError(f"{value!r} is not a size; expected e.g. '512M', '2G' or a number of bytes") from None
     if n < 16 << 20:
         raise ValueError(f"{value!r} is below the 16M a node needs to start a process")

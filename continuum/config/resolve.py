@@ -298,7 +298,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
                     delays[tier] = (presets.CORE_ONE_WAY_MS[v], v)
                 else:
                     bad(f"core.{tier}", f"unknown preset {v!r}; valid: {', '.join(presets.CORE_ONE_WAY_MS)} or a one-way delay in ms")
-            elif v < 0 or v > 10000:
+            elif not 0 <= v <= 10000:  # nan too
                 bad(f"core.{tier}", f"{v} ms: a one-way delay must be between 0 and 10000 ms")
             else:
                 delays[tier] = (float(v), f"{float(v):g} ms")
@@ -317,9 +317,10 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     if e is not None and workload is not None and workload.runtime == "container" and ":" in e.output:
         bad("experiment.output", f"{e.output!r}: a ':' cannot be mounted into the workload's containers "
                                  "(docker run -v SRC:DST); choose another folder")
-    if e is not None and ("\n" in e.output or "{name}" in e.output):
-        bad("experiment.output", "a line break or '{name}' (the emulator's log-name template) in the output folder's "
-                                 "name would send the run's logs elsewhere; choose another folder")
+    if e is not None and (any(ord(ch) < 32 or ord(ch) == 127 for ch in e.output) or "{name}" in e.output):
+        bad("experiment.output", "a control character (line break, NUL, ...) or '{name}' (the emulator's log-name "
+                                 "template) in the output folder's name would send the run's logs elsewhere; "
+                                 "choose another folder")
     if issues or e is None or mobile is None or core is None or workload is None:
         return None
     out = Path(e.output)

@@ -223,10 +223,12 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             "--batch-us" => val.parse().ok().filter(|v| *v <= 1000).map(|v| c.batch_us = v).ok_or_else(|| format!("--batch-us: {val:?} is not an integer 0..=1000")),
             "--ring-frames" => val.parse().ok().filter(|v| (16..=65_536).contains(v)).map(|v| c.ring_frames = Some(v)).ok_or_else(|| format!("--ring-frames: {val:?} is not an integer 16..=65536")),
             "--coalesce-us" => val.parse().ok().filter(|v| *v <= 10_000).map(|v| c.coalesce_us = v).ok_or_else(|| format!("--coalesce-us: {val:?} is not an integer 0..=10000")),
-            _ => Err(format!("unknown option {key}; run mahimahi-link --help for the list")),
+            _ => Err(format!("{key}: unknown option; run mahimahi-link --help for the list")),
         };
         if let Err(e) = r {
-            errors.push(e);
+            // Every error names the option it came from, so a user with many
+            // --link/--delay options knows which one to fix.
+            errors.push(if e.starts_with(&key) { e } else { format!("{key}: {e}") });
         }
     }
     let mut queue = |kind: &str, args: &str, which: &str| match QueueConfig::parse(kind, args) {
