@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from continuum.network.plan import MQTT_PORT
-from continuum.providers.base import Node, wait_for
+from continuum.runtime import Node, wait_for
 
 
 def broker_user() -> pwd.struct_passwd:

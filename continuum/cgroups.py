@@ -64,12 +64,6 @@ class Cgroup:
     def procs_files(self) -> list[Path]:
         return sorted({d / "cgroup.procs" for d in self.dirs.values()})
 
-    def join(self) -> None:
-        """Move the calling process into this cgroup (use as a preexec_fn)."""
-        pid = str(os.getpid())
-        for f in self.procs_files:
-            f.write_text(pid)
-
     def pids(self) -> set[int]:
         out: set[int] = set()
         for f in self.procs_files:

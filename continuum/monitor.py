@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from continuum.providers.base import Node
+from continuum.runtime import Node
 
 
 class NodeSampler:

@@ -24,7 +24,8 @@ from continuum.errors import ContinuumError, ProviderError, VerificationError
 from continuum.monitor import NodeSampler
 from continuum.network import link, plan as netplan, verify
 from continuum.providers import REGISTRY
-from continuum.providers.base import Deployment, stop_process, wait_for
+from continuum.providers.base import Deployment
+from continuum.runtime import stop_process, wait_for
 from continuum.results import manifest, report, tables
 from continuum.undo import Undo
 from continuum.workloads import launch
@@ -242,6 +243,8 @@ def _run(spec: ExperimentSpec, plan: netplan.Plan, provider, run_id: str, run_di
             vital.append(Vital(f"mosquitto on {n.name}", proc, run_dir / "logs" / f"mosquitto-{n.name}.log"))
             phase(f"mosquitto on {n.name} ({plan.addresses[n.name]}:{netplan.MQTT_PORT})")
 
+    undo.callback(launch.hand_over(run_dir / "raw", spec))
+    man.setdefault("workload", {})["user"] = launch.user_note(spec)
     with NodeSampler([dep.nodes[n.name] for n in spec.nodes], run_dir / "nodes.csv"):
         for rep in range(1, spec.repetitions + 1):
             _repetition(spec, plan, dep, run_dir, rep, man, console, undo, vital)
@@ -277,13 +280,18 @@ def _repetition(spec: ExperimentSpec, plan: netplan.Plan, dep: Deployment, run_d
         undo.callback(containers.remove, box)
     watched = [*vital, Vital(f"the {w.app} server on {target.name}", server, run_dir / "logs" / f"server-{target.name}.log")]
 
+    info: dict = {}
+
     def server_ready() -> bool:
         if server.poll() is not None:
             raise ProviderError(f"the {w.app} server on {target.name} exited ({server.returncode}); see {run_dir}/logs/server-{target.name}.log")
-        return ready.exists()
+        try:  # a bring-your-own server may write the file in several steps: ready once it parses
+            info.update(json.loads(ready.read_text()))
+        except (OSError, ValueError):
+            return False
+        return True
 
     wait_for(server_ready, 300, f"the {w.app} server on {target.name} to load its model")
-    info = json.loads(ready.read_text())
     man.setdefault("workload", {})["server"] = info
     man["workload"]["runtime"] = {"endpoint": w.endpoint.runtime, "server": w.server.runtime}
     if w.runtime == "container":

@@ -208,7 +208,9 @@ def run_server(app_cls: type[ServerApp]) -> int:
     connect(client, s.broker_host, s.broker_port)
     client.loop_start()
 
-    Path(s.ready_file).write_text(json.dumps(app.info))
+    tmp = Path(s.ready_file + ".tmp")
+    tmp.write_text(json.dumps(app.info))
+    tmp.replace(s.ready_file)  # whole or absent: the orchestrator reads it as soon as it exists
     print(f"server ready: {json.dumps(app.info)}", flush=True)
     served = 0
     while not stop.is_set():

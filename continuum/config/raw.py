@@ -148,6 +148,7 @@ class Workload(Strict):
     congestion_control: CongestionControl = CongestionControl()
     custom: Custom | None = None
     params: dict[str, Union[int, float, str, bool]] = {}
+    run_as_root: bool = False  # process-mode workloads run as `nobody` unless this is set
 
 
 class ExperimentFile(Strict):

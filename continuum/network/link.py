@@ -10,7 +10,7 @@ from pathlib import Path
 
 from continuum.config import ExperimentSpec
 from continuum.network.plan import Plan
-from continuum.providers.base import Node, wait_for
+from continuum.runtime import Node, wait_for
 from continuum.traces import mahimahi_link_binary
 
 

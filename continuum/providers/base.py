@@ -6,18 +6,12 @@ provider and lives outside it."""
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import subprocess
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, ClassVar
 
-from continuum import commands
-from continuum.cgroups import Cgroup
-from continuum.config import ExperimentSpec, NodeSpec
+from continuum.config import ExperimentSpec
 from continuum.network.plan import Plan
+from continuum.runtime import Node
 
 REGISTRY: dict[str, type["Provider"]] = {}
 
@@ -25,60 +19,6 @@ REGISTRY: dict[str, type["Provider"]] = {}
 def register(cls: type["Provider"]) -> type["Provider"]:
     REGISTRY[cls.kind] = cls
     return cls
-
-
-@dataclass
-class Node:
-    """A live node (or the ran/core infrastructure namespaces): where its
-    processes run, the cgroup that limits them, its address."""
-
-    name: str
-    netns: str
-    address: str | None = None
-    spec: NodeSpec | None = None
-    cgroup: Cgroup | None = None
-
-    def argv(self, argv: list[str]) -> list[str]:
-        return commands.in_netns(self.netns, argv)
-
-    def run(self, argv: list[str], *, check: bool = True, timeout: float = 60.0) -> subprocess.CompletedProcess:
-        return commands.run(self.argv(argv), check=check, timeout=timeout)
-
-    def start(self, argv: list[str], log: Path, env: dict[str, str] | None = None, *, cwd: Path | None = None,
-              contained: bool = True) -> subprocess.Popen:
-        """Start a long-running process inside the node (and its cgroup), output to log.
-
-        contained=False starts it on the host: for `docker run`, whose container
-        joins the node by itself (network and cgroup)."""
-        log.parent.mkdir(parents=True, exist_ok=True)
-        out = open(log, "ab")
-        try:
-            return subprocess.Popen(
-                self.argv(argv) if contained else argv,
-                cwd=cwd,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env={**os.environ, **(env or {})},
-                preexec_fn=self.cgroup.join if self.cgroup and contained else None,
-                start_new_session=True,  # Ctrl-C reaches the orchestrator only; it stops children in order
-            )
-        finally:
-            out.close()
-
-
-def stop_process(p: subprocess.Popen, grace: float = 5.0) -> None:
-    """SIGTERM, wait, then SIGKILL: the undo of Node.start."""
-    if p.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        p.send_signal(signal.SIGTERM)
-    try:
-        p.wait(grace)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            p.kill()
-        p.wait(grace)
 
 
 @dataclass
@@ -109,13 +49,3 @@ class Provider:
     def destroy(self, run_id: str | None, say: Callable[[str], None]) -> int:
         """Remove leftovers found on the host; return how many resources were removed."""
         return 0
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str, poll: float = 0.05) -> None:
-    from continuum.errors import ProviderError
-
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise ProviderError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(poll)

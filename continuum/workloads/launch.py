@@ -7,15 +7,17 @@ from __future__ import annotations
 import json
 import math
 import os
+import pwd
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 from continuum import containers, naming
 from continuum.config import ExperimentSpec, NodeSpec
 from continuum.errors import ProviderError
 from continuum.network import plan as netplan
-from continuum.providers.base import Node
+from continuum.runtime import Node, Sandbox
 from continuum import REPO
 from continuum.workloads import REGISTRY
 from workloads.contract import Env
@@ -24,6 +26,49 @@ from workloads.contract import Env
 def model_cache() -> Path:
     """Where pretrained weights are looked for (docs/workloads.md): $CONTINUUM_MODEL_CACHE or ~/.cache/continuum/models."""
     return Path(os.environ.get(Env.MODEL_CACHE, Path.home() / ".cache" / "continuum" / "models"))
+
+
+# Process-mode workloads (built-in and bring-your-own) run as this user unless
+# the experiment file sets workload.run_as_root; see continuum/node_exec.py.
+WORKLOAD_USER = "nobody"
+
+
+def sandbox(spec: ExperimentSpec, run_dir: Path) -> Sandbox | None:
+    """What a process-mode side runs as: None (root) only when the file asks."""
+    if spec.workload.run_as_root:
+        return None
+    custom = not REGISTRY[spec.workload.app].builtin
+    ro = [REPO] + ([spec.workload.workdir] if custom else []) + [model_cache()]
+    return Sandbox(WORKLOAD_USER, ro=tuple(dict.fromkeys(ro)), rw=(run_dir / "raw",))
+
+
+def user_note(spec: ExperimentSpec) -> dict[str, str]:
+    """Whom each side ran as, for the manifest."""
+    w = spec.workload
+    return {side: ("the image's user, in its container" if s.runtime == "container"
+                   else "root (workload.run_as_root = true)" if w.run_as_root else WORKLOAD_USER)
+            for side, s in (("endpoint", w.endpoint), ("server", w.server))}
+
+
+def hand_over(raw: Path, spec: ExperimentSpec) -> Callable[[], None]:
+    """Let the workload user write its results into `raw`; returns the undo,
+    which gives the folder and what the workload wrote back to the owner of
+    the run folder (it never follows a link the workload made)."""
+    if spec.workload.run_as_root or "process" not in (spec.workload.endpoint.runtime, spec.workload.server.runtime):
+        return lambda: None
+    try:
+        pw = pwd.getpwnam(WORKLOAD_USER)
+    except KeyError:
+        raise ProviderError(f"no user {WORKLOAD_USER!r} on this host to run the workload as; "
+                            "create it, or set workload.run_as_root = true") from None
+    owner = raw.parent.stat()
+    os.chown(raw, pw.pw_uid, pw.pw_gid)
+
+    def take_back() -> None:
+        for p in [raw, *raw.rglob("*")]:
+            if p.lstat().st_uid == pw.pw_uid:
+                os.chown(p, owner.st_uid, owner.st_gid, follow_symlinks=False)
+    return take_back
 
 
 def _common(spec: ExperimentSpec, broker: str, rep: int, seed: int) -> dict[str, str]:
@@ -76,6 +121,6 @@ def start(spec: ExperimentSpec, side: str, node: Node, env: dict[str, str], run_
         env = {**env, "PYTHONPATH": str(REPO)}
     else:
         argv = [sys.executable if a == "{python}" else a for a in s.command]
-    return node.start(argv, log, env, cwd=w.workdir), None
+    return node.start(argv, log, env, cwd=w.workdir, sandbox=sandbox(spec, run_dir)), None
 
 

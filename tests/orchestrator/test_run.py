@@ -78,6 +78,8 @@ def test_quickstart_writes_every_result_file(quickstart):
     assert m["workload"]["server"]["model"] == "MobileNetV2" and m["workload"]["server"]["framework"] == "tensorflow"
     assert m["workload"]["server"]["weights"].startswith(("random", "imagenet"))
     assert m["workload"]["runtime"] == {"endpoint": "process", "server": "process"}
+    assert m["workload"]["user"] == {"endpoint": "nobody", "server": "nobody"}  # not root: the file did not ask
+    assert {f.stat().st_uid for f in (run_dir / "raw").iterdir()} == {0}, "the results were given back to the run folder's owner"
     with open(run_dir / "links" / "endpoint0.uplink.log") as f:
         assert f.readline().startswith("# mahimahi mm-link (Uplink)")
     assert m["nodes"]["endpoint0"] == {"role": "endpoint", "cpus": 1.0, "memory_bytes": 512 << 20}

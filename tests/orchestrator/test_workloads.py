@@ -126,6 +126,7 @@ endpoint_command = ["{python}", "app.py", "endpoint"]
 
 def test_bring_your_own_example_app(tmp_path):
     shutil.copy(REPO / "workloads" / "example" / "app.py", tmp_path / "app.py")
+    tmp_path.chmod(0o755)  # the app runs as nobody from this folder (pytest makes it 0700)
     run_dir = run(experiment(tmp_path, "byo", EXAMPLE + AS_PROCESSES + """environment = { EXAMPLE_WORK_MS = "20" }
 """, duration=4))
     ok = assert_complete(records(run_dir), 15)
@@ -148,6 +149,7 @@ def test_containers_give_the_same_records_as_processes(tmp_path):
     if problem:
         pytest.skip(f"containers unavailable: {problem} (./run-tests.sh builds them)")
     shutil.copy(REPO / "workloads" / "example" / "app.py", tmp_path / "app.py")
+    tmp_path.chmod(0o755)  # the app runs as nobody from this folder (pytest makes it 0700)
     process = records(run(experiment(tmp_path, "byo-process", EXAMPLE + AS_PROCESSES, duration=3)))
     boxed_dir = run(experiment(tmp_path, "byo-container", EXAMPLE + """
 server_image = "continuum/example"
