@@ -48,3 +48,11 @@ class CommandError(ContinuumError):
         self.stderr = stderr.strip()
         detail = f": {self.stderr}" if self.stderr else ""
         super().__init__(f"command failed (exit {returncode}): {' '.join(self.argv)}{detail}")
+
+
+class TraceCommandError(Exception):
+    """A `continuum traces ...` command failed: the message and the exit status it ends with."""
+
+    def __init__(self, message: str, status: int = 1):
+        super().__init__(message)
+        self.status = status

@@ -104,8 +104,8 @@ def _parse(args: list[str]) -> tuple[str, list[str], str | None, list[tuple[str,
             _fail(f"unknown option {key}")
         i += 2
     argv = args[i + 1:]
-    if not argv or not netns:
-        _fail("usage: node_exec.py --netns NS [--cgroup-procs F]... [--user U [--ro P]... [--rw P]...] [--chdir D] -- ARGV")
+    if not argv:
+        _fail("usage: node_exec.py [--netns NS] [--cgroup-procs F]... [--user U [--ro P]... [--rw P]...] [--chdir D] -- ARGV")
     return netns, procs, user, expose, chdir, argv
 
 
@@ -159,7 +159,10 @@ def main(args: list[str]) -> None:
                 out.write(pid)
         except OSError as e:
             _fail(f"cannot join cgroup ({f}): {e.strerror}")
-    _enter(netns)
+    if netns:
+        _enter(netns)
+    elif user is not None and _libc.unshare(CLONE_NEWNS) == 0:  # a private mount view without a namespace
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
     if user is not None:
         try:
             pw = pwd.getpwnam(user)

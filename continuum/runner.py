@@ -11,7 +11,7 @@ import shutil
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -30,6 +30,28 @@ from continuum.results import manifest, report, tables
 from continuum.undo import Undo
 from continuum.workloads import launch
 from workloads.contract import Env
+
+
+@dataclass
+class Run:
+    """One run's context: what every phase reads (spec, plan, folder, console)
+    and adds to (the undo stack, the manifest, the processes it depends on)."""
+
+    spec: ExperimentSpec
+    plan: netplan.Plan
+    run_id: str
+    run_dir: Path
+    undo: Undo
+    manifest: manifest.Manifest
+    console: Console
+    dep: Deployment | None = None
+    vital: list["Vital"] = field(default_factory=list)
+
+    def phase(self, msg: str) -> None:
+        self.console.print(f"  {msg}")
+
+    def save(self) -> None:
+        manifest.write(self.manifest, self.run_dir)
 
 
 class Interrupted(ContinuumError):
@@ -112,7 +134,6 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     (run_dir / "experiment.toml").write_text(spec.text)  # the text whose hash the manifest records
     started = dt.datetime.now(dt.timezone.utc).isoformat()
     man = manifest.build(spec, run_id, argv, started)
-    man["status"] = "running"
     manifest.write(man, run_dir)
     console.print(f"[bold]{spec.name}[/]: run {run_id} -> {run_dir}")
 
@@ -120,22 +141,23 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     t_start = time.monotonic()
     error: BaseException | None = None
     undo = Undo(lambda s: console.print(f"[red]{s}[/]"))
+    ctx = Run(spec, plan, run_id, run_dir, undo, man, console)
     try:
         with undo:
-            _run(spec, plan, provider, run_id, run_dir, undo, man, console)
+            _run(ctx, provider)
             console.print("tearing down")
     except KeyboardInterrupt as e:
         error = e
-        man["status"] = f"interrupted ({e or 'SIGINT'})"
+        man.status = f"interrupted ({e or 'SIGINT'})"
     except BaseException as e:
         error = e
-        man["status"] = f"failed: {e}"
+        man.status = f"failed: {e}"
     else:
-        man["status"] = "complete"
+        man.status = "complete"
     finally:
-        man["finished"] = dt.datetime.now(dt.timezone.utc).isoformat()
-        man["wall_s"] = round(time.monotonic() - t_start, 2)
-        man["teardown"] = {"complete": not undo.failures, "failures": undo.failures}
+        man.finished = dt.datetime.now(dt.timezone.utc).isoformat()
+        man.wall_s = round(time.monotonic() - t_start, 2)
+        man.teardown = manifest.Teardown(complete=not undo.failures, failures=undo.failures)
         try:
             manifest.write(man, run_dir)
         except OSError as e:
@@ -163,7 +185,7 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     return run_dir
 
 
-def _results(run_dir: Path, error: BaseException | None, man: dict, console: Console) -> None:
+def _results(run_dir: Path, error: BaseException | None, man: manifest.Manifest, console: Console) -> None:
     """Tables and plots of the run folder. They never hide the run's own error,
     and an interrupt while drawing says the measurement itself is whole."""
     try:
@@ -174,7 +196,7 @@ def _results(run_dir: Path, error: BaseException | None, man: dict, console: Con
             console.print(f"plots: {', '.join(str(p.relative_to(run_dir)) for p in made)}")
     except KeyboardInterrupt as e:
         if error is None:
-            raise Interrupted(f"interrupted while building the results; the run is {man['status']}; "
+            raise Interrupted(f"interrupted while building the results; the run is {man.status}; "
                               f"`continuum report {run_dir}` builds them") from None
         console.print(f"[yellow]building partial results was interrupted ({e or 'SIGINT'})[/]")
     except Exception as e:  # noqa: BLE001 - results of a failed run must not hide why it failed
@@ -197,58 +219,55 @@ def _plain(renderable) -> str:
     return c.export_text()
 
 
-def _run(spec: ExperimentSpec, plan: netplan.Plan, provider, run_id: str, run_dir: Path, undo: Undo,
-         man: dict, console: Console) -> None:
-    def phase(msg: str) -> None:
-        console.print(f"  {msg}")
-
+def _run(ctx: Run, provider) -> None:
+    spec, plan, run_dir, man, console = ctx.spec, ctx.plan, ctx.run_dir, ctx.manifest, ctx.console
     t = time.monotonic()
     console.print(f"[bold]provision[/] ({spec.provider})")
-    dep = provider.deploy(spec, plan, run_id, undo, phase)
-    man["cgroup_version"] = dep.facts.get("cgroup_version")
-    man["delay_mechanism"] = dep.facts.get("delay_mechanism")
-    man["netem_available"] = dep.facts.get("netem_available")
-    man["addresses"] = plan.addresses
-    phase(f"done in {time.monotonic() - t:.1f} s")
+    dep = ctx.dep = provider.deploy(plan, ctx.run_id, ctx.undo, ctx.phase)
+    man.cgroup_version = dep.facts.get("cgroup_version")
+    man.delay_mechanism = dep.facts.get("delay_mechanism")
+    man.netem_available = dep.facts.get("netem_available")
+    man.addresses = plan.addresses
+    ctx.phase(f"done in {time.monotonic() - t:.1f} s")
 
     console.print(f"[bold]network[/]: cellular link (mahimahi-link), core delay by {dep.facts['delay_mechanism']}"
                   f" (netem {'available' if dep.facts['netem_available'] else 'not in this kernel'})")
     emulator, stats = link.start(dep.nodes["ran"], spec, plan, run_dir, dep.facts["delay_mechanism"])
-    undo.callback(stop_process, emulator)
+    ctx.undo.callback(stop_process, emulator)
     # What must stay alive while requests flow; a death ends the run, named.
-    vital: list[Vital] = [Vital("mahimahi-link (the cellular link)", emulator, run_dir / "logs" / "mahimahi-link.log")]
+    ctx.vital.append(Vital("mahimahi-link (the cellular link)", emulator, run_dir / "logs" / "mahimahi-link.log"))
 
     console.print("[bold]verify[/] the live network against the plan")
     try:
         checks = verify.verify(spec, plan, dep, stats)
     except VerificationError as e:
-        man["verification"] = getattr(e, "result", None)
-        (run_dir / "verification.json").write_text(json.dumps(man["verification"], indent=2) + "\n")
+        man.verification = getattr(e, "result", None)
+        (run_dir / "verification.json").write_text(json.dumps(man.verification, indent=2) + "\n")
         raise
-    man["verification"] = checks
+    man.verification = checks
     (run_dir / "verification.json").write_text(json.dumps(checks, indent=2) + "\n")
     for r in checks["core_rtt"]:
-        phase(f"RTT {r['from']} -> {r['to']} (core only): {r['p25_rtt_ms']:.2f} ms (lower quartile; median {r['median_rtt_ms']:.2f}), plan {r['expected_rtt_ms']:g} ms  ok")
+        ctx.phase(f"RTT {r['from']} -> {r['to']} (core only): {r['p25_rtt_ms']:.2f} ms (lower quartile; median {r['median_rtt_ms']:.2f}), plan {r['expected_rtt_ms']:g} ms  ok")
     for r in checks["shaped_once"]:
-        phase(f"{r['endpoint']}: {r['pings']} pings entered uplink {r[r['endpoint'] + '.uplink_packets']}x, "
-              f"downlink {r[r['endpoint'] + '.downlink_packets']}x (shaped once), RTT through link {r['median_rtt_ms']:.2f} ms  ok")
-    phase("no route from any namespace of the run to outside addresses  ok")
-    manifest.write(man, run_dir)
+        ctx.phase(f"{r['endpoint']}: {r['pings']} pings entered uplink {r[r['endpoint'] + '.uplink_packets']}x, "
+                  f"downlink {r[r['endpoint'] + '.downlink_packets']}x (shaped once), RTT through link {r['median_rtt_ms']:.2f} ms  ok")
+    ctx.phase("no route from any namespace of the run to outside addresses  ok")
+    ctx.save()
 
     console.print("[bold]brokers[/]")
     for n in spec.nodes:
         if n.role != "endpoint":
             proc = broker.start(dep.nodes[n.name], run_dir)
-            undo.callback(stop_process, proc)
-            vital.append(Vital(f"mosquitto on {n.name}", proc, run_dir / "logs" / f"mosquitto-{n.name}.log"))
-            phase(f"mosquitto on {n.name} ({plan.addresses[n.name]}:{netplan.MQTT_PORT})")
+            ctx.undo.callback(stop_process, proc)
+            ctx.vital.append(Vital(f"mosquitto on {n.name}", proc, run_dir / "logs" / f"mosquitto-{n.name}.log"))
+            ctx.phase(f"mosquitto on {n.name} ({plan.addresses[n.name]}:{netplan.MQTT_PORT})")
 
-    undo.callback(launch.hand_over(run_dir / "raw", spec))
-    man.setdefault("workload", {})["user"] = launch.user_note(spec)
+    ctx.undo.callback(launch.hand_over(run_dir / "raw", spec))
+    man.workload.user = launch.user_note(spec)
     with NodeSampler([dep.nodes[n.name] for n in spec.nodes], run_dir / "nodes.csv"):
         for rep in range(1, spec.repetitions + 1):
-            _repetition(spec, plan, dep, run_dir, rep, man, console, undo, vital)
-    manifest.write(man, run_dir)
+            _repetition(ctx, rep)
+    ctx.save()
     stop_process(emulator)  # flushes the link logs before the report reads them
 
 
@@ -266,8 +285,10 @@ class Vital:
                                 f"see {self.log}; the requests measured until then are kept")
 
 
-def _repetition(spec: ExperimentSpec, plan: netplan.Plan, dep: Deployment, run_dir: Path, rep: int, man: dict,
-                console: Console, undo: Undo, vital: list[Vital]) -> None:
+def _repetition(ctx: Run, rep: int) -> None:
+    spec, plan, run_dir, man, console, undo = ctx.spec, ctx.plan, ctx.run_dir, ctx.manifest, ctx.console, ctx.undo
+    assert ctx.dep is not None
+    dep = ctx.dep
     w = spec.workload
     raw = run_dir / "raw"
     target = dep.nodes[plan.offload_target]
@@ -278,7 +299,7 @@ def _repetition(spec: ExperimentSpec, plan: netplan.Plan, dep: Deployment, run_d
     undo.callback(stop_process, server)
     if box:
         undo.callback(containers.remove, box)
-    watched = [*vital, Vital(f"the {w.app} server on {target.name}", server, run_dir / "logs" / f"server-{target.name}.log")]
+    watched = [*ctx.vital, Vital(f"the {w.app} server on {target.name}", server, run_dir / "logs" / f"server-{target.name}.log")]
 
     info: dict = {}
 
@@ -292,10 +313,10 @@ def _repetition(spec: ExperimentSpec, plan: netplan.Plan, dep: Deployment, run_d
         return True
 
     wait_for(server_ready, 300, f"the {w.app} server on {target.name} to load its model")
-    man.setdefault("workload", {})["server"] = info
-    man["workload"]["runtime"] = {"endpoint": w.endpoint.runtime, "server": w.server.runtime}
+    man.workload.server = info
+    man.workload.runtime = {"endpoint": w.endpoint.runtime, "server": w.server.runtime}
     if w.runtime == "container":
-        man["workload"]["images"] = {i: containers.image_id(i) for i in (w.endpoint.image, w.server.image) if i}
+        man.workload.images = {i: containers.image_id(i) for i in (w.endpoint.image, w.server.image) if i}
     console.print(f"  server ready on {target.name}: {info.get('model', '?')}, weights {info.get('weights', '?')}")
     if str(info.get("weights", "")).startswith("random"):
         console.print("  [yellow]note:[/] random weights: the latency is the model's, its answers are not meaningful "

@@ -17,7 +17,6 @@ from typing import Callable, Sequence
 
 from continuum import commands
 from continuum.cgroups import Cgroup
-from continuum.config import NodeSpec
 from continuum.errors import ProviderError
 
 NODE_EXEC = Path(__file__).with_name("node_exec.py")
@@ -37,6 +36,21 @@ class Sandbox:
                 *(a for p in self.rw for a in ("--rw", str(p)))]
 
 
+def wrapped(argv: Sequence[str], *, netns: str | None = None, cgroup: Cgroup | None = None,
+            sandbox: Sandbox | None = None, cwd: Path | None = None) -> list[str]:
+    """argv started through the exec wrapper (continuum/node_exec.py)."""
+    wrapper = [sys.executable, "-I", "-S", str(NODE_EXEC)]
+    if netns is not None:
+        wrapper += ["--netns", netns]
+    for f in (cgroup.procs_files if cgroup else []):
+        wrapper += ["--cgroup-procs", str(f)]
+    if sandbox is not None:
+        wrapper += sandbox.args()
+    if cwd is not None:
+        wrapper += ["--chdir", str(cwd)]
+    return [*wrapper, "--", *argv]
+
+
 @dataclass
 class Node:
     """A live node (or the ran/core infrastructure namespaces): where its
@@ -45,7 +59,6 @@ class Node:
     name: str
     netns: str
     address: str | None = None
-    spec: NodeSpec | None = None
     cgroup: Cgroup | None = None
 
     def argv(self, argv: list[str]) -> list[str]:
@@ -57,14 +70,7 @@ class Node:
     def exec_argv(self, argv: Sequence[str], sandbox: Sandbox | None = None, cwd: Path | None = None) -> list[str]:
         """argv inside the node: the wrapper joins its cgroup, enters its
         namespace (and, with a sandbox, drops root), then execs argv."""
-        wrapper = [sys.executable, "-I", "-S", str(NODE_EXEC), "--netns", self.netns]
-        for f in (self.cgroup.procs_files if self.cgroup else []):
-            wrapper += ["--cgroup-procs", str(f)]
-        if sandbox is not None:
-            wrapper += sandbox.args()
-        if cwd is not None:
-            wrapper += ["--chdir", str(cwd)]
-        return [*wrapper, "--", *argv]
+        return wrapped(argv, netns=self.netns, cgroup=self.cgroup, sandbox=sandbox, cwd=cwd)
 
     def start(self, argv: list[str], log: Path, env: dict[str, str] | None = None, *, cwd: Path | None = None,
               contained: bool = True, sandbox: Sandbox | None = None) -> subprocess.Popen:

@@ -19,6 +19,8 @@ from pydantic import BaseModel, ValidationError
 from continuum import traces
 from continuum.config import presets, raw
 from continuum.errors import ConfigError, ConfigIssue
+from continuum.providers import REGISTRY as PROVIDERS
+from continuum.workloads import REGISTRY as APPS
 from continuum.traces import TraceRef
 
 ROLES = ("endpoint", "edge", "cloud")
@@ -224,7 +226,6 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         return any(s == k or s.startswith((k + ".", k + "[")) for s in schema_keys for k in keys)
 
     # provider
-    from continuum.providers import REGISTRY as PROVIDERS
 
     provider = p.get("provider")
     if provider is not None and provider.kind not in PROVIDERS:
@@ -335,8 +336,6 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
 
 
 def _workload(w: raw.Workload, base: Path, bad, failed, file: str, issues: list[ConfigIssue]) -> WorkloadSpec | None:
-    from continuum.workloads import REGISTRY as APPS
-
     app = APPS.get(w.app)
     if app is None and not failed("workload.app"):
         bad("workload.app", f"unknown app {w.app!r}; valid: {', '.join(sorted(APPS))}")

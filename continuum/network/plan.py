@@ -24,13 +24,36 @@ Addresses live in 10.200.0.0/14 and only inside this run's namespaces:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from continuum.config import ExperimentSpec
+if TYPE_CHECKING:  # the plan is built from a spec; at run time it needs only its values
+    from continuum.config import ExperimentSpec
 
 ENDPOINT_NET, PROBE_NET, EDGE_NET, CLOUD_NET = "10.200", "10.201", "10.202", "10.203"
 ALL_NETS = "10.200.0.0/14"
 TIER_NET = {"edge": EDGE_NET, "cloud": CLOUD_NET}
 MQTT_PORT = 1883
+NODE_IF = "eth0"  # a node's one interface
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A node's cgroup: CPU quota (in CPUs) and memory limit."""
+
+    cpus: float
+    memory_bytes: int
+
+
+@dataclass(frozen=True)
+class PlanNode:
+    """One namespace of the run: a workload node, or the ran/core infrastructure."""
+
+    name: str  # logical name: endpoint0, edge0, cloud0, ran, core
+    role: str  # endpoint | edge | cloud | ran | core
+    address: str | None = None  # where its workload is reached (no prefix)
+    limits: Limits | None = None  # None: infrastructure, not limited
+    sandboxed: bool = False  # its namespace comes from a sandbox container (container workloads)
+    forwarding: bool = False  # routes between its interfaces (core)
 
 
 @dataclass(frozen=True)
@@ -38,6 +61,9 @@ class Interface:
     namespace: str  # logical namespace: a node name, "ran" or "core"
     name: str
     address: str | None  # CIDR, None for the emulator's unnumbered ports
+    # Segmentation/receive offloads off: the link must see the 1500-byte frames
+    # a cellular link carries, not GSO super-frames.
+    offloads: bool = False
 
 
 @dataclass(frozen=True)
@@ -47,11 +73,44 @@ class Veth:
 
 
 @dataclass(frozen=True)
+class Address:
+    """An extra address on an interface (the endpoints' probe addresses)."""
+
+    namespace: str
+    dev: str
+    cidr: str
+
+
+@dataclass(frozen=True)
 class Route:
     namespace: str
     destination: str
     via: str | None
     source: str | None = None
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A permanent neighbour entry: in `namespace`, `address` on `dev` is the
+    MAC of `peer_dev` in `peer_namespace` (known only once both exist)."""
+
+    namespace: str
+    dev: str
+    address: str
+    peer_namespace: str
+    peer_dev: str
+
+
+@dataclass(frozen=True)
+class CoreDelay:
+    """One tier's one-way core-network delay: applied by the emulator to
+    traffic to/from `prefix`, or by netem on both ends of the tier's core links."""
+
+    tier: str
+    prefix: str
+    one_way_ms: float
+    jitter_ms: float
+    netem_devices: tuple[tuple[str, str], ...]  # (namespace, dev)
 
 
 @dataclass(frozen=True)
@@ -65,52 +124,94 @@ class CellLink:
 
 @dataclass(frozen=True)
 class Plan:
-    namespaces: tuple[str, ...]  # logical names: nodes, then "ran", "core"
+    nodes: tuple[PlanNode, ...]  # workload nodes in spec order, then "ran", "core"
     veths: tuple[Veth, ...]
+    extra_addresses: tuple[Address, ...]
     routes: tuple[Route, ...]
-    addresses: dict  # node name -> IPv4 address (no prefix)
-    probe_addresses: dict  # endpoint name -> probe address
+    neighbours: tuple[Neighbour, ...]
     cell_links: tuple[CellLink, ...]
-    delay_rules: tuple[tuple[str, float], ...]  # (prefix, one-way ms)
+    core_delays: tuple[CoreDelay, ...]
+    delay_mechanism: str  # "mahimahi-link" or "netem" (core.mechanism, "auto" decided here)
     bypass: tuple[str, ...]
+    probe_addresses: dict  # endpoint name -> probe address (bypasses the trace, keeps the core delay)
     offload_target: str  # node name that serves the workload (edge0 or cloud0)
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        return tuple(n.name for n in self.nodes)
+
+    @property
+    def addresses(self) -> dict[str, str]:
+        """node name -> IPv4 address (no prefix), workload nodes only."""
+        return {n.name: n.address for n in self.nodes if n.address}
+
+    @property
+    def delay_rules(self) -> tuple[tuple[str, float], ...]:
+        """(prefix, one-way ms) for the emulator's --delay."""
+        return tuple((d.prefix, d.one_way_ms) for d in self.core_delays)
+
+    def node(self, name: str) -> PlanNode:
+        return next(n for n in self.nodes if n.name == name)
+
+
+def delay_mechanism(spec: ExperimentSpec) -> str:
+    """`auto`: the emulator's delay (µs-precise) unless jitter needs netem."""
+    m = spec.core.mechanism
+    if m == "auto":
+        return "netem" if spec.core.jitter_ms > 0 else "mahimahi-link"
+    return m
 
 
 def build(spec: ExperimentSpec) -> Plan:
+    w = spec.workload
+    offload_target = spec.role(w.offload)[0].name
+    boxed = ({n.name for n in spec.role("endpoint")} if w.endpoint.runtime == "container" else set()) | (
+        {offload_target} if w.server.runtime == "container" else set())
+    nodes: list[PlanNode] = []
     veths: list[Veth] = []
+    extra: list[Address] = []
     routes: list[Route] = []
-    addresses: dict[str, str] = {}
+    neighbours: list[Neighbour] = []
     probes: dict[str, str] = {}
     links: list[CellLink] = []
+    delays: list[CoreDelay] = []
     for n in spec.role("endpoint"):
         i = n.index
-        ip = f"{ENDPOINT_NET}.{i}.2"
-        addresses[n.name] = ip
+        ip, gw = f"{ENDPOINT_NET}.{i}.2", f"{ENDPOINT_NET}.{i}.1"
+        nodes.append(PlanNode(n.name, n.role, ip, Limits(n.cpus, n.memory_bytes), n.name in boxed))
         probes[n.name] = f"{PROBE_NET}.{i}.2"
-        veths.append(Veth(Interface(n.name, "eth0", f"{ip}/24"), Interface("ran", f"ue{i}", None)))
-        veths.append(Veth(Interface("ran", f"core{i}", None), Interface("core", f"ran{i}", f"{ENDPOINT_NET}.{i}.1/24")))
+        extra.append(Address(n.name, NODE_IF, f"{probes[n.name]}/32"))
+        veths.append(Veth(Interface(n.name, NODE_IF, f"{ip}/24"), Interface("ran", f"ue{i}", None)))
+        veths.append(Veth(Interface("ran", f"core{i}", None), Interface("core", f"ran{i}", f"{gw}/24")))
         links.append(CellLink(n.name, f"ue{i}", f"core{i}"))
-        routes.append(Route(n.name, ALL_NETS, f"{ENDPOINT_NET}.{i}.1"))
-        routes.append(Route("core", f"{PROBE_NET}.{i}.2/32", ip))
+        routes.append(Route(n.name, ALL_NETS, gw))
+        routes.append(Route("core", f"{probes[n.name]}/32", ip))
+        # A cellular link carries no ARP: both ends of each UE link get permanent
+        # entries, so no address resolution (and no neighbour-cache expiry
+        # stalling a request) ever crosses the emulated link.
+        neighbours.append(Neighbour(n.name, NODE_IF, gw, "core", f"ran{i}"))
+        neighbours.append(Neighbour("core", f"ran{i}", ip, n.name, NODE_IF))
     for role in ("edge", "cloud"):
-        for n in spec.role(role):
+        tier = spec.role(role)
+        for n in tier:
             net = f"{TIER_NET[role]}.{n.index}"
-            addresses[n.name] = f"{net}.2"
-            veths.append(Veth(Interface("core", n.name, f"{net}.1/24"), Interface(n.name, "eth0", f"{net}.2/24")))
+            nodes.append(PlanNode(n.name, n.role, f"{net}.2", Limits(n.cpus, n.memory_bytes), n.name in boxed))
+            veths.append(Veth(Interface("core", n.name, f"{net}.1/24"), Interface(n.name, NODE_IF, f"{net}.2/24")))
             routes.append(Route(n.name, ALL_NETS, f"{net}.1"))
-    delay_rules = tuple(
-        (f"{TIER_NET[role]}.0.0/16", spec.one_way_ms(role)) for role in ("edge", "cloud") if spec.role(role)
-    )
-    bypass = (f"{PROBE_NET}.0.0/16", *spec.mobile.bypass)
-    names = tuple(n.name for n in spec.nodes) + ("ran", "core")
+        if tier:
+            devices = tuple(d for n in tier for d in (("core", n.name), (n.name, NODE_IF)))
+            delays.append(CoreDelay(role, f"{TIER_NET[role]}.0.0/16", spec.one_way_ms(role), spec.core.jitter_ms, devices))
+    nodes += [PlanNode("ran", "ran"), PlanNode("core", "core", forwarding=True)]
     return Plan(
-        namespaces=names,
+        nodes=tuple(nodes),
         veths=tuple(veths),
+        extra_addresses=tuple(extra),
         routes=tuple(routes),
-        addresses=addresses,
-        probe_addresses=probes,
+        neighbours=tuple(neighbours),
         cell_links=tuple(links),
-        delay_rules=delay_rules,
-        bypass=bypass,
-        offload_target=f"{spec.workload.offload}0",
+        core_delays=tuple(delays),
+        delay_mechanism=delay_mechanism(spec),
+        bypass=(f"{PROBE_NET}.0.0/16", *spec.mobile.bypass),
+        probe_addresses=probes,
+        offload_target=offload_target,
     )

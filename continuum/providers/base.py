@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar
+from typing import TYPE_CHECKING, Callable, ClassVar
 
-from continuum.config import ExperimentSpec
 from continuum.network.plan import Plan
 from continuum.runtime import Node
+
+if TYPE_CHECKING:
+    from continuum.config import ExperimentSpec
 
 REGISTRY: dict[str, type["Provider"]] = {}
 
@@ -37,9 +39,9 @@ class Provider:
         """What the host lacks for this experiment (empty when ready)."""
         return []
 
-    def deploy(self, spec: ExperimentSpec, plan: Plan, run_id: str, undo: contextlib.ExitStack,
-               say: Callable[[str], None]) -> Deployment:
-        """Create the nodes and the network of the plan; register each undo on `undo` the moment it exists."""
+    def deploy(self, plan: Plan, run_id: str, undo: contextlib.ExitStack, say: Callable[[str], None]) -> Deployment:
+        """Create the nodes and the network of the plan (the plan is the whole
+        recipe); register each undo on `undo` the moment it exists."""
         raise NotImplementedError
 
     def leftovers(self, run_id: str | None) -> list[str]:

@@ -13,14 +13,17 @@ import contextlib
 import json
 import os
 import shutil
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from continuum import cgroups, commands, containers, naming
-from continuum.config import ExperimentSpec
 from continuum.errors import CommandError, ProviderError
 from continuum.network.plan import Plan
-from continuum.providers.base import Deployment, Node, Provider, register
+from continuum.providers.base import Deployment, Provider, register
+from continuum.runtime import Node
 from continuum.traces import mahimahi_link_binary
+
+if TYPE_CHECKING:
+    from continuum.config import ExperimentSpec
 
 TOOLS = {"ip": "iproute2", "ethtool": "ethtool", "ping": "iputils-ping", "mosquitto": "mosquitto"}
 
@@ -83,19 +86,17 @@ class NetnsProvider(Provider):
                             "(mahimahi-link's core delay is constant)")
         return problems
 
-    def deploy(self, spec: ExperimentSpec, plan: Plan, run_id: str, undo: contextlib.ExitStack,
-               say: Callable[[str], None]) -> Deployment:
+    def deploy(self, plan: Plan, run_id: str, undo: contextlib.ExitStack, say: Callable[[str], None]) -> Deployment:
         dep = Deployment(run_id)
         version, _ = cgroups.detect()
         dep.facts["cgroup_version"] = version
-        specs = {n.name: n for n in spec.nodes}
 
-        sandboxed = containers.container_nodes(spec, plan.offload_target)
-        say(f"creating {len(plan.namespaces)} namespaces" + (f" ({len(sandboxed)} from sandbox containers)" if sandboxed else ""))
-        for logical in plan.namespaces:
-            ns = naming.netns(run_id, logical)
-            if logical in sandboxed:
-                box = containers.sandbox_name(run_id, logical)
+        boxed = [n.name for n in plan.nodes if n.sandboxed]
+        say(f"creating {len(plan.nodes)} namespaces" + (f" ({len(boxed)} from sandbox containers)" if boxed else ""))
+        for n in plan.nodes:
+            ns = naming.netns(run_id, n.name)
+            if n.sandboxed:
+                box = containers.sandbox_name(run_id, n.name)
                 undo.callback(containers.remove, box)
                 pid = containers.sandbox(box, run_id)
                 commands.run(["ip", "netns", "attach", ns, str(pid)])
@@ -103,7 +104,7 @@ class NetnsProvider(Provider):
                 commands.run(["ip", "netns", "add", ns])
             undo.callback(delete_namespace, ns)
             commands.run(commands.in_netns(ns, ["ip", "link", "set", "lo", "up"]))
-            dep.nodes[logical] = Node(logical, ns, plan.addresses.get(logical), specs.get(logical))
+            dep.nodes[n.name] = Node(n.name, ns, n.address)
 
         say(f"wiring {len(plan.veths)} veth pairs")
         for v in plan.veths:
@@ -112,15 +113,17 @@ class NetnsProvider(Provider):
             for end, ns in ((v.a, a), (v.b, b)):
                 if end.address:
                     commands.run(commands.in_netns(ns, ["ip", "addr", "add", end.address, "dev", end.name]))
-                # MTU-faithful emulation: the link must see 1500-byte frames, not GSO super-frames.
-                commands.run(commands.in_netns(ns, ["ethtool", "-K", end.name, "tso", "off", "gso", "off", "gro", "off"]), check=False)
+                if not end.offloads:
+                    commands.run(commands.in_netns(ns, ["ethtool", "-K", end.name, "tso", "off", "gso", "off", "gro", "off"]),
+                                 check=False)
                 commands.run(commands.in_netns(ns, ["ip", "link", "set", end.name, "up"]))
-        self._static_neighbours(plan, dep)
-        for ep, probe in plan.probe_addresses.items():
-            commands.run(commands.in_netns(dep.nodes[ep].netns, ["ip", "addr", "add", f"{probe}/32", "dev", "eth0"]))
-        core = dep.nodes["core"].netns
-        commands.run(commands.in_netns(core, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]))
-        for ns in (n.netns for n in dep.nodes.values()):
+        for x in plan.extra_addresses:
+            commands.run(commands.in_netns(dep.nodes[x.namespace].netns, ["ip", "addr", "add", x.cidr, "dev", x.dev]))
+        self._neighbours(plan, dep)
+        for n in plan.nodes:
+            ns = dep.nodes[n.name].netns
+            if n.forwarding:
+                commands.run(commands.in_netns(ns, ["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]))
             commands.run(commands.in_netns(ns, ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"]), check=False)
         for r in plan.routes:
             argv = ["ip", "route", "add", r.destination]
@@ -129,46 +132,33 @@ class NetnsProvider(Provider):
             commands.run(commands.in_netns(dep.nodes[r.namespace].netns, argv))
 
         netem = self._netem_available(dep.nodes["core"])
-        mechanism = spec.core.mechanism
-        if mechanism == "auto":  # the emulator's delay (µs-precise, tested everywhere) unless jitter needs netem
-            mechanism = "netem" if spec.core.jitter_ms > 0 else "mahimahi-link"
-        if mechanism == "netem":
+        if plan.delay_mechanism == "netem":
             if not netem:
                 raise ProviderError("core delay needs tc netem (core.jitter_ms > 0 or core.mechanism = \"netem\") "
                                     "but this kernel has no sch_netem; set core.jitter_ms = 0 to use mahimahi-link's delay")
-            self._netem(spec, plan, dep)
-        dep.facts["delay_mechanism"] = mechanism
+            self._netem(plan, dep)
+        dep.facts["delay_mechanism"] = plan.delay_mechanism
         dep.facts["netem_available"] = netem
 
         say("creating cgroups (CPU quota, memory limit)")
         undo.callback(cgroups.prune, run_id)  # after the nodes' own cgroups: what containers added elsewhere
-        for n in spec.nodes:
-            cg = cgroups.create(naming.cgroup(run_id, n.name), n.cpus, n.memory_bytes)
-            undo.callback(cg.remove)
-            dep.nodes[n.name].cgroup = cg
+        for n in plan.nodes:
+            if n.limits is not None:
+                cg = cgroups.create(naming.cgroup(run_id, n.name), n.limits.cpus, n.limits.memory_bytes)
+                undo.callback(cg.remove)
+                dep.nodes[n.name].cgroup = cg
         return dep
 
     @staticmethod
-    def _static_neighbours(plan: Plan, dep: Deployment) -> None:
-        """A cellular link carries no ARP: both ends of each UE link get permanent
-        neighbour entries, so no address resolution (and no neighbour-cache
-        expiry stalling a request) ever crosses the emulated link."""
-
+    def _neighbours(plan: Plan, dep: Deployment) -> None:
         def mac(ns: str, dev: str) -> str:
             out = commands.run(commands.in_netns(ns, ["ip", "-j", "link", "show", "dev", dev])).stdout
             return json.loads(out)[0]["address"]
 
-        for v in plan.veths:
-            if v.a.namespace in plan.probe_addresses and v.b.namespace == "ran":  # endpoint eth0 <-> ran ue_i
-                ep, ep_if = dep.nodes[v.a.namespace].netns, v.a.name
-                ep_ip = str(v.a.address).split("/")[0]
-                gw = next(w for w in plan.veths if w.b.namespace == "core" and w.b.address
-                          and w.b.address.rsplit(".", 1)[0] == ep_ip.rsplit(".", 1)[0])
-                core, core_if, gw_ip = dep.nodes["core"].netns, gw.b.name, str(gw.b.address).split("/")[0]
-                commands.run(commands.in_netns(ep, ["ip", "neigh", "replace", gw_ip, "lladdr", mac(core, core_if),
-                                                    "dev", ep_if, "nud", "permanent"]))
-                commands.run(commands.in_netns(core, ["ip", "neigh", "replace", ep_ip, "lladdr", mac(ep, ep_if),
-                                                      "dev", core_if, "nud", "permanent"]))
+        for nb in plan.neighbours:
+            lladdr = mac(dep.nodes[nb.peer_namespace].netns, nb.peer_dev)
+            commands.run(commands.in_netns(dep.nodes[nb.namespace].netns,
+                                           ["ip", "neigh", "replace", nb.address, "lladdr", lladdr, "dev", nb.dev, "nud", "permanent"]))
 
     @staticmethod
     def _netem_available(core: Node) -> bool:
@@ -178,17 +168,14 @@ class NetnsProvider(Provider):
             core.run(["tc", "qdisc", "del", "dev", "lo", "root"], check=False)
         return ok
 
-    def _netem(self, spec: ExperimentSpec, plan: Plan, dep: Deployment) -> None:
-        """Core delay with tc netem on both ends of each tier's core link (where the kernel has netem)."""
-        core = dep.nodes["core"]
-        for n in spec.nodes:
-            if n.role == "endpoint":
-                continue
-            ms = spec.one_way_ms(n.role)
-            delay = ["delay", f"{ms}ms"] + ([f"{spec.core.jitter_ms}ms"] if spec.core.jitter_ms else [])
-            for node, dev in ((core, n.name), (dep.nodes[n.name], "eth0")):
+    @staticmethod
+    def _netem(plan: Plan, dep: Deployment) -> None:
+        """Core delay with tc netem on both ends of each tier's core links (where the kernel has netem)."""
+        for d in plan.core_delays:
+            delay = ["delay", f"{d.one_way_ms}ms"] + ([f"{d.jitter_ms}ms"] if d.jitter_ms else [])
+            for ns, dev in d.netem_devices:
                 try:
-                    node.run(["tc", "qdisc", "add", "dev", dev, "root", "netem", *delay])
+                    dep.nodes[ns].run(["tc", "qdisc", "add", "dev", dev, "root", "netem", *delay])
                 except CommandError as e:
                     raise ProviderError(
                         f"core.mechanism = \"netem\" but this kernel refused it ({e.stderr or e}); "

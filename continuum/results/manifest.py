@@ -4,12 +4,14 @@ every component, which delay mechanism and cgroup version ran, host facts."""
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 import continuum
 from continuum.config import ExperimentSpec
@@ -67,30 +69,79 @@ def host() -> dict:
             "cpus": os.cpu_count(), "memory_bytes": mem}
 
 
-def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> dict:
-    return {
-        "run_id": run_id,
-        "experiment": spec.name,
-        "command_line": argv,
-        "started": started,
-        "config_file": str(spec.source),
-        "config_sha256": spec.sha256,
-        "seed": spec.seed,
-        "provider": spec.provider,
-        "nodes": {n.name: {"role": n.role, "cpus": n.cpus, "memory_bytes": n.memory_bytes} for n in spec.nodes},
-        "traces": {
+class Teardown(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    complete: bool
+    failures: list[str] = []
+
+
+class WorkloadFacts(BaseModel):
+    """What the workload said and ran as, filled in as the run goes."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    server: dict[str, Any] | None = None  # the server's ready file (model, framework, weights, ...)
+    runtime: dict[str, str] | None = None  # side -> process | container
+    images: dict[str, str] | None = None  # image -> id, container sides
+    user: dict[str, str] | None = None  # side -> whom it ran as
+
+
+class Manifest(BaseModel):
+    """manifest.json, typed: the facts known at start (build), then what the
+    run learns (provider facts, verification, workload) and its outcome."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    run_id: str
+    experiment: str
+    command_line: list[str]
+    started: str
+    config_file: str
+    config_sha256: str
+    seed: int
+    provider: str
+    nodes: dict[str, dict[str, Any]]
+    traces: dict[str, dict[str, Any]]
+    core: dict[str, Any]
+    versions: dict[str, str]
+    host: dict[str, Any]
+    status: str = "running"  # running | complete | interrupted (...) | failed: ...
+    finished: str | None = None
+    wall_s: float | None = None
+    teardown: Teardown | None = None
+    cgroup_version: int | None = None
+    delay_mechanism: str | None = None
+    netem_available: bool | None = None
+    addresses: dict[str, str] | None = None
+    verification: dict[str, Any] | None = None
+    workload: WorkloadFacts = WorkloadFacts()
+
+
+def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> Manifest:
+    return Manifest(
+        run_id=run_id,
+        experiment=spec.name,
+        command_line=argv,
+        started=started,
+        config_file=str(spec.source),
+        config_sha256=spec.sha256,
+        seed=spec.seed,
+        provider=spec.provider,
+        nodes={n.name: {"role": n.role, "cpus": n.cpus, "memory_bytes": n.memory_bytes} for n in spec.nodes},
+        traces={
             "uplink": {"given": spec.mobile.uplink.given, "archive_id": spec.mobile.uplink.archive_id, "path": str(spec.mobile.uplink.path), "sha256": spec.mobile.uplink.sha256},
             "downlink": {"given": spec.mobile.downlink.given, "archive_id": spec.mobile.downlink.archive_id, "path": str(spec.mobile.downlink.path), "sha256": spec.mobile.downlink.sha256},
         },
-        "core": {"edge_one_way_ms": spec.core.edge_ms, "edge": spec.core.edge_label,
-                 "cloud_one_way_ms": spec.core.cloud_ms, "cloud": spec.core.cloud_label,
-                 "jitter_ms": spec.core.jitter_ms, "delay_mechanism": spec.core.mechanism},
-        "versions": versions(),
-        "host": host(),
-    }
+        core={"edge_one_way_ms": spec.core.edge_ms, "edge": spec.core.edge_label,
+              "cloud_one_way_ms": spec.core.cloud_ms, "cloud": spec.core.cloud_label,
+              "jitter_ms": spec.core.jitter_ms, "delay_mechanism": spec.core.mechanism},
+        versions=versions(),
+        host=host(),
+    )
 
 
-def write(manifest: dict, run_dir: Path) -> None:
+def write(manifest: Manifest, run_dir: Path) -> None:
     tmp = run_dir / "manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2, default=str) + "\n")
+    tmp.write_text(manifest.model_dump_json(indent=2) + "\n")
     tmp.replace(run_dir / "manifest.json")

@@ -10,13 +10,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from continuum.errors import TraceCommandError
 from continuum.tracearchive import checks, contribute, convert, fetch, index, mahimahi, stats
-
-
-class TraceCommandError(Exception):
-    def __init__(self, message: str, status: int = 1):
-        super().__init__(message)
-        self.status = status
 
 
 def add_parser(sub) -> None:

@@ -335,7 +335,7 @@ def add_arguments(p) -> None:
 
 
 def main(args, console) -> int:
-    from continuum.tracearchive.cli import TraceCommandError
+    from continuum.errors import TraceCommandError
 
     if args.mode == "serve":
         serve(args.port, args.bind, args.once, say=console.print)

@@ -78,14 +78,15 @@ def _common(spec: ExperimentSpec, broker: str, rep: int, seed: int) -> dict[str,
             Env.PARAMS: json.dumps(dict(w.params)), **w.environment}
 
 
-def _limits(node: Node) -> NodeSpec:
-    if node.spec is None:
+def _limits(spec: ExperimentSpec, node: Node) -> NodeSpec:
+    found = [n for n in spec.nodes if n.name == node.name]
+    if not found:
         raise ProviderError(f"{node.name} is not a workload node (it has no CPU and memory limits)")
-    return node.spec
+    return found[0]
 
 
 def server_env(spec: ExperimentSpec, node: Node, raw: Path, rep: int) -> dict[str, str]:
-    threads = str(max(1, math.floor(_limits(node).cpus)))
+    threads = str(max(1, math.floor(_limits(spec, node).cpus)))
     return {**_common(spec, "127.0.0.1", rep, spec.seed), Env.THREADS: threads, "OMP_NUM_THREADS": threads,
             Env.SERVER_LOG: str(raw / f"server-{node.name}.csv"),
             Env.READY_FILE: str(raw / f"server-ready-r{rep}.json"), Env.MODEL_CACHE: str(model_cache())}
@@ -93,7 +94,7 @@ def server_env(spec: ExperimentSpec, node: Node, raw: Path, rep: int) -> dict[st
 
 def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: int) -> dict[str, str]:
     w = spec.workload
-    return {**_common(spec, broker, rep, spec.seed + _limits(node).index), Env.ENDPOINT: node.name,
+    return {**_common(spec, broker, rep, spec.seed + _limits(spec, node).index), Env.ENDPOINT: node.name,
             Env.RATE: f"{w.rate:g}", Env.ARRIVALS: w.arrivals, Env.BURST: str(w.burst),
             Env.WARMUP_S: f"{spec.warmup_s:g}", Env.DURATION_S: f"{spec.duration_s:g}",
             Env.TIMEOUT_S: f"{w.timeout_s:g}", Env.PAYLOAD: json.dumps(dict(w.payload)),
@@ -114,7 +115,7 @@ def start(spec: ExperimentSpec, side: str, node: Node, env: dict[str, str], run_
         name = f"{naming.netns(run_id, node.name)}-{side}-r{rep}"
         mounts = [(run_dir / "raw", True)] + ([(model_cache(), False)] if model_cache().is_dir() else [])
         argv = containers.run_argv(name, run_id, s.image, list(s.command), containers.sandbox_name(run_id, node.name),
-                                   naming.cgroup(run_id, node.name), _limits(node).cpus, _limits(node).memory_bytes, env, mounts)
+                                   naming.cgroup(run_id, node.name), _limits(spec, node).cpus, _limits(spec, node).memory_bytes, env, mounts)
         return node.start(argv, log, contained=False), name
     if REGISTRY[w.app].builtin:
         argv = [sys.executable, "-m", "workloads", side, w.app]

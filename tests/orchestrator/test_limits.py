@@ -12,6 +12,7 @@ import time
 import pytest
 
 from continuum import cgroups
+from continuum.runtime import wait_for, wrapped  # how node processes join their cgroup
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="cgroup limits need root")
 
@@ -32,7 +33,7 @@ def cgroup_factory():
 
 def busy_loop_cores(cg: cgroups.Cgroup, seconds: float) -> float:
     """Cores a busy loop inside cg gets, measured by the cgroup's own CPU accounting."""
-    p = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=cg.join)
+    p = subprocess.Popen(wrapped([sys.executable, "-c", "while True: pass"], cgroup=cg))
     try:
         start = cg.cpu_usage_ns()
         deadline = time.monotonic() + 10
@@ -56,18 +57,19 @@ def test_cpu_quota_is_enforced(cgroup_factory, cpus, lo, hi):
 def test_memory_limit_kills_the_over_allocating_process(cgroup_factory):
     cg = cgroup_factory("hog", 1.0, 64 << 20)
     hog = "b = bytearray(300 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('survived')"
-    p = subprocess.run([sys.executable, "-c", hog], preexec_fn=cg.join, capture_output=True, text=True, timeout=60)
+    p = subprocess.run(wrapped([sys.executable, "-c", hog], cgroup=cg), capture_output=True, text=True, timeout=60)
     assert p.returncode == -9, f"expected SIGKILL from the OOM killer, got {p.returncode}: {p.stdout} {p.stderr}"
     assert "survived" not in p.stdout
     assert cg.oom_kills() >= 1
-    small = subprocess.run([sys.executable, "-c", "b = bytearray(16 << 20); print('ok')"], preexec_fn=cg.join,
+    small = subprocess.run(wrapped([sys.executable, "-c", "b = bytearray(16 << 20); print('ok')"], cgroup=cg),
                            capture_output=True, text=True, timeout=60)
     assert small.stdout.strip() == "ok", "a process within the limit runs normally"
 
 
 def test_removed_cgroups_leave_nothing(cgroup_factory):
     cg = cgroups.create(f"continuum/test{os.getpid()}x/gone", 1.0, 64 << 20)
-    p = subprocess.Popen(["sleep", "30"], preexec_fn=cg.join)
+    p = subprocess.Popen(wrapped(["sleep", "30"], cgroup=cg))
+    wait_for(lambda: p.pid in cg.pids(), 10, "sleep to join its cgroup")
     cg.remove()  # kills what is inside first
     assert p.wait(5) == -9
     assert all(not d.exists() for d in cg.dirs.values())

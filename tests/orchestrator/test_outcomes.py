@@ -41,10 +41,10 @@ def _console() -> tuple[Console, io.StringIO]:
 
 
 def test_failed_teardown_is_reported_not_hidden(spec, monkeypatch):
-    def live(spec, plan, provider, run_id, run_dir, undo, man, console):
+    def live(ctx, provider):
         def stuck():
             raise OSError("device or resource busy")
-        undo.callback(stuck)
+        ctx.undo.callback(stuck)
 
     monkeypatch.setattr(runner, "_run", live)
     console, buf = _console()
@@ -60,8 +60,8 @@ def test_failed_teardown_is_reported_not_hidden(spec, monkeypatch):
 
 
 def test_broken_results_never_replace_the_runs_own_error(spec, monkeypatch):
-    def live(spec, plan, provider, run_id, run_dir, undo, man, console):
-        (run_dir / "raw" / "requests-endpoint0-1.csv").write_text("not,the,contract\n1,2,3\n")
+    def live(ctx, provider):
+        (ctx.run_dir / "raw" / "requests-endpoint0-1.csv").write_text("not,the,contract\n1,2,3\n")
         raise ProviderError("the broker died")
 
     monkeypatch.setattr(runner, "_run", live)
