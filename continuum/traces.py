@@ -42,8 +42,11 @@ def locate_file(given: str, base: Path) -> Path | None:
     except RuntimeError:  # ~nosuchuser/...: no such home, so no such file
         return None
     for c in ([p] if p.is_absolute() else [base / p, Path.cwd() / p]):
-        if c.is_file():
-            return c.resolve()
+        try:
+            if c.is_file():
+                return c.resolve()
+        except (OSError, ValueError):  # a name too long for a path, a NUL byte: no such file
+            continue
     return None
 
 

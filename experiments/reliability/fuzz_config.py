@@ -196,8 +196,11 @@ def main() -> int:
     crashes = [c for r in results for c in r[3]]
     print(f"experiment-file loader: {loaded + rejected} cases in {time.monotonic() - t0:.0f} s ({a.jobs} jobs, seed {a.seed}): "
           f"{loaded} loaded, {rejected} rejected with {issues} issues each naming file and key, {len(crashes)} crashes")
-    for c in crashes:
-        print(c)
+    distinct: dict[str, list[str]] = {}
+    for c in crashes:  # one report per distinct failure (its last line), with how many batches hit it
+        distinct.setdefault(c.strip().splitlines()[-1], []).append(c)
+    for what, cs in distinct.items():
+        print(f"--- {len(cs)} batch(es) ended by: {what}\n{cs[0]}")
     return 1 if crashes else 0
 
 

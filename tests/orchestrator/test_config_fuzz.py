@@ -33,6 +33,7 @@ def test_generated_documents_load_or_name_their_key(tmp_path):
     ("nodes.edge", "memory", "1e999G", "nodes.edge.memory"),        # OverflowError
     ("core", "edge", float("nan"), "core.edge"),                    # nan ms passed the range check
     ("experiment", "output", "runs\x00x", "experiment.output"),     # NUL loaded, failed at mkdir
+    ("mobile", "downlink", "x" * 300, "mobile.downlink"),           # ENAMETOOLONG from is_file()
 ])
 def test_found_by_the_fuzzer(tmp_path, section, key, value, expected_key):
     doc = tomllib.loads((REPO / "tests" / "orchestrator" / "configs" / "good-full.toml").read_text())
