@@ -117,11 +117,11 @@ def start(spec: ExperimentSpec, side: str, node: Node, env: dict[str, str], run_
         argv = containers.run_argv(name, run_id, s.image, list(s.command), containers.sandbox_name(run_id, node.name),
                                    naming.cgroup(run_id, node.name), _limits(spec, node).cpus, _limits(spec, node).memory_bytes, env, mounts)
         return node.start(argv, log, contained=False), name
-    if REGISTRY[w.app].builtin:
-        argv = [sys.executable, "-m", "workloads", side, w.app]
+    if REGISTRY[w.app].builtin:  # started in the repository: the experiment's folder is not in its view
+        argv, cwd = [sys.executable, "-m", "workloads", side, w.app], REPO
         env = {**env, "PYTHONPATH": str(REPO)}
     else:
-        argv = [sys.executable if a == "{python}" else a for a in s.command]
-    return node.start(argv, log, env, cwd=w.workdir, sandbox=sandbox(spec, run_dir)), None
+        argv, cwd = [sys.executable if a == "{python}" else a for a in s.command], w.workdir
+    return node.start(argv, log, env, cwd=cwd, sandbox=sandbox(spec, run_dir)), None
 
 
