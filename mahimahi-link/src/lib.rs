@@ -5,6 +5,7 @@
 //! - [`trace`]: the trace format and its checks;
 //! - [`queue`]: mm-link's queue disciplines;
 //! - [`link`]: the emulation core of one direction, driven by an injected clock;
+//! - [`cell`]: a shared cell: UEs' links splitting resource blocks slot by slot (MAC schedulers);
 //! - [`mmlog`]: mm-link's log format;
 //! - [`packet`]: frame parsing, bypass filter and core-delay rules;
 //! - [`gso`]: TCP super-frames taken whole, charged per segment, released in parts;
@@ -24,6 +25,7 @@ macro_rules! say {
     }};
 }
 
+pub mod cell;
 pub mod forward;
 pub mod gso;
 pub mod link;

@@ -84,6 +84,11 @@ pub struct Link<P> {
     drops: Vec<Queued<P>>,
     /// Latest time the link was run to; earlier arrivals are taken as now.
     now: Nanos,
+    /// In a shared cell: this link's resource blocks of the cell's total; each
+    /// opportunity carries that share of its bytes (`frac` keeps the remainder,
+    /// in 1/total bytes, so no byte is lost to rounding). Alone: all of them.
+    share: (u32, u32),
+    frac: u64,
 }
 
 impl<P> Link<P> {
@@ -108,7 +113,26 @@ impl<P> Link<P> {
             counters: Counters::default(),
             drops: Vec::new(),
             now: 0,
+            share: (1, 1),
+            frac: 0,
         }
+    }
+
+    /// Give this link `blocks` of the cell's `total` resource blocks from now
+    /// on (a shared cell's scheduler calls this at every slot).
+    pub fn set_share(&mut self, blocks: u32, total: u32) {
+        debug_assert!(total > 0 && blocks <= total);
+        self.share = (blocks, total);
+    }
+
+    fn opportunity_bytes(&mut self) -> u32 {
+        let (b, n) = self.share;
+        if b == n {
+            return OPPORTUNITY_BYTES;
+        }
+        let num = OPPORTUNITY_BYTES as u64 * b as u64 + self.frac;
+        self.frac = num % n as u64;
+        (num / n as u64) as u32
     }
 
     pub fn trace(&self) -> &Trace {
@@ -291,7 +315,7 @@ impl<P> Link<P> {
             sink.opportunity(t);
             self.counters.opportunities += 1;
             self.step();
-            let mut left = OPPORTUNITY_BYTES;
+            let mut left = self.opportunity_bytes();
             while left > 0 {
                 if self.bytes_left == 0 {
                     let next = self.queue.dequeue(t, &mut self.drops);

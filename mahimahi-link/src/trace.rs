@@ -124,7 +124,9 @@ impl Trace {
     pub fn opportunities_between(&self, from_ms: u64, to_ms: u64) -> u64 {
         let mut n = 0;
         let period = self.period_ms();
-        let mut base = (from_ms / period) * period;
+        // A group at the period's own millisecond (ms == period) of one loop
+        // lands in the next: start a loop early.
+        let mut base = ((from_ms / period) * period).saturating_sub(period);
         while base < to_ms {
             for g in &self.groups {
                 let t = base + g.ms;
@@ -167,6 +169,9 @@ mod tests {
         let t = Trace::parse("t", "1\n1\n4\n").unwrap();
         // period 4: opportunities at 1,1,4,5,5,8,9,9,12
         assert_eq!(t.opportunities_between(0, 10), 8);
-        assert_eq!(t.opportunities_between(4, 9), 3);
+        assert_eq!(t.opportunities_between(4, 9), 4); // 4, 5, 5, 8
+        let every_ms = Trace::parse("t", "1\n1\n").unwrap(); // period 1: two opportunities in every millisecond
+        assert_eq!(every_ms.opportunities_between(5, 6), 2);
+        assert_eq!(every_ms.opportunities_between(0, 3), 4); // at 1 and 2
     }
 }
