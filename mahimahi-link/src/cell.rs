@@ -1,6 +1,13 @@
 //! A shared cell, one direction: UEs contend for the cell's resource blocks,
-//! split slot by slot by a MAC scheduler (issue #18; the uplink's BSR/SR
-//! signalling comes next, on top of this).
+//! split slot by slot by a MAC scheduler (issue #18).
+//!
+//! Downlink (and the "ideal" uplink): the scheduler sees the queues and its
+//! allocation applies in the same slot. Uplink with signalling (TS 38.321):
+//! the scheduler sees only what UEs reported. A UE with data and nothing
+//! reported sends a scheduling request (SR) at its next SR opportunity; the
+//! gNB answers with a small grant; every grant is used k2 slots after it is
+//! decided; every slot a UE transmits in also carries a buffer status report
+//! (BSR) of what is left, quantized up by the short-BSR table.
 //!
 //! Each UE keeps its own [`Link`]: its trace is its channel (what it could
 //! send with the whole cell) and its queue is its buffer. At the start of
@@ -138,20 +145,71 @@ pub struct CellConfig {
     pub blocks: u32,
     /// Slots in proportional fair's moving average (its time constant).
     pub avg_slots: f64,
+    /// Uplink signalling; None: the scheduler sees queues (downlink, ideal uplink).
+    pub uplink: Option<UplinkSignalling>,
 }
 
 impl Default for CellConfig {
     fn default() -> Self {
-        CellConfig { slot_ns: 500_000, blocks: 51, avg_slots: 100.0 }
+        CellConfig { slot_ns: 500_000, blocks: 51, avg_slots: 100.0, uplink: None }
     }
+}
+
+/// TS 38.321 uplink signalling, in slots.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UplinkSignalling {
+    /// SR opportunities every this many slots (UE i's at slot % period == i % period).
+    pub sr_period_slots: u64,
+    /// Slots from a grant's decision to its use (k2).
+    pub k2_slots: u64,
+    /// Blocks of the grant that answers an SR (room for a BSR and a little data).
+    pub sr_grant_blocks: u32,
+}
+
+impl Default for UplinkSignalling {
+    fn default() -> Self {
+        UplinkSignalling { sr_period_slots: 20, k2_slots: 4, sr_grant_blocks: 2 }
+    }
+}
+
+/// TS 38.321 Table 6.1.3.1-1: buffer size levels (bytes) of the 5-bit (short)
+/// BSR; index 31 means more than 150000.
+pub const SHORT_BSR_LEVELS: [u64; 31] = [
+    0, 10, 14, 20, 28, 38, 53, 74, 102, 142, 198, 276, 384, 535, 745, 1038, 1446, 2014, 2806, 3909, 5446, 7587, 10570,
+    14726, 20516, 28581, 39818, 55474, 77284, 107669, 150000,
+];
+
+/// What the gNB learns from a short BSR of `bytes`: the smallest level that
+/// covers them (the report rounds up), or 150001 for "more than 150000".
+pub fn short_bsr(bytes: u64) -> u64 {
+    SHORT_BSR_LEVELS.iter().copied().find(|&l| l >= bytes).unwrap_or(150_001)
+}
+
+/// What the gNB knows of one UE's uplink.
+#[derive(Clone, Debug, Default)]
+struct UplinkUe {
+    /// Bytes from the last BSR, less what was granted since.
+    reported: u64,
+    /// Bytes granted but not yet used (decided, waiting k2 slots).
+    in_flight: u64,
+    /// Data arrived with nothing reported: an SR waits for the UE's next opportunity.
+    sr_pending: bool,
+    /// The gNB got an SR and has not granted it yet.
+    sr_received: bool,
+    /// Bytes granted for the current slot (used at its end for the books).
+    granted_now: u64,
 }
 
 /// One slot's allocation, for the scheduler log.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SlotRecord {
     pub slot: u64,
+    /// Blocks each UE transmits with in this slot.
     pub blocks: Vec<u32>,
+    /// What the scheduler saw of each UE (uplink with signalling: reported bytes).
     pub backlog_bytes: Vec<u64>,
+    /// UEs whose SR reached the gNB in this slot.
+    pub srs: Vec<usize>,
 }
 
 pub struct Cell<P> {
@@ -167,6 +225,9 @@ pub struct Cell<P> {
     pub alloc: Vec<u32>,
     pub blocks_total: Vec<u64>,
     pub log: Option<Vec<SlotRecord>>,
+    ul: Vec<UplinkUe>,
+    /// Uplink grants decided, by the slot they are used in.
+    grants: std::collections::VecDeque<(u64, Vec<u32>)>,
 }
 
 impl<P> Cell<P> {
@@ -183,6 +244,8 @@ impl<P> Cell<P> {
             alloc: vec![0; n],
             blocks_total: vec![0; n],
             log: None,
+            ul: vec![UplinkUe::default(); n],
+            grants: std::collections::VecDeque::new(),
         }
     }
 
@@ -198,14 +261,36 @@ impl<P> Cell<P> {
     }
 
     fn allocate(&mut self) {
-        let start = self.slot * self.cfg.slot_ns;
-        let views: Vec<UeView> = (0..self.links.len())
-            .map(|i| UeView {
-                backlog_bytes: self.links[i].queued_bytes(),
-                capacity_bytes: self.capacity(i, start),
-                served_avg: self.served_avg[i],
-            })
-            .collect();
+        let out = match self.cfg.uplink {
+            None => self.allocate_seen(),
+            Some(ul) => self.allocate_signalled(ul),
+        };
+        let blocks = self.cfg.blocks;
+        for (i, l) in self.links.iter_mut().enumerate() {
+            l.set_share(out[i], blocks);
+            self.blocks_total[i] += out[i] as u64;
+            self.departed_at_start[i] = l.counters.departed_bytes;
+        }
+        self.alloc = out;
+        self.allocated = true;
+    }
+
+    fn views(&self, slot: u64) -> Vec<UeView> {
+        let start = slot * self.cfg.slot_ns;
+        (0..self.links.len())
+            .map(|i| UeView { backlog_bytes: self.links[i].queued_bytes(), capacity_bytes: self.capacity(i, start), served_avg: self.served_avg[i] })
+            .collect()
+    }
+
+    fn log_slot(&mut self, blocks: &[u32], seen: &[UeView], srs: Vec<usize>) {
+        if let Some(log) = self.log.as_mut() {
+            log.push(SlotRecord { slot: self.slot, blocks: blocks.to_vec(), backlog_bytes: seen.iter().map(|v| v.backlog_bytes).collect(), srs });
+        }
+    }
+
+    /// The scheduler sees the queues; its allocation applies now.
+    fn allocate_seen(&mut self) -> Vec<u32> {
+        let views = self.views(self.slot);
         let blocks = self.cfg.blocks;
         let mut out = vec![0u32; self.links.len()];
         self.sched.allocate(self.slot, &views, blocks, &mut out);
@@ -216,22 +301,76 @@ impl<P> Cell<P> {
         let n = out.len() as u32;
         let spare = blocks - used;
         for (i, o) in out.iter_mut().enumerate() {
-            let extra = spare / n + u32::from(((i as u64 + self.slot) % n as u64) < (spare % n) as u64);
-            *o += extra;
+            *o += spare / n + u32::from(((i as u64 + self.slot) % n as u64) < (spare % n) as u64);
         }
-        for (i, l) in self.links.iter_mut().enumerate() {
-            l.set_share(out[i], blocks);
-            self.blocks_total[i] += out[i] as u64;
-            self.departed_at_start[i] = l.counters.departed_bytes;
+        self.log_slot(&out, &views, Vec::new());
+        out
+    }
+
+    /// The scheduler sees reports; it decides grants for k2 slots ahead, and
+    /// this slot uses the grants decided k2 slots ago.
+    fn allocate_signalled(&mut self, ul: UplinkSignalling) -> Vec<u32> {
+        let s = self.slot;
+        let n = self.links.len();
+        let blocks = self.cfg.blocks;
+        let mut srs = Vec::new();
+        for i in 0..n {
+            let u = &mut self.ul[i];
+            if self.links[i].queued_bytes() > 0 && u.reported == 0 && u.in_flight == 0 && !u.sr_received {
+                u.sr_pending = true;
+            }
+            if u.sr_pending && s % ul.sr_period_slots == i as u64 % ul.sr_period_slots {
+                u.sr_pending = false;
+                u.sr_received = true;
+                srs.push(i);
+            }
         }
-        if let Some(log) = self.log.as_mut() {
-            log.push(SlotRecord { slot: self.slot, blocks: out.clone(), backlog_bytes: views.iter().map(|v| v.backlog_bytes).collect() });
+        let target = s + ul.k2_slots;
+        let mut views = self.views(target);
+        for (v, u) in views.iter_mut().zip(&self.ul) {
+            let sr_bytes = v.capacity_bytes * ul.sr_grant_blocks as u64 / blocks as u64;
+            v.backlog_bytes = if u.reported > 0 { u.reported } else if u.sr_received { sr_bytes.max(1) } else { 0 };
         }
-        self.alloc = out;
-        self.allocated = true;
+        let mut decided = vec![0u32; n];
+        self.sched.allocate(target, &views, blocks, &mut decided);
+        assert!(decided.iter().sum::<u32>() <= blocks, "{} over-allocated", self.sched.name());
+        for i in 0..n {
+            if decided[i] > 0 {
+                let bytes = views[i].capacity_bytes * decided[i] as u64 / blocks as u64;
+                let u = &mut self.ul[i];
+                u.reported = u.reported.saturating_sub(bytes);
+                u.in_flight += bytes;
+                u.sr_received = false;
+            }
+        }
+        self.grants.push_back((target, decided));
+        while self.grants.front().is_some_and(|(t, _)| *t < s) {
+            self.grants.pop_front(); // decided for slots skipped while the cell was idle (all zero)
+        }
+        let now = match self.grants.front() {
+            Some((t, _)) if *t == s => self.grants.pop_front().map(|(_, g)| g).unwrap_or_default(),
+            _ => vec![0; n],
+        };
+        let cap = self.views(s);
+        for i in 0..n {
+            self.ul[i].granted_now = cap[i].capacity_bytes * now[i] as u64 / blocks as u64;
+        }
+        self.log_slot(&now, &views, srs);
+        now
     }
 
     fn close_slot(&mut self) {
+        if self.cfg.uplink.is_some() {
+            // Each UE that transmitted reports what is left (a BSR in the
+            // same transmission); the grant it used is spent.
+            for (i, u) in self.ul.iter_mut().enumerate() {
+                if self.alloc[i] > 0 {
+                    u.in_flight = u.in_flight.saturating_sub(u.granted_now);
+                    u.reported = short_bsr(self.links[i].queued_bytes());
+                }
+                u.granted_now = 0;
+            }
+        }
         let w = 1.0 / self.cfg.avg_slots;
         for (i, l) in self.links.iter().enumerate() {
             let served = (l.counters.departed_bytes - self.departed_at_start[i]) as f64;
@@ -243,6 +382,8 @@ impl<P> Cell<P> {
 
     fn idle(&self) -> bool {
         self.links.iter().all(|l| l.queued_packets() == 0)
+            && self.grants.iter().all(|(_, g)| g.iter().all(|&b| b == 0))
+            && self.ul.iter().all(|u| !u.sr_pending && !u.sr_received && u.reported == 0 && u.in_flight == 0)
     }
 
     /// Run the cell up to and including `now`; `sinks[i]` gets UE i's events.
@@ -398,6 +539,67 @@ mod tests {
         assert!((0.47..=0.53).contains(&share), "PF block share {share:.3}");
         let ratio = s[0].bytes as f64 / s[1].bytes as f64;
         assert!((1.9..=2.1).contains(&ratio), "PF throughput ratio {ratio:.2}");
+    }
+
+    fn signalled(ues: usize, t: &Arc<Trace>, name: &str) -> Cell<u32> {
+        let cfg = CellConfig { uplink: Some(UplinkSignalling::default()), ..Default::default() };
+        Cell::new((0..ues).map(|_| link(t)).collect(), cfg, scheduler(name).unwrap())
+    }
+
+    #[test]
+    fn a_ue_with_nothing_reported_waits_for_its_sr_opportunity_and_k2() {
+        // 8 opportunities per ms: 6016 bytes a slot, so the SR's grant (2 of
+        // 51 blocks) carries 235 bytes. A 100-byte packet leaves with that
+        // grant; a 300-byte one needs the grant that answers its BSR too.
+        let t = trace(&"1\n".repeat(8));
+        let ul = UplinkSignalling::default();
+        let slot = CellConfig::default().slot_ns;
+        let mut rng = Rng::new(3);
+        for k in 0..60 {
+            let size = if k % 2 == 0 { 100 } else { 300 };
+            let mut cell = signalled(1, &t, "rr");
+            let mut sinks = vec![Rec::default()];
+            let at = 1_000_000_000 + below(&mut rng, 50_000_000);
+            cell.enqueue(0, size, 1, at, &mut sinks);
+            cell.advance_to(at + 1_000_000_000, &mut sinks);
+            let (dep, _) = sinks[0].out[0];
+            // Data seen from the next slot on; the SR at UE 0's next
+            // opportunity (slot % period == 0); its grant k2 slots later.
+            let sr_slot = (at / slot + 1).div_ceil(ul.sr_period_slots) * ul.sr_period_slots;
+            let mut used = sr_slot + ul.k2_slots;
+            if size == 300 {
+                used += 1 + ul.k2_slots; // the BSR sent in `used` is answered in the next slot, for k2 later
+            }
+            assert!(dep >= used * slot && dep < (used + 1) * slot, "{size} B arrived {at}, SR slot {sr_slot}, departed {dep}, expected slot {used}");
+        }
+    }
+
+    #[test]
+    fn short_bsr_reports_round_up_to_the_tables_levels() {
+        assert_eq!(short_bsr(0), 0);
+        assert_eq!(short_bsr(1), 10);
+        assert_eq!(short_bsr(10), 10);
+        assert_eq!(short_bsr(11), 14);
+        assert_eq!(short_bsr(150_000), 150_000);
+        assert_eq!(short_bsr(150_001), 150_001);
+        assert_eq!(short_bsr(10_000_000), 150_001);
+        let mut last = 0;
+        for b in (0..200_000).step_by(97) {
+            let r = short_bsr(b);
+            assert!(r >= b.min(150_001) && r >= last);
+            last = r;
+        }
+    }
+
+    #[test]
+    fn round_robin_still_halves_the_cell_with_uplink_signalling() {
+        let t = trace(&"1\n".repeat(4));
+        let mut cell = signalled(2, &t, "rr");
+        let s = saturate(&mut cell, 4);
+        let ratio = s[0].bytes as f64 / s[1].bytes as f64;
+        assert!((0.97..=1.03).contains(&ratio), "RR shares {} / {}", s[0].bytes, s[1].bytes);
+        let total = (s[0].bytes + s[1].bytes) as f64 * 8.0 / 4.0 / 1e6;
+        assert!(total > 0.9 * 48.1, "reports keep the cell busy: {total:.1} Mbit/s");
     }
 
     #[test]
