@@ -34,6 +34,10 @@ pub struct UeView {
     pub capacity_bytes: u64,
     /// Moving average of the bytes served per slot (proportional fair's R).
     pub served_avg: f64,
+    /// Uplink: the slot an SR from this UE reached the gNB, while it waits for its grant.
+    pub sr_slot: Option<u64>,
+    /// Uplink: a grant is decided but not used yet (what it carries is not in the backlog).
+    pub grant_pending: bool,
 }
 
 /// A MAC scheduler: splits `blocks` among the UEs for one slot.
@@ -42,6 +46,10 @@ pub trait Scheduler {
     /// Fill `out` (one entry per UE, zeroed) with blocks; the sum may be less
     /// than `blocks` (the cell spreads the rest).
     fn allocate(&mut self, slot: u64, ues: &[UeView], blocks: u32, out: &mut [u32]);
+    /// Request starts the scheduler detected: (ue, start slot, slot detected).
+    fn detections(&self) -> &[(usize, u64, u64)] {
+        &[]
+    }
 }
 
 /// Blocks a UE needs for its backlog this slot (at least one when it has any).
@@ -130,12 +138,112 @@ impl Scheduler for ProportionalFair {
     }
 }
 
-/// The scheduler named in the options: "rr" or "pf".
+/// A UE's traffic class for SMEC: latency-critical with an SLO, or best effort.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum UeClass {
+    LatencyCritical { slo_slots: u64 },
+    BestEffort,
+}
+
+/// SMEC's RAN policy (../shared/design/SPEC-smec.md): a request starts when a
+/// UE's reported backlog grows (dated by the SR that preceded it, if any);
+/// SR-triggered grants first; then latency-critical UEs with a request,
+/// violated ones first, then the smallest remaining budget; then best-effort
+/// UEs in turn. A best-effort UE left unserved for `be_starvation_slots`
+/// goes right after the SR grants. A UE's request ends (priority reset) when
+/// its backlog returns to zero.
+pub struct Smec {
+    pub classes: Vec<UeClass>,
+    pub be_starvation_slots: u64,
+    last_backlog: Vec<u64>,
+    /// Detected start slot of each UE's outstanding request(s).
+    pub start: Vec<Option<u64>>,
+    /// Every detection, (ue, start slot, slot it was detected in), for the log.
+    pub detected: Vec<(usize, u64, u64)>,
+    last_served: Vec<u64>,
+    rr: usize,
+}
+
+impl Smec {
+    pub fn new(classes: Vec<UeClass>, be_starvation_slots: u64) -> Self {
+        let n = classes.len();
+        Smec { classes, be_starvation_slots, last_backlog: vec![0; n], start: vec![None; n], detected: Vec::new(),
+               last_served: vec![0; n], rr: 0 }
+    }
+}
+
+impl Scheduler for Smec {
+    fn name(&self) -> &'static str {
+        "smec"
+    }
+    fn detections(&self) -> &[(usize, u64, u64)] {
+        &self.detected
+    }
+    fn allocate(&mut self, slot: u64, ues: &[UeView], blocks: u32, out: &mut [u32]) {
+        let n = ues.len();
+        assert_eq!(n, self.classes.len(), "smec: one class per UE");
+        for (i, u) in ues.iter().enumerate() {
+            let sr_only = u.sr_slot.is_some();
+            if u.backlog_bytes == 0 && !sr_only && !u.grant_pending {
+                self.start[i] = None; // back to zero: the request is done, priority reset
+            } else if (u.backlog_bytes > self.last_backlog[i] || sr_only) && self.start[i].is_none() {
+                let s = u.sr_slot.unwrap_or(slot);
+                self.start[i] = Some(s);
+                self.detected.push((i, s, slot));
+            }
+            self.last_backlog[i] = if sr_only { 0 } else { u.backlog_bytes };
+        }
+        let mut left = blocks;
+        let give = |i: usize, out: &mut [u32], left: &mut u32| {
+            let g = blocks_needed(&ues[i], blocks).saturating_sub(out[i]).min(*left);
+            out[i] += g;
+            *left -= g;
+        };
+        // 1. SR-triggered grants (small) outrank everything.
+        for i in (0..n).filter(|&i| ues[i].sr_slot.is_some()) {
+            give(i, out, &mut left);
+        }
+        // 2. Best-effort UEs starved too long.
+        for i in (0..n).filter(|&i| self.classes[i] == UeClass::BestEffort && ues[i].backlog_bytes > 0
+            && slot.saturating_sub(self.last_served[i]) > self.be_starvation_slots) {
+            give(i, out, &mut left);
+        }
+        // 3. Latency-critical requests: violated first, then the least budget left.
+        let mut lc: Vec<(i64, usize)> = (0..n)
+            .filter_map(|i| match (self.classes[i], self.start[i]) {
+                (UeClass::LatencyCritical { slo_slots }, Some(s)) if ues[i].backlog_bytes > 0 => {
+                    Some((slo_slots as i64 - (slot as i64 - s as i64), i))
+                }
+                _ => None,
+            })
+            .collect();
+        lc.sort_by_key(|&(budget, i)| (budget.max(-1), budget, i)); // every violated one (< 0) ahead
+        for (_, i) in lc {
+            give(i, out, &mut left);
+        }
+        // 4. What is left: everyone else with data, in turn.
+        for k in 0..n {
+            let i = (self.rr + k) % n;
+            if ues[i].backlog_bytes > 0 {
+                give(i, out, &mut left);
+            }
+        }
+        self.rr = (self.rr + 1) % n.max(1);
+        for (served, &o) in self.last_served.iter_mut().zip(out.iter()) {
+            if o > 0 {
+                *served = slot;
+            }
+        }
+    }
+}
+
+/// The scheduler named in the options: "rr" or "pf" (SMEC needs each UE's
+/// class: `Smec::new`).
 pub fn scheduler(name: &str) -> Result<Box<dyn Scheduler>, String> {
     match name {
         "rr" => Ok(Box::new(RoundRobin::default())),
         "pf" => Ok(Box::new(ProportionalFair::default())),
-        other => Err(format!("unknown scheduler {other:?}; valid: rr, pf")),
+        other => Err(format!("unknown scheduler {other:?}; valid: rr, pf, smec")),
     }
 }
 
@@ -196,6 +304,8 @@ struct UplinkUe {
     sr_pending: bool,
     /// The gNB got an SR and has not granted it yet.
     sr_received: bool,
+    /// When that SR arrived (SMEC dates a request's start by it).
+    sr_slot: Option<u64>,
     /// Bytes granted for the current slot (used at its end for the books).
     granted_now: u64,
 }
@@ -253,6 +363,11 @@ impl<P> Cell<P> {
         self.sched.name()
     }
 
+    /// Request starts the scheduler detected (SMEC): (ue, start slot, slot detected).
+    pub fn detections(&self) -> &[(usize, u64, u64)] {
+        self.sched.detections()
+    }
+
     fn capacity(&self, ue: usize, start: Nanos) -> u64 {
         // Opportunities of the slot's millisecond, scaled to the slot.
         let ms = start / 1_000_000;
@@ -278,7 +393,13 @@ impl<P> Cell<P> {
     fn views(&self, slot: u64) -> Vec<UeView> {
         let start = slot * self.cfg.slot_ns;
         (0..self.links.len())
-            .map(|i| UeView { backlog_bytes: self.links[i].queued_bytes(), capacity_bytes: self.capacity(i, start), served_avg: self.served_avg[i] })
+            .map(|i| UeView {
+                backlog_bytes: self.links[i].queued_bytes(),
+                capacity_bytes: self.capacity(i, start),
+                served_avg: self.served_avg[i],
+                sr_slot: None,
+                grant_pending: false,
+            })
             .collect()
     }
 
@@ -322,6 +443,7 @@ impl<P> Cell<P> {
             if u.sr_pending && s % ul.sr_period_slots == i as u64 % ul.sr_period_slots {
                 u.sr_pending = false;
                 u.sr_received = true;
+                u.sr_slot = Some(s);
                 srs.push(i);
             }
         }
@@ -330,6 +452,8 @@ impl<P> Cell<P> {
         for (v, u) in views.iter_mut().zip(&self.ul) {
             let sr_bytes = v.capacity_bytes * ul.sr_grant_blocks as u64 / blocks as u64;
             v.backlog_bytes = if u.reported > 0 { u.reported } else if u.sr_received { sr_bytes.max(1) } else { 0 };
+            v.sr_slot = if u.sr_received { u.sr_slot } else { None };
+            v.grant_pending = u.in_flight > 0;
         }
         let mut decided = vec![0u32; n];
         self.sched.allocate(target, &views, blocks, &mut decided);
@@ -341,6 +465,7 @@ impl<P> Cell<P> {
                 u.reported = u.reported.saturating_sub(bytes);
                 u.in_flight += bytes;
                 u.sr_received = false;
+                u.sr_slot = None;
             }
         }
         self.grants.push_back((target, decided));
@@ -602,6 +727,93 @@ mod tests {
         assert!(total > 0.9 * 48.1, "reports keep the cell busy: {total:.1} Mbit/s");
     }
 
+    /// One latency-critical UE (UE 0) sending `req` bytes every `every_ms`,
+    /// and `be` best-effort UEs flooding; returns each request's RAN latency
+    /// (last byte out minus first byte in), the cell, and the BE sinks.
+    fn lc_behind_be(sched: Box<dyn Scheduler>, be: usize, req: u32, every_ms: u64, seconds: u64) -> (Vec<Nanos>, Cell<u32>, Vec<Rec>) {
+        let t = trace(&"1\n".repeat(4)); // 48 Mbit/s
+        let cfg = CellConfig { uplink: Some(UplinkSignalling::default()), ..Default::default() };
+        let mut cell = Cell::new((0..=be).map(|_| link(&t)).collect(), cfg, sched);
+        let mut sinks: Vec<Rec> = (0..=be).map(|_| Rec::default()).collect();
+        let mut sent: Vec<(Nanos, u32)> = Vec::new(); // (time, id of the request's last packet)
+        let mut id = 0;
+        let step = 100_000;
+        for k in 0..(seconds * 10_000) {
+            let now = k * step;
+            cell.advance_to(now, &mut sinks);
+            if now % (every_ms * 1_000_000) == 0 && now > 0 {
+                for _ in 0..req / 1500 {
+                    id += 1;
+                    cell.enqueue(0, 1500, id, now, &mut sinks);
+                }
+                sent.push((now, id));
+            }
+            for ue in 1..=be {
+                if cell.links[ue].queued_bytes() < 100_000 {
+                    cell.enqueue(ue, 1500, 0, now, &mut sinks);
+                }
+            }
+        }
+        cell.advance_to(seconds * 1_000_000_000 + 2_000_000_000, &mut sinks);
+        let out = &sinks[0].out;
+        let lat = sent.iter().map(|&(t0, last)| out.iter().find(|&&(_, p)| p == last).map(|&(t, _)| t - t0).unwrap_or(Nanos::MAX)).collect();
+        (lat, cell, sinks)
+    }
+
+    fn p99(mut v: Vec<Nanos>) -> Nanos {
+        v.sort();
+        v[(v.len() * 99).div_ceil(100) - 1]
+    }
+
+    #[test]
+    fn smec_gets_a_latency_critical_ue_through_flooding_best_effort_ues_in_time() {
+        // 120 KB every 200 ms, SLO 50 ms (100 slots): 20 ms at the whole
+        // cell plus the SR wait; with a third of the cell it takes 60 ms.
+        let slo = 50_000_000;
+        let classes = vec![UeClass::LatencyCritical { slo_slots: 100 }, UeClass::BestEffort, UeClass::BestEffort];
+        let (smec, cell, sinks) = lc_behind_be(Box::new(Smec::new(classes, 40)), 2, 120_000, 200, 6);
+        let (rr, _, _) = lc_behind_be(scheduler("rr").unwrap(), 2, 120_000, 200, 6);
+        let (pf, _, _) = lc_behind_be(scheduler("pf").unwrap(), 2, 120_000, 200, 6);
+        eprintln!("LC P99 RAN latency: smec {:.1} ms, rr {:.1} ms, pf {:.1} ms", p99(smec.clone()) as f64 / 1e6,
+                  p99(rr.clone()) as f64 / 1e6, p99(pf.clone()) as f64 / 1e6);
+        assert!(p99(smec) <= slo, "SMEC misses the SLO");
+        assert!(p99(rr) > slo, "round robin should not make it (a third of the cell)");
+        // Best effort is never starved for long: both BE UEs moved data in every 25 ms window.
+        for be in &sinks[1..] {
+            let times: Vec<Nanos> = be.out.iter().map(|&(t, _)| t).collect();
+            let gap = times.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+            assert!(gap <= 25_000_000, "a BE UE waited {:.1} ms", gap as f64 / 1e6);
+        }
+        assert!(cell.blocks_total[1] > 0 && cell.blocks_total[2] > 0);
+    }
+
+    #[test]
+    fn smec_dates_a_request_by_its_sr_within_one_sr_period_and_k2() {
+        let ul = UplinkSignalling::default();
+        let classes = vec![UeClass::LatencyCritical { slo_slots: 100 }];
+        let t = trace(&"1\n".repeat(4));
+        let cfg = CellConfig { uplink: Some(ul), ..Default::default() };
+        let mut truth = Vec::new();
+        let mut cell = Cell::new(vec![link(&t)], cfg, Box::new(Smec::new(classes, 40)));
+        let mut sinks = vec![Rec::default()];
+        let mut rng = Rng::new(5);
+        let mut now = 0;
+        for r in 0..40u32 {
+            now += 50_000_000 + below(&mut rng, 30_000_000);
+            for k in 0..10 {
+                cell.enqueue(0, 1500, r * 100 + k, now, &mut sinks);
+            }
+            truth.push(now / cfg.slot_ns);
+        }
+        cell.advance_to(now + 1_000_000_000, &mut sinks);
+        let log = cell.detections();
+        assert_eq!(log.len(), truth.len(), "one detection per request: {log:?}");
+        for ((_, start, _), t) in log.iter().zip(&truth) {
+            let err = start - t;
+            assert!(err <= ul.sr_period_slots + ul.k2_slots, "start {start}, truth {t}");
+        }
+    }
+
     #[test]
     fn schedulers_never_give_more_than_the_cell_and_only_to_backlogged_ues() {
         let mut rng = Rng::new(7);
@@ -610,7 +822,8 @@ mod tests {
             for slot in 0..2000 {
                 let ues: Vec<UeView> = (0..1 + below(&mut rng, 12) as usize)
                     .map(|_| UeView { backlog_bytes: if below(&mut rng, 3) == 0 { 0 } else { below(&mut rng, 200_000) },
-                                      capacity_bytes: below(&mut rng, 20_000), served_avg: below(&mut rng, 10_000) as f64 })
+                                      capacity_bytes: below(&mut rng, 20_000), served_avg: below(&mut rng, 10_000) as f64,
+                                      sr_slot: None, grant_pending: false })
                     .collect();
                 let mut out = vec![0; ues.len()];
                 s.allocate(slot, &ues, 51, &mut out);
