@@ -1,6 +1,7 @@
 bench:
 	./setup.sh --no-demo
 	cd mahimahi-link && cargo build --release --quiet --example wakeup_cost
+	cd mahimahi-link && cargo run --release --quiet --example cell_bench 10
 	.venv/bin/python mahimahi-link/bench/bench.py
 	.venv/bin/python mahimahi-link/bench/bench_many_ues.py 100
 

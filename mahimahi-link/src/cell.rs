@@ -123,11 +123,11 @@ impl Scheduler for ProportionalFair {
     }
     fn allocate(&mut self, _slot: u64, ues: &[UeView], blocks: u32, out: &mut [u32]) {
         let metric = |u: &UeView| (u.capacity_bytes as f64).powf(self.alpha) / u.served_avg.max(1.0).powf(self.beta);
-        let mut order: Vec<usize> = (0..ues.len()).filter(|&i| ues[i].backlog_bytes > 0).collect();
+        let mut order: Vec<(f64, usize)> = (0..ues.len()).filter(|&i| ues[i].backlog_bytes > 0).map(|i| (metric(&ues[i]), i)).collect();
         // Highest metric first; ties by index, so the order is deterministic.
-        order.sort_by(|&a, &b| metric(&ues[b]).total_cmp(&metric(&ues[a])).then(a.cmp(&b)));
+        order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut left = blocks;
-        for i in order {
+        for (_, i) in order {
             let g = blocks_needed(&ues[i], blocks).min(left);
             out[i] = g;
             left -= g;
@@ -370,8 +370,7 @@ impl<P> Cell<P> {
 
     fn capacity(&self, ue: usize, start: Nanos) -> u64 {
         // Opportunities of the slot's millisecond, scaled to the slot.
-        let ms = start / 1_000_000;
-        let opp = self.links[ue].trace().opportunities_between(ms, ms + 1);
+        let opp = self.links[ue].trace().opportunities_in_ms(start / 1_000_000);
         opp * OPPORTUNITY_BYTES as u64 * self.cfg.slot_ns / 1_000_000
     }
 

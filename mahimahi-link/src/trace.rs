@@ -120,6 +120,16 @@ impl Trace {
         self.opportunities as f64 * crate::OPPORTUNITY_BYTES as f64 * 8.0 / (self.period_ms() as f64 / 1000.0)
     }
 
+    /// Opportunities in millisecond `ms` of the unrolled (looping) trace, by
+    /// binary search (a shared cell asks this for every UE every slot).
+    pub fn opportunities_in_ms(&self, ms: u64) -> u64 {
+        let p = self.period_ms();
+        let (j, r) = (ms / p, ms % p);
+        let at = |x: u64| self.groups.binary_search_by_key(&x, |g| g.ms).map_or(0, |i| self.groups[i].count as u64);
+        // The previous loop's last millisecond (ms == period) is this loop's first.
+        at(r) + if r == 0 && j >= 1 { at(p) } else { 0 }
+    }
+
     /// Opportunities in `[from_ms, to_ms)` of the unrolled (looping) trace.
     pub fn opportunities_between(&self, from_ms: u64, to_ms: u64) -> u64 {
         let mut n = 0;
@@ -173,5 +183,11 @@ mod tests {
         let every_ms = Trace::parse("t", "1\n1\n").unwrap(); // period 1: two opportunities in every millisecond
         assert_eq!(every_ms.opportunities_between(5, 6), 2);
         assert_eq!(every_ms.opportunities_between(0, 3), 4); // at 1 and 2
+        for text in ["1\n1\n4\n", "0\n0\n3\n7\n7\n7\n", "1\n1\n", "5\n"] {
+            let t = Trace::parse("t", text).unwrap();
+            for ms in 0..40 {
+                assert_eq!(t.opportunities_in_ms(ms), t.opportunities_between(ms, ms + 1), "{text:?} ms {ms}");
+            }
+        }
     }
 }
