@@ -50,6 +50,9 @@ pub trait Scheduler {
     fn detections(&self) -> &[(usize, u64, u64)] {
         &[]
     }
+    /// The edge says UE `ue` started a request; it reached the RAN in `slot`
+    /// (Tutti's signal; other schedulers ignore it).
+    fn request_started(&mut self, _ue: usize, _slot: u64) {}
 }
 
 /// Blocks a UE needs for its backlog this slot (at least one when it has any).
@@ -145,6 +148,16 @@ pub enum UeClass {
     BestEffort,
 }
 
+/// Where a deadline-aware scheduler learns that a request started.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StartSignal {
+    /// SMEC: from the UE's own reports (a backlog increase, dated by its SR).
+    Reports,
+    /// Tutti-like: from the edge, when the request's first bytes reach it
+    /// (late by the uplink time); until then the UE is served in turn.
+    EdgeNotice,
+}
+
 /// SMEC's RAN policy (../shared/design/SPEC-smec.md): a request starts when a
 /// UE's reported backlog grows (dated by the SR that preceded it, if any);
 /// SR-triggered grants first; then latency-critical UEs with a request,
@@ -155,6 +168,7 @@ pub enum UeClass {
 pub struct Smec {
     pub classes: Vec<UeClass>,
     pub be_starvation_slots: u64,
+    pub signal: StartSignal,
     last_backlog: Vec<u64>,
     /// Detected start slot of each UE's outstanding request(s).
     pub start: Vec<Option<u64>>,
@@ -167,17 +181,31 @@ pub struct Smec {
 impl Smec {
     pub fn new(classes: Vec<UeClass>, be_starvation_slots: u64) -> Self {
         let n = classes.len();
-        Smec { classes, be_starvation_slots, last_backlog: vec![0; n], start: vec![None; n], detected: Vec::new(),
-               last_served: vec![0; n], rr: 0 }
+        Smec { classes, be_starvation_slots, signal: StartSignal::Reports, last_backlog: vec![0; n], start: vec![None; n],
+               detected: Vec::new(), last_served: vec![0; n], rr: 0 }
+    }
+
+    /// The same priorities with starts told by the edge (Tutti-like).
+    pub fn tutti(classes: Vec<UeClass>, be_starvation_slots: u64) -> Self {
+        Smec { signal: StartSignal::EdgeNotice, ..Smec::new(classes, be_starvation_slots) }
     }
 }
 
 impl Scheduler for Smec {
     fn name(&self) -> &'static str {
-        "smec"
+        match self.signal {
+            StartSignal::Reports => "smec",
+            StartSignal::EdgeNotice => "tutti",
+        }
     }
     fn detections(&self) -> &[(usize, u64, u64)] {
         &self.detected
+    }
+    fn request_started(&mut self, ue: usize, slot: u64) {
+        if self.signal == StartSignal::EdgeNotice && ue < self.start.len() && self.start[ue].is_none() {
+            self.start[ue] = Some(slot);
+            self.detected.push((ue, slot, slot));
+        }
     }
     fn allocate(&mut self, slot: u64, ues: &[UeView], blocks: u32, out: &mut [u32]) {
         let n = ues.len();
@@ -186,7 +214,7 @@ impl Scheduler for Smec {
             let sr_only = u.sr_slot.is_some();
             if u.backlog_bytes == 0 && !sr_only && !u.grant_pending {
                 self.start[i] = None; // back to zero: the request is done, priority reset
-            } else if (u.backlog_bytes > self.last_backlog[i] || sr_only) && self.start[i].is_none() {
+            } else if self.signal == StartSignal::Reports && (u.backlog_bytes > self.last_backlog[i] || sr_only) && self.start[i].is_none() {
                 let s = u.sr_slot.unwrap_or(slot);
                 self.start[i] = Some(s);
                 self.detected.push((i, s, slot));
@@ -361,6 +389,11 @@ impl<P> Cell<P> {
 
     pub fn scheduler_name(&self) -> &'static str {
         self.sched.name()
+    }
+
+    /// The edge's notice that UE `ue` started a request, received at `now`.
+    pub fn request_started(&mut self, ue: usize, now: Nanos) {
+        self.sched.request_started(ue, now / self.cfg.slot_ns);
     }
 
     /// Request starts the scheduler detected (SMEC): (ue, start slot, slot detected).
@@ -811,6 +844,52 @@ mod tests {
             let err = start - t;
             assert!(err <= ul.sr_period_slots + ul.k2_slots, "start {start}, truth {t}");
         }
+    }
+
+    #[test]
+    fn tutti_learns_a_start_only_from_the_edge_and_so_later_than_smec() {
+        // The edge hears of a request when its first packet leaves the cell.
+        let ul = UplinkSignalling::default();
+        let t = trace(&"1\n".repeat(4));
+        let cfg = CellConfig { uplink: Some(ul), ..Default::default() };
+        let mut errors = Vec::new();
+        for tutti in [false, true] {
+            let classes = vec![UeClass::LatencyCritical { slo_slots: 100 }, UeClass::BestEffort];
+            let sched = if tutti { Smec::tutti(classes, 40) } else { Smec::new(classes, 40) };
+            let mut cell = Cell::new(vec![link(&t), link(&t)], cfg, Box::new(sched));
+            let mut sinks = vec![Rec::default(), Rec::default()];
+            let mut rng = Rng::new(9);
+            let (mut now, mut err) = (0u64, Vec::new());
+            for r in 0..30u32 {
+                now += 100_000_000 + below(&mut rng, 50_000_000);
+                cell.advance_to(now, &mut sinks);
+                for k in 0..20 {
+                    cell.enqueue(0, 1500, r * 100 + k, now, &mut sinks);
+                }
+                let before = cell.detections().len();
+                let mut told = false;
+                for step in 1..2000u64 {
+                    let at = now + step * 100_000;
+                    if cell.links[1].queued_bytes() < 50_000 {
+                        cell.enqueue(1, 1500, 0, at, &mut sinks); // a flooding BE UE beside it
+                    }
+                    cell.advance_to(at, &mut sinks);
+                    if !told && sinks[0].out.iter().any(|&(_, p)| p == r * 100) {
+                        cell.request_started(0, at);
+                        told = true;
+                    }
+                    if cell.detections().len() > before && told {
+                        break;
+                    }
+                }
+                let (_, start, _) = cell.detections()[before];
+                err.push(start * cfg.slot_ns - now.min(start * cfg.slot_ns));
+            }
+            errors.push(p99(err));
+        }
+        eprintln!("start error P99: smec {:.1} ms, tutti {:.1} ms", errors[0] as f64 / 1e6, errors[1] as f64 / 1e6);
+        assert!(errors[0] <= (ul.sr_period_slots + ul.k2_slots + 1) * cfg.slot_ns);
+        assert!(errors[1] > errors[0], "the edge's notice comes after the RAN's own reports");
     }
 
     #[test]
