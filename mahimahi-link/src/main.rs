@@ -39,6 +39,7 @@ fn run(args: &[String]) -> Result<i32, Vec<String>> {
         }
         Some("validate") => validate(&rest[1..]),
         Some("simulate") => simulate(options::parse(&rest[1..], true)?),
+        Some("simulate-cell") => simulate_cell(options::parse_cell(&rest[1..])?),
         Some("forward") => forward(options::parse(&rest[1..], false)?, args),
         Some(_) => shell_mode(options::parse(rest, false)?, args),
     }
@@ -177,6 +178,70 @@ impl Sink<u64> for SimSink<'_> {
             let _ = writeln!(self.out, "x {} {}", p.payload, t);
         }
     }
+}
+
+struct CellSimSink<'a> {
+    ue: usize,
+    out: &'a std::cell::RefCell<&'a mut dyn Write>,
+}
+
+impl Sink<u64> for CellSimSink<'_> {
+    fn departure(&mut self, t: u64, p: Queued<u64>) {
+        let _ = writeln!(self.out.borrow_mut(), "d {} {} {}", self.ue, p.payload, t);
+    }
+}
+
+/// A shared cell under a virtual clock: what the cell's reference-model tests compare.
+fn simulate_cell(sim: options::CellSim) -> Result<i32, Vec<String>> {
+    use mahimahi_link::cell::{scheduler, Cell, Scheduler, Smec};
+    let paths: Vec<&str> = sim.traces.iter().map(String::as_str).collect();
+    let traces = load_traces(&paths)?;
+    let links: Vec<Link<u64>> = sim.traces.iter().map(|t| Link::new(traces[t.as_str()].clone(), Default::default(), LinkOptions::default(), 1)).collect();
+    let n = links.len();
+    let sched: Box<dyn Scheduler> = match sim.scheduler.as_str() {
+        "smec" => Box::new(Smec::new(sim.classes.clone(), sim.be_starvation_slots)),
+        "tutti" => Box::new(Smec::tutti(sim.classes.clone(), sim.be_starvation_slots)),
+        name => scheduler(name).map_err(|e| vec![e])?,
+    };
+    let mut cell = Cell::new(links, sim.cfg, sched);
+    cell.log = Some(Vec::new());
+    let stdout = std::io::stdout();
+    let mut lock = std::io::BufWriter::new(stdout.lock());
+    let w: &mut dyn Write = &mut lock;
+    let out = std::cell::RefCell::new(w);
+    let mut sinks: Vec<CellSimSink> = (0..n).map(|ue| CellSimSink { ue, out: &out }).collect();
+    let mut last = 0u64;
+    for (k, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.map_err(|e| vec![e.to_string()])?;
+        let bad = |why: &str| vec![format!("stdin:{}: {why}; expected \"ARRIVAL_NS UE SIZE\" or \"ARRIVAL_NS UE start\"", k + 1)];
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [t, ue, what] = f.as_slice() else { return Err(bad("three fields")) };
+        let (Ok(t), Ok(ue)) = (t.parse::<u64>(), ue.parse::<usize>()) else { return Err(bad("integers")) };
+        if t < last || ue >= n {
+            return Err(bad(if t < last { "arrival times must be non-decreasing" } else { "no such UE" }));
+        }
+        last = t;
+        if *what == "start" {
+            cell.advance_to(t, &mut sinks);
+            cell.request_started(ue, t);
+            continue;
+        }
+        let size: u32 = what.parse().ok().filter(|s| (1..=mahimahi_link::OPPORTUNITY_BYTES).contains(s)).ok_or_else(|| bad("size 1..=1504"))?;
+        cell.enqueue(ue, size, k as u64, t, &mut sinks);
+    }
+    while let Some(t) = cell.next_event() {
+        cell.advance_to(t, &mut sinks);
+    }
+    drop(sinks);
+    let mut w = out.borrow_mut();
+    for r in cell.log.take().unwrap_or_default() {
+        let blocks: Vec<String> = r.blocks.iter().map(|b| b.to_string()).collect();
+        let _ = writeln!(w, "s {} {}", r.slot, blocks.join(" "));
+    }
+    for (ue, start, at) in cell.detections() {
+        let _ = writeln!(w, "r {ue} {start} {at}");
+    }
+    Ok(0)
 }
 
 /// The core under a virtual clock: what the reference-model tests compare.

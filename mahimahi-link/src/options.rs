@@ -17,6 +17,15 @@ usage:
   mahimahi-link simulate TRACE [--queue=Q] [--queue-args=A] [--seed=N] [--ms-bursts] [--once]
       virtual-clock core for tests: stdin lines \"ARRIVAL_NS SIZE\"; prints
       \"d ID T_NS\" per departure and \"x ID T_NS\" per drop
+  mahimahi-link simulate-cell --trace=TRACE... [--scheduler=S] [--class=C...] [--uplink-signalling] [CELL OPTIONS]
+      a shared cell under a virtual clock: one --trace (channel) and --class per UE;
+      stdin lines \"ARRIVAL_NS UE SIZE\" (or \"ARRIVAL_NS UE start\": the edge's
+      request notice); prints \"d UE ID T_NS\" per departure, \"s SLOT BLOCKS...\"
+      per slot and \"r UE START_SLOT SLOT\" per detected request start
+      cell options: --scheduler=rr|pf|smec|tutti (default rr), --slot-us=N (500),
+      --blocks=N (51), --class=be|lc:SLO_MS (default be), --uplink-signalling,
+      --sr-period-slots=N (20), --k2-slots=N (4), --sr-grant-blocks=N (2),
+      --be-starvation-slots=N (40)
   mahimahi-link validate TRACE...
       check trace files with mm-link's rules; print capacity
 
@@ -282,4 +291,82 @@ mod tests {
         assert!(LinkArg::parse("ue=a,core=b").unwrap_err().contains("missing up"));
         assert!(LinkArg::parse("ue=a,colour=b").unwrap_err().contains("unknown key"));
     }
+}
+
+/// `simulate-cell`'s options.
+#[derive(Debug)]
+pub struct CellSim {
+    pub traces: Vec<String>,
+    pub classes: Vec<crate::cell::UeClass>,
+    pub scheduler: String,
+    pub cfg: crate::cell::CellConfig,
+    pub be_starvation_slots: u64,
+}
+
+/// Parse `simulate-cell`'s options; every error names its option.
+pub fn parse_cell(args: &[String]) -> Result<CellSim, Vec<String>> {
+    use crate::cell::{CellConfig, UeClass, UplinkSignalling};
+    let mut errors = Vec::new();
+    let mut sim = CellSim { traces: Vec::new(), classes: Vec::new(), scheduler: "rr".into(), cfg: CellConfig::default(),
+                            be_starvation_slots: 40 };
+    let (mut signalling, mut ul) = (false, UplinkSignalling::default());
+    let mut classes: Vec<UeClass> = Vec::new();
+    for a in args {
+        let (key, val) = a.split_once('=').map_or((a.as_str(), None), |(k, v)| (k, Some(v)));
+        let num = |v: Option<&str>, lo: u64, hi: u64| -> Result<u64, String> {
+            v.and_then(|v| v.parse::<u64>().ok()).filter(|n| (lo..=hi).contains(n))
+                .ok_or_else(|| format!("{key}: {:?} is not an integer {lo}..={hi}", v.unwrap_or("")))
+        };
+        let r: Result<(), String> = match key {
+            "--trace" => val.map(|v| sim.traces.push(v.into())).ok_or_else(|| format!("{key} needs =FILE")),
+            "--scheduler" => match val {
+                Some(v @ ("rr" | "pf" | "smec" | "tutti")) => {
+                    sim.scheduler = v.into();
+                    Ok(())
+                }
+                v => Err(format!("{key}: {:?} is not a scheduler; valid: rr, pf, smec, tutti", v.unwrap_or(""))),
+            },
+            "--class" => match val {
+                Some("be") => {
+                    classes.push(UeClass::BestEffort);
+                    Ok(())
+                }
+                Some(v) if v.starts_with("lc:") => v[3..].parse::<u64>().ok().filter(|ms| *ms > 0)
+                    .map(|ms| classes.push(UeClass::LatencyCritical { slo_slots: ms * 1_000_000 }))
+                    .ok_or_else(|| format!("{key}: {v:?}: the SLO must be a positive number of milliseconds (lc:100)")),
+                v => Err(format!("{key}: {:?} is not a class; valid: be, lc:SLO_MS", v.unwrap_or(""))),
+            },
+            "--slot-us" => num(val, 125, 1000).map(|n| sim.cfg.slot_ns = n * 1000),
+            "--blocks" => num(val, 1, 275).map(|n| sim.cfg.blocks = n as u32),
+            "--uplink-signalling" if val.is_none() => {
+                signalling = true;
+                Ok(())
+            }
+            "--sr-period-slots" => num(val, 1, 640).map(|n| ul.sr_period_slots = n),
+            "--k2-slots" => num(val, 0, 32).map(|n| ul.k2_slots = n),
+            "--sr-grant-blocks" => num(val, 1, 275).map(|n| ul.sr_grant_blocks = n as u32),
+            "--be-starvation-slots" => num(val, 1, 1_000_000).map(|n| sim.be_starvation_slots = n),
+            _ => Err(format!("{key}: unknown option for simulate-cell; run mahimahi-link --help for the list")),
+        };
+        if let Err(e) = r {
+            errors.push(e);
+        }
+    }
+    if sim.traces.is_empty() {
+        errors.push("--trace: give one channel trace per UE".into());
+    }
+    if classes.len() > sim.traces.len() {
+        errors.push(format!("--class: {} classes for {} UEs (--trace)", classes.len(), sim.traces.len()));
+    }
+    if signalling && ul.sr_grant_blocks > sim.cfg.blocks {
+        errors.push(format!("--sr-grant-blocks: {} is more than the cell's {} blocks", ul.sr_grant_blocks, sim.cfg.blocks));
+    }
+    classes.resize(sim.traces.len(), UeClass::BestEffort);
+    // SLOs were read in ns; the scheduler counts slots.
+    sim.classes = classes.into_iter().map(|c| match c {
+        UeClass::LatencyCritical { slo_slots: ns } => UeClass::LatencyCritical { slo_slots: ns.div_ceil(sim.cfg.slot_ns) },
+        be => be,
+    }).collect();
+    sim.cfg.uplink = signalling.then_some(ul);
+    if errors.is_empty() { Ok(sim) } else { Err(errors) }
 }
