@@ -819,6 +819,44 @@ mod tests {
         assert!(cell.blocks_total[1] > 0 && cell.blocks_total[2] > 0);
     }
 
+    /// Three latency-critical UEs send 60 KB each at the same instants (every
+    /// 200 ms); UE 0's SLO is tight, the others' loose. Returns UE 0's latencies.
+    fn tight_among_loose(sched: Box<dyn Scheduler>) -> Vec<Nanos> {
+        let t = trace(&"1\n".repeat(4)); // 48 Mbit/s: 60 KB is 5 ms of the whole cell
+        let cfg = CellConfig { uplink: Some(UplinkSignalling::default()), ..Default::default() };
+        let mut cell = Cell::new((0..3).map(|_| link(&t)).collect(), cfg, sched);
+        let mut sinks: Vec<Rec> = (0..3).map(|_| Rec::default()).collect();
+        let mut sent = Vec::new();
+        let mut id = 0;
+        for r in 1..=30u64 {
+            let now = r * 200_000_000 + 3_100_000 * (r % 7); // vary the phase against the SR period
+            cell.advance_to(now, &mut sinks);
+            for ue in 0..3 {
+                for _ in 0..40 {
+                    id += 1;
+                    cell.enqueue(ue, 1500, id, now, &mut sinks);
+                }
+                if ue == 0 {
+                    sent.push((now, id));
+                }
+            }
+        }
+        cell.advance_to(40_000_000_000, &mut sinks);
+        sent.iter().map(|&(t0, last)| sinks[0].out.iter().find(|&&(_, p)| p == last).map(|&(t, _)| t - t0).unwrap()).collect()
+    }
+
+    #[test]
+    fn smec_serves_the_tightest_budget_first_where_pf_shares_equally() {
+        let slo_ms = 30; // the SR wait (up to 10 ms), two k2 and the BSR round take ~20 ms of it
+        let classes = vec![UeClass::LatencyCritical { slo_slots: slo_ms * 2 }, UeClass::LatencyCritical { slo_slots: 300 },
+                           UeClass::LatencyCritical { slo_slots: 300 }];
+        let smec = p99(tight_among_loose(Box::new(Smec::new(classes, 40))));
+        let pf = p99(tight_among_loose(scheduler("pf").unwrap()));
+        eprintln!("tight-SLO UE's P99: smec {:.1} ms, pf {:.1} ms (SLO {slo_ms} ms)", smec as f64 / 1e6, pf as f64 / 1e6);
+        assert!(smec <= slo_ms * 1_000_000, "SMEC misses the tight SLO");
+        assert!(pf > slo_ms * 1_000_000, "PF, blind to deadlines, shares the cell and misses it");
+    }
+
     #[test]
     fn smec_dates_a_request_by_its_sr_within_one_sr_period_and_k2() {
         let ul = UplinkSignalling::default();
