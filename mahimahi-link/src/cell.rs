@@ -350,9 +350,25 @@ pub struct SlotRecord {
     pub srs: Vec<usize>,
 }
 
-pub struct Cell<P> {
+/// The cell's members as the cell sees them: their links, and how to run
+/// one (its events go wherever the owner sends them). A `Cell` owns its
+/// links; the forwarder's links live in its own structures.
+pub trait MemberLinks<P> {
+    fn count(&self) -> usize;
+    fn link(&self, i: usize) -> &Link<P>;
+}
+
+/// Members the cell may also change and run.
+pub trait Members<P>: MemberLinks<P> {
+    fn link_mut(&mut self, i: usize) -> &mut Link<P>;
+    /// Run member `i`'s link up to and including `until`.
+    fn run_to(&mut self, i: usize, until: Nanos);
+}
+
+/// The cell's own state: the scheduler, the slot clock, what the gNB knows
+/// of each UE's uplink, and the books. Its members are passed to each call.
+pub struct CellCore {
     pub cfg: CellConfig,
-    pub links: Vec<Link<P>>,
     sched: Box<dyn Scheduler>,
     /// The slot being served (allocated at its start).
     slot: u64,
@@ -368,12 +384,11 @@ pub struct Cell<P> {
     grants: std::collections::VecDeque<(u64, Vec<u32>)>,
 }
 
-impl<P> Cell<P> {
-    pub fn new(links: Vec<Link<P>>, cfg: CellConfig, sched: Box<dyn Scheduler>) -> Self {
-        let n = links.len();
-        Cell {
+impl CellCore {
+    pub fn new(members: usize, cfg: CellConfig, sched: Box<dyn Scheduler>) -> Self {
+        let n = members;
+        CellCore {
             cfg,
-            links,
             sched,
             slot: 0,
             allocated: false,
@@ -401,33 +416,34 @@ impl<P> Cell<P> {
         self.sched.detections()
     }
 
-    fn capacity(&self, ue: usize, start: Nanos) -> u64 {
+    fn capacity<P>(&self, link: &Link<P>, start: Nanos) -> u64 {
         // Opportunities of the slot's millisecond, scaled to the slot.
-        let opp = self.links[ue].trace().opportunities_in_ms(start / 1_000_000);
+        let opp = link.trace().opportunities_in_ms(start / 1_000_000);
         opp * OPPORTUNITY_BYTES as u64 * self.cfg.slot_ns / 1_000_000
     }
 
-    fn allocate(&mut self) {
+    fn allocate<P, M: Members<P>>(&mut self, m: &mut M) {
         let out = match self.cfg.uplink {
-            None => self.allocate_seen(),
-            Some(ul) => self.allocate_signalled(ul),
+            None => self.allocate_seen(m),
+            Some(ul) => self.allocate_signalled(m, ul),
         };
         let blocks = self.cfg.blocks;
-        for (i, l) in self.links.iter_mut().enumerate() {
-            l.set_share(out[i], blocks);
-            self.blocks_total[i] += out[i] as u64;
+        for (i, &o) in out.iter().enumerate() {
+            let l = m.link_mut(i);
+            l.set_share(o, blocks);
+            self.blocks_total[i] += o as u64;
             self.departed_at_start[i] = l.counters.departed_bytes;
         }
         self.alloc = out;
         self.allocated = true;
     }
 
-    fn views(&self, slot: u64) -> Vec<UeView> {
+    fn views<P, M: Members<P>>(&self, m: &M, slot: u64) -> Vec<UeView> {
         let start = slot * self.cfg.slot_ns;
-        (0..self.links.len())
+        (0..m.count())
             .map(|i| UeView {
-                backlog_bytes: self.links[i].queued_bytes(),
-                capacity_bytes: self.capacity(i, start),
+                backlog_bytes: m.link(i).queued_bytes(),
+                capacity_bytes: self.capacity(m.link(i), start),
                 served_avg: self.served_avg[i],
                 sr_slot: None,
                 grant_pending: false,
@@ -442,10 +458,10 @@ impl<P> Cell<P> {
     }
 
     /// The scheduler sees the queues; its allocation applies now.
-    fn allocate_seen(&mut self) -> Vec<u32> {
-        let views = self.views(self.slot);
+    fn allocate_seen<P, M: Members<P>>(&mut self, m: &M) -> Vec<u32> {
+        let views = self.views(m, self.slot);
         let blocks = self.cfg.blocks;
-        let mut out = vec![0u32; self.links.len()];
+        let mut out = vec![0u32; m.count()];
         self.sched.allocate(self.slot, &views, blocks, &mut out);
         let used: u32 = out.iter().sum();
         assert!(used <= blocks, "{} gave {used} of {blocks} blocks", self.sched.name());
@@ -462,14 +478,14 @@ impl<P> Cell<P> {
 
     /// The scheduler sees reports; it decides grants for k2 slots ahead, and
     /// this slot uses the grants decided k2 slots ago.
-    fn allocate_signalled(&mut self, ul: UplinkSignalling) -> Vec<u32> {
+    fn allocate_signalled<P, M: Members<P>>(&mut self, m: &M, ul: UplinkSignalling) -> Vec<u32> {
         let s = self.slot;
-        let n = self.links.len();
+        let n = m.count();
         let blocks = self.cfg.blocks;
         let mut srs = Vec::new();
         for i in 0..n {
             let u = &mut self.ul[i];
-            if self.links[i].queued_bytes() > 0 && u.reported == 0 && u.in_flight == 0 && !u.sr_received {
+            if m.link(i).queued_bytes() > 0 && u.reported == 0 && u.in_flight == 0 && !u.sr_received {
                 u.sr_pending = true;
             }
             if u.sr_pending && s % ul.sr_period_slots == i as u64 % ul.sr_period_slots {
@@ -480,7 +496,7 @@ impl<P> Cell<P> {
             }
         }
         let target = s + ul.k2_slots;
-        let mut views = self.views(target);
+        let mut views = self.views(m, target);
         for (v, u) in views.iter_mut().zip(&self.ul) {
             let sr_bytes = v.capacity_bytes * ul.sr_grant_blocks as u64 / blocks as u64;
             v.backlog_bytes = if u.reported > 0 { u.reported } else if u.sr_received { sr_bytes.max(1) } else { 0 };
@@ -508,7 +524,7 @@ impl<P> Cell<P> {
             Some((t, _)) if *t == s => self.grants.pop_front().map(|(_, g)| g).unwrap_or_default(),
             _ => vec![0; n],
         };
-        let cap = self.views(s);
+        let cap = self.views(m, s);
         for i in 0..n {
             self.ul[i].granted_now = cap[i].capacity_bytes * now[i] as u64 / blocks as u64;
         }
@@ -516,67 +532,130 @@ impl<P> Cell<P> {
         now
     }
 
-    fn close_slot(&mut self) {
+    fn close_slot<P, M: Members<P>>(&mut self, m: &M) {
         if self.cfg.uplink.is_some() {
             // Each UE that transmitted reports what is left (a BSR in the
             // same transmission); the grant it used is spent.
             for (i, u) in self.ul.iter_mut().enumerate() {
                 if self.alloc[i] > 0 {
                     u.in_flight = u.in_flight.saturating_sub(u.granted_now);
-                    u.reported = short_bsr(self.links[i].queued_bytes());
+                    u.reported = short_bsr(m.link(i).queued_bytes());
                 }
                 u.granted_now = 0;
             }
         }
         let w = 1.0 / self.cfg.avg_slots;
-        for (i, l) in self.links.iter().enumerate() {
-            let served = (l.counters.departed_bytes - self.departed_at_start[i]) as f64;
+        for i in 0..m.count() {
+            let served = (m.link(i).counters.departed_bytes - self.departed_at_start[i]) as f64;
             self.served_avg[i] = (1.0 - w) * self.served_avg[i] + w * served;
         }
         self.slot += 1;
         self.allocated = false;
     }
 
-    fn idle(&self) -> bool {
-        self.links.iter().all(|l| l.queued_packets() == 0)
+    /// Nothing queued, granted or signalled: nothing to schedule.
+    pub fn idle<P, M: MemberLinks<P>>(&self, m: &M) -> bool {
+        (0..m.count()).all(|i| m.link(i).queued_packets() == 0)
             && self.grants.iter().all(|(_, g)| g.iter().all(|&b| b == 0))
             && self.ul.iter().all(|u| !u.sr_pending && !u.sr_received && u.reported == 0 && u.in_flight == 0)
     }
 
-    /// Run the cell up to and including `now`; `sinks[i]` gets UE i's events.
-    pub fn advance_to<S: Sink<P>>(&mut self, now: Nanos, sinks: &mut [S]) {
+    /// Run the cell and its members up to and including `now`.
+    pub fn advance_to<P, M: Members<P>>(&mut self, now: Nanos, m: &mut M) {
         loop {
             let start = self.slot * self.cfg.slot_ns;
             if start > now {
                 return;
             }
-            if !self.allocated && self.idle() {
+            if !self.allocated && self.idle(m) {
                 // Nothing to schedule: skip to the slot of `now` at once, the
                 // moving averages decaying as over those empty slots.
                 let target = now / self.cfg.slot_ns;
                 if target > self.slot {
                     let decay = (1.0 - 1.0 / self.cfg.avg_slots).powf((target - self.slot) as f64);
                     self.served_avg.iter_mut().for_each(|r| *r *= decay);
-                    for (i, l) in self.links.iter_mut().enumerate() {
-                        l.advance_to(target * self.cfg.slot_ns - 1, &mut sinks[i]);
+                    for i in 0..m.count() {
+                        m.run_to(i, target * self.cfg.slot_ns - 1);
                     }
                     self.slot = target;
                     continue;
                 }
             }
             if !self.allocated {
-                self.allocate();
+                self.allocate(m);
             }
             let end = start + self.cfg.slot_ns;
             let until = now.min(end - 1);
-            for (i, l) in self.links.iter_mut().enumerate() {
-                l.advance_to(until, &mut sinks[i]);
+            for i in 0..m.count() {
+                m.run_to(i, until);
             }
             if until < end - 1 {
                 return;
             }
-            self.close_slot();
+            self.close_slot(m);
         }
+    }
+
+    /// When to call `advance_to` again (None: only on an arrival).
+    pub fn next_event<P, M: MemberLinks<P>>(&self, m: &M) -> Option<Nanos> {
+        if self.idle(m) {
+            return None;
+        }
+        let slot_end = (self.slot + 1) * self.cfg.slot_ns;
+        let first = (0..m.count()).filter_map(|i| m.link(i).next_event()).min();
+        Some(first.map_or(slot_end, |t| t.min(slot_end)))
+    }
+}
+
+/// A cell that owns its members' links (simulate-cell, tests, benchmarks).
+pub struct Cell<P> {
+    pub core: CellCore,
+    pub links: Vec<Link<P>>,
+}
+
+struct Owned<'a, P, S> {
+    links: &'a mut [Link<P>],
+    sinks: &'a mut [S],
+}
+
+impl<P, S> MemberLinks<P> for Owned<'_, P, S> {
+    fn count(&self) -> usize {
+        self.links.len()
+    }
+    fn link(&self, i: usize) -> &Link<P> {
+        &self.links[i]
+    }
+}
+
+impl<P, S: Sink<P>> Members<P> for Owned<'_, P, S> {
+    fn link_mut(&mut self, i: usize) -> &mut Link<P> {
+        &mut self.links[i]
+    }
+    fn run_to(&mut self, i: usize, until: Nanos) {
+        self.links[i].advance_to(until, &mut self.sinks[i]);
+    }
+}
+
+/// Read-only view of owned links (for `idle`/`next_event`, which run nothing).
+struct Looking<'a, P>(&'a [Link<P>]);
+
+impl<P> MemberLinks<P> for Looking<'_, P> {
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+    fn link(&self, i: usize) -> &Link<P> {
+        &self.0[i]
+    }
+}
+
+impl<P> Cell<P> {
+    pub fn new(links: Vec<Link<P>>, cfg: CellConfig, sched: Box<dyn Scheduler>) -> Self {
+        Cell { core: CellCore::new(links.len(), cfg, sched), links }
+    }
+
+    /// Run the cell up to and including `now`; `sinks[i]` gets UE i's events.
+    pub fn advance_to<S: Sink<P>>(&mut self, now: Nanos, sinks: &mut [S]) {
+        self.core.advance_to(now, &mut Owned { links: &mut self.links, sinks });
     }
 
     /// A packet of charged `size` arrives at `now` for UE `ue`.
@@ -587,12 +666,15 @@ impl<P> Cell<P> {
 
     /// When to call `advance_to` again (None: only on an arrival).
     pub fn next_event(&self) -> Option<Nanos> {
-        if self.idle() {
-            return None;
-        }
-        let slot_end = (self.slot + 1) * self.cfg.slot_ns;
-        let first = self.links.iter().filter_map(|l| l.next_event()).min();
-        Some(first.map_or(slot_end, |t| t.min(slot_end)))
+        self.core.next_event(&Looking(&self.links))
+    }
+
+    pub fn request_started(&mut self, ue: usize, now: Nanos) {
+        self.core.request_started(ue, now);
+    }
+
+    pub fn detections(&self) -> &[(usize, u64, u64)] {
+        self.core.detections()
     }
 }
 
@@ -692,7 +774,7 @@ mod tests {
         let (fast, slow) = (trace(&"1\n".repeat(8)), trace(&"1\n".repeat(4)));
         let mut cell = Cell::new(vec![link(&fast), link(&slow)], CellConfig::default(), scheduler("pf").unwrap());
         let s = saturate(&mut cell, 4);
-        let share = cell.blocks_total[0] as f64 / (cell.blocks_total[0] + cell.blocks_total[1]) as f64;
+        let share = cell.core.blocks_total[0] as f64 / (cell.core.blocks_total[0] + cell.core.blocks_total[1]) as f64;
         assert!((0.47..=0.53).contains(&share), "PF block share {share:.3}");
         let ratio = s[0].bytes as f64 / s[1].bytes as f64;
         assert!((1.9..=2.1).contains(&ratio), "PF throughput ratio {ratio:.2}");
@@ -816,7 +898,7 @@ mod tests {
             let gap = times.windows(2).map(|w| w[1] - w[0]).max().unwrap();
             assert!(gap <= 25_000_000, "a BE UE waited {:.1} ms", gap as f64 / 1e6);
         }
-        assert!(cell.blocks_total[1] > 0 && cell.blocks_total[2] > 0);
+        assert!(cell.core.blocks_total[1] > 0 && cell.core.blocks_total[2] > 0);
     }
 
     /// Three latency-critical UEs send 60 KB each at the same instants (every

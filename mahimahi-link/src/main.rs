@@ -204,7 +204,7 @@ fn simulate_cell(sim: options::CellSim) -> Result<i32, Vec<String>> {
         name => scheduler(name).map_err(|e| vec![e])?,
     };
     let mut cell = Cell::new(links, sim.cfg, sched);
-    cell.log = Some(Vec::new());
+    cell.core.log = Some(Vec::new());
     let stdout = std::io::stdout();
     let mut lock = std::io::BufWriter::new(stdout.lock());
     let w: &mut dyn Write = &mut lock;
@@ -234,7 +234,7 @@ fn simulate_cell(sim: options::CellSim) -> Result<i32, Vec<String>> {
     }
     drop(sinks);
     let mut w = out.borrow_mut();
-    for r in cell.log.take().unwrap_or_default() {
+    for r in cell.core.log.take().unwrap_or_default() {
         let blocks: Vec<String> = r.blocks.iter().map(|b| b.to_string()).collect();
         let _ = writeln!(w, "s {} {}", r.slot, blocks.join(" "));
     }
