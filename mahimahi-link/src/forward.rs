@@ -17,6 +17,7 @@ use crate::packet::{self, BypassRule, DelayRule};
 use crate::queue::{QueueConfig, Queued};
 use crate::rng::SplitMix64;
 use crate::sys::{self, PacketSocket, Sender};
+use crate::cell::{CellConfig, CellCore, MemberLinks, Members, Scheduler, Smec, UeClass};
 use crate::trace::Trace;
 use crate::Nanos;
 use std::collections::VecDeque;
@@ -68,6 +69,72 @@ pub struct ForwardConfig {
     /// Receive ring slots for MTU-sized frames per interface (None: sized by
     /// the number of links); `gso` adds a ring of super-frame slots.
     pub ring_frames: Option<usize>,
+    /// A shared cell per direction ([uplink, downlink]) holding every link.
+    pub cells: [Option<CellSpec>; 2],
+}
+
+/// One direction's shared cell.
+#[derive(Clone)]
+pub struct CellSpec {
+    pub cfg: CellConfig,
+    pub scheduler: String,
+    pub classes: Vec<UeClass>,
+}
+
+impl CellSpec {
+    fn build(&self, members: usize) -> Result<CellCore, String> {
+        let sched: Box<dyn Scheduler> = match self.scheduler.as_str() {
+            "smec" => Box::new(Smec::new(self.classes.clone(), 40)),
+            name => crate::cell::scheduler(name)?,
+        };
+        Ok(CellCore::new(members, self.cfg, sched))
+    }
+}
+
+/// The forwarder's links as one direction's cell sees them; departures are
+/// collected per link and sent on after the cell's step.
+struct CellMembers<'a> {
+    links: &'a mut [RunLink],
+    up: bool,
+    out: &'a mut Vec<(usize, Vec<(Nanos, Pkt)>)>,
+}
+
+impl MemberLinks<Pkt> for CellMembers<'_> {
+    fn count(&self) -> usize {
+        self.links.len()
+    }
+    fn link(&self, i: usize) -> &Link<Pkt> {
+        if self.up { &self.links[i].up.link } else { &self.links[i].down.link }
+    }
+}
+
+impl Members<Pkt> for CellMembers<'_> {
+    fn link_mut(&mut self, i: usize) -> &mut Link<Pkt> {
+        if self.up { &mut self.links[i].up.link } else { &mut self.links[i].down.link }
+    }
+    fn run_to(&mut self, i: usize, until: Nanos) {
+        let d = if self.up { &mut self.links[i].up } else { &mut self.links[i].down };
+        let mut deps = Vec::new();
+        let mut sink = LogSink { log: d.log.as_mut(), out: &mut deps };
+        d.link.advance_to(until, &mut sink);
+        if !deps.is_empty() {
+            self.out.push((i, deps));
+        }
+    }
+}
+
+struct CellLinks<'a> {
+    links: &'a [RunLink],
+    up: bool,
+}
+
+impl MemberLinks<Pkt> for CellLinks<'_> {
+    fn count(&self) -> usize {
+        self.links.len()
+    }
+    fn link(&self, i: usize) -> &Link<Pkt> {
+        if self.up { &self.links[i].up.link } else { &self.links[i].down.link }
+    }
 }
 
 /// A frame on its way, with the virtio-net header to send it with (unused
@@ -224,6 +291,8 @@ fn delay_index(rules: &[DelayRule], addr: std::net::IpAddr) -> Option<usize> {
 pub struct Forwarder {
     cfg: ForwardConfig,
     links: Vec<RunLink>,
+    /// The shared cells, [uplink, downlink] (None: private links).
+    cells: [Option<CellCore>; 2],
     /// One per network namespace the links are in.
     senders: Vec<(Option<String>, Sender)>,
     t0: u64,
@@ -330,7 +399,8 @@ impl Forwarder {
                 delay_down: (0..cfg.delays.len()).map(|_| VecDeque::new()).collect(),
             });
         }
-        Ok(Forwarder { cfg, links, senders, t0: sys::monotonic_ns(), stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer })
+        let cells = [cfg.cells[0].as_ref().map(|c| c.build(links.len())).transpose()?, cfg.cells[1].as_ref().map(|c| c.build(links.len())).transpose()?];
+        Ok(Forwarder { cfg, links, cells, senders, t0: sys::monotonic_ns(), stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer })
     }
 
     /// Forward until a stop signal, the child (pidfd) exits, or `once` traces end.
@@ -385,6 +455,8 @@ impl Forwarder {
                 self.release_delayed(li, now, &mut deps);
                 self.advance(li, now, &mut deps);
             }
+            self.advance_cell(true, now);
+            self.advance_cell(false, now);
             if self.senders.iter().any(|(_, s)| s.pending() > 0) {
                 last_active = now;
                 tx_left = !self.flush_tx();
@@ -436,6 +508,11 @@ impl Forwarder {
                         }
                         None => next = next.min(t),
                     }
+                }
+            }
+            for (k, cell) in self.cells.iter().enumerate() {
+                if let Some(t) = cell.as_ref().and_then(|c| c.next_event(&CellLinks { links: &self.links, up: k == 0 })) {
+                    next = next.min(t);
                 }
             }
             if next <= now2 {
@@ -618,6 +695,9 @@ impl Forwarder {
     /// Offer a frame to a direction's link: a super-frame as its MTU
     /// segments, one after another, each charged and timed on its own.
     fn shape(&mut self, li: usize, uplink: bool, frame: Frame, ip_len: u32, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
+        // In a shared cell the slots up to the frame's arrival are scheduled
+        // first, so the link serves it with the right share.
+        self.advance_cell(uplink, now);
         let quiet = self.cfg.quiet;
         let l = &mut self.links[li];
         let d = if uplink { &mut l.up } else { &mut l.down };
@@ -751,18 +831,35 @@ impl Forwarder {
     }
 
     fn advance(&mut self, li: usize, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
-        {
+        if self.cells[0].is_none() {
             let d = &mut self.links[li].up;
             let mut sink = LogSink { log: d.log.as_mut(), out: deps };
             d.link.advance_to(now, &mut sink);
         }
         self.uplink_departures(li, deps);
-        {
+        if self.cells[1].is_none() {
             let d = &mut self.links[li].down;
             let mut sink = LogSink { log: d.log.as_mut(), out: deps };
             d.link.advance_to(now, &mut sink);
         }
         self.downlink_departures(li, deps);
+    }
+
+    /// Run one direction's shared cell (if any) to `now`, every member's
+    /// departures sent on as a private link's would be.
+    fn advance_cell(&mut self, up: bool, now: Nanos) {
+        let k = usize::from(!up);
+        let Some(mut cell) = self.cells[k].take() else { return };
+        let mut out = Vec::new();
+        cell.advance_to(now, &mut CellMembers { links: &mut self.links, up, out: &mut out });
+        self.cells[k] = Some(cell);
+        for (li, mut deps) in out {
+            if up {
+                self.uplink_departures(li, &mut deps);
+            } else {
+                self.downlink_departures(li, &mut deps);
+            }
+        }
     }
 
     /// Live statistics as one JSON document, replaced atomically by the writer thread.

@@ -101,6 +101,22 @@ fn config(c: &Common, links: Vec<LinkSpec>, argv: &[String]) -> ForwardConfig {
         cpu: c.cpu,
         gso: c.gso,
         ring_frames: c.ring_frames,
+        cells: [c.uplink_cell.as_ref().map(|s| cell_spec(c, s, true)), c.downlink_cell.as_ref().map(|s| cell_spec(c, s, false))],
+    }
+}
+
+fn cell_spec(c: &Common, scheduler: &str, uplink: bool) -> mahimahi_link::forward::CellSpec {
+    use mahimahi_link::cell::{CellConfig, UeClass, UplinkSignalling};
+    let slot_ns = c.cell_slot_us * 1000;
+    let classes = c.cell_classes.iter().map(|k| match *k {
+        UeClass::LatencyCritical { slo_slots: ns } => UeClass::LatencyCritical { slo_slots: ns.div_ceil(slot_ns) },
+        be => be,
+    }).collect();
+    let uplink_signalling = (uplink && c.cell_uplink_signalling).then(UplinkSignalling::default);
+    mahimahi_link::forward::CellSpec {
+        cfg: CellConfig { slot_ns, blocks: c.cell_blocks, uplink: uplink_signalling, ..Default::default() },
+        scheduler: scheduler.into(),
+        classes,
     }
 }
 
@@ -130,6 +146,17 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
         if !names.insert(l.name.clone()) {
             return Err(vec![format!("forward: link name {:?} used twice", l.name)]);
         }
+    }
+    let c = &p.common;
+    if c.uplink_cell.is_some() || c.downlink_cell.is_some() {
+        if c.cell_classes.len() > p.links.len() {
+            return Err(vec![format!("--cell-class: {} classes for {} links", c.cell_classes.len(), p.links.len())]);
+        }
+        if c.gso {
+            return Err(vec!["--gso: not with a shared cell yet (a super-frame's segments would be scheduled as one)".into()]);
+        }
+    } else if !c.cell_classes.is_empty() || c.cell_uplink_signalling {
+        return Err(vec!["--cell-class and --cell-uplink-signalling need --uplink-cell or --downlink-cell".into()]);
     }
     if p.links.len() > 1 {
         for (opt, v) in [("--uplink-log", &p.common.up_log), ("--downlink-log", &p.common.down_log)] {

@@ -29,6 +29,12 @@ usage:
   mahimahi-link validate TRACE...
       check trace files with mm-link's rules; print capacity
 
+shared cell (forward mode; every --link in it; see the README, Shared cell):
+  --uplink-cell=S --downlink-cell=S     rr, pf or smec: the links share that direction's cell
+  --cell-slot-us=N --cell-blocks=N      slot length (500) and resource blocks (51)
+  --cell-uplink-signalling              the uplink scheduler sees SR/BSR reports, grants used k2 later
+  --cell-class=be|lc:SLO_MS             per --link, in order, for smec (default be)
+
 options (shell and forward):
   --uplink-queue=Q --downlink-queue=Q   infinite (default), droptail, drophead, codel, pie
   --uplink-queue-args=A --downlink-queue-args=A
@@ -83,6 +89,14 @@ pub struct Common {
     pub coalesce_us: u64,
     pub gso: bool,
     pub ring_frames: Option<usize>,
+    /// Shared cell per direction (forward mode): the scheduler's name.
+    pub uplink_cell: Option<String>,
+    pub downlink_cell: Option<String>,
+    pub cell_slot_us: u64,
+    pub cell_blocks: u32,
+    pub cell_uplink_signalling: bool,
+    /// One per --link, in order (default be).
+    pub cell_classes: Vec<crate::cell::UeClass>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -139,7 +153,7 @@ fn parse_prob(key: &str, v: &str) -> Result<f64, String> {
 /// Parse everything after the mode word. `allowed_simulate` enables --queue.
 pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
     let mut errors = Vec::new();
-    let mut c = Common { seed: 1, stats_interval_ms: 100, batch_us: 1000, coalesce_us: 100, ..Default::default() };
+    let mut c = Common { seed: 1, stats_interval_ms: 100, batch_us: 1000, coalesce_us: 100, cell_slot_us: 500, cell_blocks: 51, ..Default::default() };
     let mut positional = Vec::new();
     let mut links = Vec::new();
     let mut command = Vec::new();
@@ -160,7 +174,7 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             Some((k, v)) => (k.to_string(), Some(v.to_string())),
             None => (a.clone(), None),
         };
-        let flag = matches!(key.as_str(), "--once" | "--ms-bursts" | "--gso" | "--quiet");
+        let flag = matches!(key.as_str(), "--once" | "--ms-bursts" | "--gso" | "--quiet" | "--cell-uplink-signalling");
         if flag {
             if inline.is_some() {
                 errors.push(format!("{key} takes no value"));
@@ -169,6 +183,7 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
                 "--once" => c.once = true,
                 "--ms-bursts" => c.ms_bursts = true,
                 "--gso" => c.gso = true,
+                "--cell-uplink-signalling" => c.cell_uplink_signalling = true,
                 _ => c.quiet = true,
             }
             continue;
@@ -228,6 +243,24 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             }
             "--stats-interval-ms" => val.parse().ok().filter(|v| *v > 0).map(|v| c.stats_interval_ms = v).ok_or_else(|| format!("--stats-interval-ms: {val:?} is not a positive integer")),
             "--link" => LinkArg::parse(&val).map(|l| links.push(l)),
+            "--uplink-cell" | "--downlink-cell" => match val.as_str() {
+                "rr" | "pf" | "smec" => {
+                    if key == "--uplink-cell" { c.uplink_cell = Some(val) } else { c.downlink_cell = Some(val) }
+                    Ok(())
+                }
+                _ => Err(format!("{key}: {val:?} is not a scheduler; valid: rr, pf, smec")),
+            },
+            "--cell-slot-us" => val.parse().ok().filter(|v| (125..=1000).contains(v)).map(|v| c.cell_slot_us = v).ok_or_else(|| format!("--cell-slot-us: {val:?} is not an integer 125..=1000")),
+            "--cell-blocks" => val.parse().ok().filter(|v| (1..=275).contains(v)).map(|v| c.cell_blocks = v).ok_or_else(|| format!("--cell-blocks: {val:?} is not an integer 1..=275")),
+            "--cell-class" => match val.as_str() {
+                "be" => {
+                    c.cell_classes.push(crate::cell::UeClass::BestEffort);
+                    Ok(())
+                }
+                v => v.strip_prefix("lc:").and_then(|ms| ms.parse::<u64>().ok()).filter(|ms| *ms > 0)
+                    .map(|ms| c.cell_classes.push(crate::cell::UeClass::LatencyCritical { slo_slots: ms * 1_000_000 }))
+                    .ok_or_else(|| format!("--cell-class: {v:?} is not a class; valid: be, lc:SLO_MS (one per --link, in order)")),
+            },
             "--cpu" => val.parse().map(|v| c.cpu = Some(v)).map_err(|_| format!("--cpu: {val:?} is not a CPU number")),
             "--batch-us" => val.parse().ok().filter(|v| *v <= 1000).map(|v| c.batch_us = v).ok_or_else(|| format!("--batch-us: {val:?} is not an integer 0..=1000")),
             "--ring-frames" => val.parse().ok().filter(|v| (16..=65_536).contains(v)).map(|v| c.ring_frames = Some(v)).ok_or_else(|| format!("--ring-frames: {val:?} is not an integer 16..=65536")),

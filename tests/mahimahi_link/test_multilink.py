@@ -85,6 +85,43 @@ def test_two_links_in_one_process_are_shaped_independently(mml, tmp_path, two_ue
         assert len(dep) > 1000
 
 
+def test_two_links_in_a_shared_cell_split_it_round_robin(mml, tmp_path, two_ue_lab):
+    """--uplink-cell=rr: the two UEs' uplinks share one 48 Mbit/s cell (each
+    channel is the whole cell's); two TCP uploads at once each get about
+    half, where private links would each get all 48."""
+    ran, core, ues = two_ue_lab
+    c48 = constant_trace(tmp_path / "c48", 48)
+    stats = tmp_path / "stats.json"
+    emu = subprocess.Popen(["ip", "netns", "exec", ran, str(mml), "forward",
+                            f"--link=name=a,ue=ue0,core=c0,up={c48},down={c48}",
+                            f"--link=name=b,ue=ue1,core=c1,up={c48},down={c48}",
+                            "--uplink-cell=rr", "--uplink-queue=droptail", "--uplink-queue-args=packets=300",
+                            f"--stats={stats}"], stderr=subprocess.PIPE, text=True)
+    try:
+        wait_stats(stats, lambda links: True, emu)
+
+        def measure():
+            servers = [subprocess.Popen(["ip", "netns", "exec", core, "iperf3", "-s", "-1", "-B", f"100.100.{i}.2", "-p", "5201"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(2)]
+            for server in servers:
+                wait_listening(core, 5201, server)
+            clients = [subprocess.Popen(["ip", "netns", "exec", ue, "iperf3", "-c", f"100.100.{i}.2", "-p", "5201", "-t", "4", "-O", "1", "-J"],
+                                        stdout=subprocess.PIPE, text=True) for i, ue in enumerate(ues)]
+            rates = [json.loads(c.communicate(timeout=60)[0])["end"]["sum_received"]["bits_per_second"] for c in clients]
+            for s in servers:
+                s.wait(timeout=10)
+            return rates
+
+        rates, steal = undisturbed(measure)
+    finally:
+        emu.send_signal(signal.SIGTERM)
+        assert emu.wait(timeout=10) == 0
+    goodput = 48e6 * 1448 / 1500
+    print(f"shared cell, rr: {rates[0] / 1e6:.1f} + {rates[1] / 1e6:.1f} Mbit/s (steal {steal:.0%})")
+    assert 0.85 * goodput <= sum(rates) <= 1.02 * goodput, (rates, f"CPU steal {steal:.0%}")  # together: the cell
+    assert 0.8 <= rates[0] / rates[1] <= 1.25, (rates, f"CPU steal {steal:.0%}")                # each about half
+
+
 def _ping_median_ms(ns: str, dst: str, count: int = 100) -> float:
     out = subprocess.run(["ip", "netns", "exec", ns, "ping", "-n", "-c", str(count), "-i", "0.01", dst],
                          capture_output=True, text=True, timeout=60).stdout
