@@ -12,7 +12,7 @@
 use crate::gso::{SuperFrame, Vnet};
 use crate::link::{Link, LinkOptions, Sink};
 use crate::mmlog::{Header, MmLog};
-use crate::writer::Writer;
+use crate::writer::{Appender, Writer};
 use crate::packet::{self, BypassRule, DelayRule};
 use crate::queue::{QueueConfig, Queued};
 use crate::rng::SplitMix64;
@@ -79,6 +79,7 @@ pub struct CellSpec {
     pub cfg: CellConfig,
     pub scheduler: String,
     pub classes: Vec<UeClass>,
+    pub log_path: Option<String>,
 }
 
 impl CellSpec {
@@ -293,6 +294,8 @@ pub struct Forwarder {
     links: Vec<RunLink>,
     /// The shared cells, [uplink, downlink] (None: private links).
     cells: [Option<CellCore>; 2],
+    /// Their per-slot logs, and how many detected starts each has written.
+    cell_logs: [Option<(Appender, usize)>; 2],
     /// One per network namespace the links are in.
     senders: Vec<(Option<String>, Sender)>,
     t0: u64,
@@ -399,8 +402,21 @@ impl Forwarder {
                 delay_down: (0..cfg.delays.len()).map(|_| VecDeque::new()).collect(),
             });
         }
-        let cells = [cfg.cells[0].as_ref().map(|c| c.build(links.len())).transpose()?, cfg.cells[1].as_ref().map(|c| c.build(links.len())).transpose()?];
-        Ok(Forwarder { cfg, links, cells, senders, t0: sys::monotonic_ns(), stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer })
+        let mut cells = [cfg.cells[0].as_ref().map(|c| c.build(links.len())).transpose()?, cfg.cells[1].as_ref().map(|c| c.build(links.len())).transpose()?];
+        let mut cell_logs: [Option<(Appender, usize)>; 2] = [None, None];
+        for (k, dir) in ["uplink", "downlink"].into_iter().enumerate() {
+            let (Some(spec), Some(core)) = (&cfg.cells[k], cells[k].as_mut()) else { continue };
+            let Some(path) = spec.log_path.as_ref().map(|p| p.replace("{dir}", dir)) else { continue };
+            let names: Vec<&str> = cfg.links.iter().map(|l| l.name.as_str()).collect();
+            let mut f = std::fs::File::create(&path).map_err(|e| format!("--cell-log: cannot create {path}: {e}"))?;
+            use std::io::Write as _;
+            writeln!(f, "# mahimahi-link cell ({dir}) scheduler={} slot_ns={} blocks={} members={}\n# slot BLOCKS... | seen BYTES... [| sr UE...]  (one column per member, in this order)\n# start UE START_SLOT DETECTED_SLOT",
+                     spec.scheduler, spec.cfg.slot_ns, spec.cfg.blocks, names.join(","))
+                .map_err(|e| format!("--cell-log: cannot write {path}: {e}"))?;
+            core.log = Some(Vec::new());
+            cell_logs[k] = Some((writer.register(&path, f), 0));
+        }
+        Ok(Forwarder { cfg, links, cells, cell_logs, senders, t0: sys::monotonic_ns(), stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer })
     }
 
     /// Forward until a stop signal, the child (pidfd) exits, or `once` traces end.
@@ -605,6 +621,32 @@ impl Forwarder {
 
     /// Hand gathered log lines to the writer thread; report a write error.
     fn flush_logs(&mut self) -> Result<(), String> {
+        for (cell, log) in self.cells.iter_mut().zip(self.cell_logs.iter_mut()) {
+            let (Some(cell), Some((out, written))) = (cell.as_mut(), log.as_mut()) else { continue };
+            let mut text = String::new();
+            for r in cell.log.as_mut().map(std::mem::take).unwrap_or_default() {
+                let _ = write!(text, "{}", r.slot);
+                for b in &r.blocks {
+                    let _ = write!(text, " {b}");
+                }
+                text.push_str(" | seen");
+                for b in &r.backlog_bytes {
+                    let _ = write!(text, " {b}");
+                }
+                if !r.srs.is_empty() {
+                    text.push_str(" | sr");
+                    for u in &r.srs {
+                        let _ = write!(text, " {u}");
+                    }
+                }
+                text.push('\n');
+            }
+            for (ue, start, at) in &cell.detections()[*written..] {
+                let _ = writeln!(text, "start {ue} {start} {at}");
+            }
+            *written = cell.detections().len();
+            out.append(text.into_bytes());
+        }
         for l in &mut self.links {
             for d in [&mut l.up, &mut l.down] {
                 if let Some(log) = d.log.as_mut() {

@@ -117,6 +117,7 @@ fn cell_spec(c: &Common, scheduler: &str, uplink: bool) -> mahimahi_link::forwar
         cfg: CellConfig { slot_ns, blocks: c.cell_blocks, uplink: uplink_signalling, ..Default::default() },
         scheduler: scheduler.into(),
         classes,
+        log_path: c.cell_log.clone(),
     }
 }
 
@@ -155,8 +156,11 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
         if c.gso {
             return Err(vec!["--gso: not with a shared cell yet (a super-frame's segments would be scheduled as one)".into()]);
         }
-    } else if !c.cell_classes.is_empty() || c.cell_uplink_signalling {
-        return Err(vec!["--cell-class and --cell-uplink-signalling need --uplink-cell or --downlink-cell".into()]);
+        if c.uplink_cell.is_some() && c.downlink_cell.is_some() && c.cell_log.as_ref().is_some_and(|p| !p.contains("{dir}")) {
+            return Err(vec!["--cell-log: with a cell in each direction the file name must contain {dir}".into()]);
+        }
+    } else if !c.cell_classes.is_empty() || c.cell_uplink_signalling || c.cell_log.is_some() {
+        return Err(vec!["--cell-class, --cell-log and --cell-uplink-signalling need --uplink-cell or --downlink-cell".into()]);
     }
     if p.links.len() > 1 {
         for (opt, v) in [("--uplink-log", &p.common.up_log), ("--downlink-log", &p.common.down_log)] {

@@ -34,6 +34,8 @@ shared cell (forward mode; every --link in it; see the README, Shared cell):
   --cell-slot-us=N --cell-blocks=N      slot length (500) and resource blocks (51)
   --cell-uplink-signalling              the uplink scheduler sees SR/BSR reports, grants used k2 later
   --cell-class=be|lc:SLO_MS             per --link, in order, for smec (default be)
+  --cell-log=FILE                       per-slot log: each member's blocks, what the scheduler saw,
+                                        SRs, detected request starts ({dir}: uplink/downlink)
 
 options (shell and forward):
   --uplink-queue=Q --downlink-queue=Q   infinite (default), droptail, drophead, codel, pie
@@ -97,6 +99,8 @@ pub struct Common {
     pub cell_uplink_signalling: bool,
     /// One per --link, in order (default be).
     pub cell_classes: Vec<crate::cell::UeClass>,
+    /// Per-slot scheduler log; `{dir}` is replaced by uplink / downlink.
+    pub cell_log: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -250,6 +254,10 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
                 }
                 _ => Err(format!("{key}: {val:?} is not a scheduler; valid: rr, pf, smec")),
             },
+            "--cell-log" => {
+                c.cell_log = Some(val);
+                Ok(())
+            }
             "--cell-slot-us" => val.parse().ok().filter(|v| (125..=1000).contains(v)).map(|v| c.cell_slot_us = v).ok_or_else(|| format!("--cell-slot-us: {val:?} is not an integer 125..=1000")),
             "--cell-blocks" => val.parse().ok().filter(|v| (1..=275).contains(v)).map(|v| c.cell_blocks = v).ok_or_else(|| format!("--cell-blocks: {val:?} is not an integer 1..=275")),
             "--cell-class" => match val.as_str() {

@@ -96,7 +96,7 @@ def test_two_links_in_a_shared_cell_split_it_round_robin(mml, tmp_path, two_ue_l
                             f"--link=name=a,ue=ue0,core=c0,up={c48},down={c48}",
                             f"--link=name=b,ue=ue1,core=c1,up={c48},down={c48}",
                             "--uplink-cell=rr", "--uplink-queue=droptail", "--uplink-queue-args=packets=300",
-                            f"--stats={stats}"], stderr=subprocess.PIPE, text=True)
+                            f"--cell-log={tmp_path}/cell-{{dir}}.log", f"--stats={stats}"], stderr=subprocess.PIPE, text=True)
     try:
         wait_stats(stats, lambda links: True, emu)
 
@@ -117,9 +117,18 @@ def test_two_links_in_a_shared_cell_split_it_round_robin(mml, tmp_path, two_ue_l
         emu.send_signal(signal.SIGTERM)
         assert emu.wait(timeout=10) == 0
     goodput = 48e6 * 1448 / 1500
-    print(f"shared cell, rr: {rates[0] / 1e6:.1f} + {rates[1] / 1e6:.1f} Mbit/s (steal {steal:.0%})")
     assert 0.85 * goodput <= sum(rates) <= 1.02 * goodput, (rates, f"CPU steal {steal:.0%}")  # together: the cell
     assert 0.8 <= rates[0] / rates[1] <= 1.25, (rates, f"CPU steal {steal:.0%}")                # each about half
+    # The scheduler's own log: every slot's blocks per member, never more than the cell.
+    lines = (tmp_path / "cell-uplink.log").read_text().splitlines()
+    assert lines[0].startswith("# mahimahi-link cell (uplink) scheduler=rr slot_ns=500000 blocks=51 members=a,b")
+    slots = [[int(x) for x in line.split(" | ")[0].split()] for line in lines if not line.startswith("#")]
+    assert len(slots) > 1000 and all(sum(b[1:]) == 51 for b in slots)
+    # rr gives equal parts when both need more than half (3008 bytes: a whole slot of this cell)
+    both_full = [b for b, line in zip(slots, [x for x in lines if not x.startswith("#")])
+                 if all(int(v) >= 3008 for v in line.split(" | seen ")[1].split()[:2])]
+    assert len(both_full) > 1000 and all(abs(b[1] - b[2]) <= 1 for b in both_full), "rr: equal parts when both wait"
+    assert not (tmp_path / "cell-downlink.log").exists()
 
 
 def _ping_median_ms(ns: str, dst: str, count: int = 100) -> float:
