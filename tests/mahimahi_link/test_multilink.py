@@ -16,6 +16,20 @@ from netlab import constant_trace, parse_log, sh, undisturbed, wait_listening, w
 pytestmark = pytest.mark.usefixtures("root_netns")
 
 
+def _two_uploads(core: str, ues: list[str]) -> list[float]:
+    """Both UEs upload over TCP at once for 4 s; the rate each server received."""
+    servers = [subprocess.Popen(["ip", "netns", "exec", core, "iperf3", "-s", "-1", "-B", f"100.100.{i}.2", "-p", "5201"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(2)]
+    for server in servers:
+        wait_listening(core, 5201, server)
+    clients = [subprocess.Popen(["ip", "netns", "exec", ue, "iperf3", "-c", f"100.100.{i}.2", "-p", "5201", "-t", "4", "-O", "1", "-J"],
+                                stdout=subprocess.PIPE, text=True) for i, ue in enumerate(ues)]
+    rates = [json.loads(c.communicate(timeout=60)[0])["end"]["sum_received"]["bits_per_second"] for c in clients]
+    for s in servers:
+        s.wait(timeout=10)
+    return rates
+
+
 @pytest.fixture
 def two_ue_lab(mml, tmp_path):
     tag = f"mmlm{os.getpid() % 100000}"
@@ -56,19 +70,7 @@ def test_two_links_in_one_process_are_shaped_independently(mml, tmp_path, two_ue
             assert emu.poll() is None, emu.stderr.read()
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        def measure():
-            servers = [subprocess.Popen(["ip", "netns", "exec", core, "iperf3", "-s", "-1", "-B", f"100.100.{i}.2", "-p", "5201"],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(2)]
-            for server in servers:
-                wait_listening(core, 5201, server)
-            clients = [subprocess.Popen(["ip", "netns", "exec", ue, "iperf3", "-c", f"100.100.{i}.2", "-p", "5201", "-t", "4", "-O", "1", "-J"],
-                                        stdout=subprocess.PIPE, text=True) for i, ue in enumerate(ues)]
-            rates = [json.loads(c.communicate(timeout=60)[0])["end"]["sum_received"]["bits_per_second"] for c in clients]
-            for s in servers:
-                s.wait(timeout=10)
-            return rates
-
-        rates, steal = undisturbed(measure)
+        rates, steal = undisturbed(lambda: _two_uploads(core, ues))
         links = {link["name"]: link for link in json.loads(stats.read_text())["links"]}
     finally:
         emu.send_signal(signal.SIGTERM)
@@ -100,19 +102,7 @@ def test_two_links_in_a_shared_cell_split_it_round_robin(mml, tmp_path, two_ue_l
     try:
         wait_stats(stats, lambda links: True, emu)
 
-        def measure():
-            servers = [subprocess.Popen(["ip", "netns", "exec", core, "iperf3", "-s", "-1", "-B", f"100.100.{i}.2", "-p", "5201"],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(2)]
-            for server in servers:
-                wait_listening(core, 5201, server)
-            clients = [subprocess.Popen(["ip", "netns", "exec", ue, "iperf3", "-c", f"100.100.{i}.2", "-p", "5201", "-t", "4", "-O", "1", "-J"],
-                                        stdout=subprocess.PIPE, text=True) for i, ue in enumerate(ues)]
-            rates = [json.loads(c.communicate(timeout=60)[0])["end"]["sum_received"]["bits_per_second"] for c in clients]
-            for s in servers:
-                s.wait(timeout=10)
-            return rates
-
-        rates, steal = undisturbed(measure)
+        rates, steal = undisturbed(lambda: _two_uploads(core, ues))
     finally:
         emu.send_signal(signal.SIGTERM)
         assert emu.wait(timeout=10) == 0
