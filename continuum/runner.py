@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from continuum import broker, containers, naming
+from continuum.cell import traffic
 from continuum.config import ExperimentSpec
 from continuum.errors import ContinuumError, ProviderError, VerificationError
 from continuum.monitor import NodeSampler
@@ -83,11 +84,21 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
         if spec.role(role):
             label = spec.core.edge_label if role == "edge" else spec.core.cloud_label
             lines.append(f"  {role:<6} {spec.one_way_ms(role):g} ms one-way ({label}), RTT {2 * spec.one_way_ms(role):g} ms")
+    if spec.cell is not None:
+        c = spec.cell
+        lines.append(f"shared cell: uplink {c.uplink or 'private links'}, downlink {c.downlink or 'private links'}, "
+                     f"{c.blocks} blocks, {c.slot_us} us slots"
+                     + (f", SR every {c.sr_period_slots} slots, k2 {c.k2_slots}" if c.uplink_signalling and c.uplink else ""))
+        for u in c.members:
+            lines.append(f"  {u.name:<10} {u.cls}" + (f" SLO {u.slo_ms:g} ms" if u.cls == "lc" else ""))
     w = spec.workload
     lines.append("processes:")
     lines.append(f"  ran: mahimahi-link forward ({len(plan.cell_links)} link(s))")
+    for n in spec.role("bulk"):
+        lines.append(f"  {n.name}: iperf3 TCP {spec.cell.bulk_direction if spec.cell else ''} with {plan.offload_target}, "
+                     f"port {netplan.BULK_PORT + n.index}")
     for n in spec.nodes:
-        if n.role != "endpoint":
+        if n.role in ("edge", "cloud"):
             lines.append(f"  {n.name}: mosquitto :{netplan.MQTT_PORT}"
                          + (f", {w.app} server ({_how(w.server)})" if n.name == plan.offload_target else ""))
     for n in spec.role("endpoint"):
@@ -256,11 +267,18 @@ def _run(ctx: Run, provider) -> None:
 
     console.print("[bold]brokers[/]")
     for n in spec.nodes:
-        if n.role != "endpoint":
+        if n.role in ("edge", "cloud"):
             proc = broker.start(dep.nodes[n.name], run_dir)
             ctx.undo.callback(stop_process, proc)
             ctx.vital.append(Vital(f"mosquitto on {n.name}", proc, run_dir / "logs" / f"mosquitto-{n.name}.log"))
             ctx.phase(f"mosquitto on {n.name} ({plan.addresses[n.name]}:{netplan.MQTT_PORT})")
+
+    if spec.cell is not None and spec.cell.uplink == "tutti":
+        target = dep.nodes[plan.offload_target]
+        agent = traffic.notice_agent(target, run_dir)
+        ctx.undo.callback(stop_process, agent)
+        ctx.vital.append(Vital(f"the request-notice agent on {target.name}", agent, run_dir / "logs" / f"notice-agent-{target.name}.log"))
+        ctx.phase(f"tutti: request notices from {target.name} to the RAN (UDP port {netplan.NOTICE_PORT})")
 
     ctx.undo.callback(launch.hand_over(run_dir / "raw", spec))
     man.workload.user = launch.user_note(spec)
@@ -322,6 +340,17 @@ def _repetition(ctx: Run, rep: int) -> None:
         console.print("  [yellow]note:[/] random weights: the latency is the model's, its answers are not meaningful "
                       "(pretrained weights: see docs/workloads.md, 'Models and weights')")
 
+    bulk = []
+    for n in spec.role("bulk"):
+        box_ = launch.sandbox(spec, run_dir)
+        srv = traffic.bulk_server(target, n.name, n.index, raw, run_dir, rep, box_)
+        undo.callback(stop_process, srv)
+        cli = traffic.bulk_client(dep.nodes[n.name], n.index, plan.addresses[target.name], spec, raw, run_dir, rep, box_)
+        undo.callback(stop_process, cli)
+        bulk.append((n, cli, srv))
+    if bulk:
+        console.print(f"  {len(bulk)} bulk UE(s) moving files ({spec.cell.bulk_direction if spec.cell else ''}) through the cell")
+
     clients = []
     for n in spec.role("endpoint"):
         node = dep.nodes[n.name]
@@ -351,6 +380,15 @@ def _repetition(ctx: Run, rep: int) -> None:
     for n, proc, _ in clients:
         if proc.returncode != 0:
             raise ProviderError(f"the endpoint on {n.name} failed ({proc.returncode}); see {run_dir}/logs/endpoint-{n.name}.log")
+    for n, cli, srv in bulk:  # they run as long as the endpoints send: their reports are written at their end
+        try:
+            cli.wait(timeout=max(15.0, spec.warmup_s + spec.duration_s))
+        except subprocess.TimeoutExpired:
+            pass
+        stop_process(cli)
+        stop_process(srv)
+        if cli.returncode not in (0, -15):
+            console.print(f"  [yellow]bulk UE {n.name}: iperf3 ended with {cli.returncode}[/]; see {run_dir}/logs/bulk-{n.name}.log")
     stop_process(server)
 
 

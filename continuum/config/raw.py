@@ -151,6 +151,53 @@ class Workload(Strict):
     run_as_root: bool = False  # process-mode workloads run as `nobody` unless this is set
 
 
+SCHEDULERS = ("rr", "pf", "smec", "tutti")
+
+
+class CellUe(Strict):
+    """One member's class and SLO, where it differs from the cell's defaults."""
+
+    class_: Literal["lc", "be"] | None = Field(default=None, alias="class")
+    slo_ms: float | None = Field(default=None, gt=0, le=60000)
+
+
+class Bulk(Strict):
+    """Best-effort UEs that move a file as fast as the cell lets them (iperf3
+    TCP to the offload target), the traffic a latency-critical UE competes with."""
+
+    count: int = Field(default=0, ge=0, le=32)
+    direction: Literal["uplink", "downlink"] = "uplink"
+    cpus: float = Field(default=0.5, gt=0, le=256)
+    memory: Union[int, str] = "256M"
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, v: Union[int, str]) -> Union[int, str]:
+        parse_memory(v)
+        return v
+
+
+class Cell(Strict):
+    """A shared cell (docs/cell.md): its members contend for one cell's
+    resource blocks under a MAC scheduler, per direction; endpoints outside
+    it keep private links."""
+
+    uplink: Literal["rr", "pf", "smec", "tutti", "private"] = "pf"
+    downlink: Literal["rr", "pf", "smec", "private"] = "pf"
+    slot_us: Literal[125, 250, 500, 1000] = 500
+    blocks: int = Field(default=51, ge=1, le=275)
+    uplink_signalling: bool = True
+    sr_period_ms: float = Field(default=10.0, gt=0, le=320)
+    k2_slots: int = Field(default=4, ge=0, le=32)
+    sr_grant_blocks: int = Field(default=2, ge=1, le=275)
+    be_starvation_ms: float = Field(default=20.0, gt=0, le=10000)
+    members: list[str] | None = None
+    class_: Literal["lc", "be"] = Field(default="lc", alias="class")
+    slo_ms: float = Field(default=100.0, gt=0, le=60000)
+    ue: dict[str, CellUe] = {}
+    bulk: Bulk = Bulk()
+
+
 class ExperimentFile(Strict):
     experiment: Experiment
     provider: Provider = Provider()
@@ -158,6 +205,7 @@ class ExperimentFile(Strict):
     mobile: Mobile = Mobile()
     core: Core = Core()
     workload: Workload = Workload()
+    cell: Cell | None = None
 
 
 def queue_args_problems(kind: str, args: str) -> list[str]:

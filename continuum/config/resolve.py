@@ -9,6 +9,7 @@ import copy
 import hashlib
 import os
 import tomllib
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -94,6 +95,34 @@ class WorkloadSpec:
 
 
 @dataclass(frozen=True)
+class CellMember:
+    name: str  # an endpoint or bulk node
+    cls: str  # lc | be
+    slo_ms: float
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """The shared cell, resolved: schedulers (None: that direction stays
+    private), timings in slots, members in the cell's order."""
+
+    uplink: str | None
+    downlink: str | None
+    slot_us: int
+    blocks: int
+    uplink_signalling: bool
+    sr_period_slots: int
+    k2_slots: int
+    sr_grant_blocks: int
+    be_starvation_slots: int
+    members: tuple[CellMember, ...]
+    bulk_direction: str
+
+    def member(self, name: str) -> CellMember | None:
+        return next((m for m in self.members if m.name == name), None)
+
+
+@dataclass(frozen=True)
 class ExperimentSpec:
     source: Path
     text: str
@@ -109,6 +138,7 @@ class ExperimentSpec:
     mobile: MobileSpec
     core: CoreSpec
     workload: WorkloadSpec
+    cell: CellSpec | None = None
 
     def role(self, role: str) -> tuple[NodeSpec, ...]:
         return tuple(n for n in self.nodes if n.role == role)
@@ -119,13 +149,21 @@ class ExperimentSpec:
 
 def _valid_keys(model: type[BaseModel], loc: tuple) -> str:
     """The keys allowed next to an unknown key at loc (inside model)."""
-    for part in loc[:-1]:
-        field = model.model_fields.get(str(part))
+    parts = list(loc[:-1])
+    while parts:
+        name = str(parts.pop(0))
+        field = next((f for k, f in model.model_fields.items() if (f.alias or k) == name), None)
         ann = getattr(field, "annotation", None)
+        args = typing.get_args(ann)
+        if typing.get_origin(ann) is dict and parts:  # a table of tables: [cell.ue.NAME]
+            parts.pop(0)
+            ann = args[1]
+        elif type(None) in args:  # Model | None
+            ann = next(a for a in args if a is not type(None))
         if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
             return ""
         model = ann
-    return ", ".join(model.model_fields)
+    return ", ".join(f.alias or k for k, f in model.model_fields.items())
 
 
 def _issues_from(e: ValidationError, file: str, prefix: str, model: type[BaseModel] | None = None) -> list[ConfigIssue]:
@@ -200,7 +238,9 @@ def load(path: str | os.PathLike, materialize: bool = True) -> ExperimentSpec:
             if not isinstance(data[key], dict):
                 issues.append(ConfigIssue(file, key, "expected a table ([" + key + "])"))
                 continue
-            parsed[key] = _section(cast(type[BaseModel], field.annotation), data[key], file, key, issues)
+            ann = field.annotation
+            model = next((a for a in typing.get_args(ann) if a is not type(None)), ann)  # [cell] is optional
+            parsed[key] = _section(cast(type[BaseModel], model), data[key], file, key, issues)
         elif key != "experiment":
             parsed[key] = field.default
 
@@ -241,6 +281,13 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
                 nodes.append(NodeSpec(f"{role}{i}", role, i, g.cpus, raw.parse_memory(g.memory)))
         if groups.endpoint.count < 1 and not failed("nodes.endpoint"):
             bad("nodes.endpoint.count", "at least one endpoint is needed to send requests")
+
+    cell = None
+    if p.get("cell") is not None and groups is not None:
+        cell = _cell(p["cell"], nodes, bad, failed)
+        if cell is not None:
+            b = p["cell"].bulk
+            nodes += [NodeSpec(f"bulk{i}", "bulk", i, b.cpus, raw.parse_memory(b.memory)) for i in range(b.count)]
 
     # mobile network
     mobile = None
@@ -331,7 +378,71 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     return ExperimentSpec(
         source=path.resolve(), text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), name=e.name, seed=e.seed,
         duration_s=e.duration_s, warmup_s=e.warmup_s, repetitions=e.repetitions, output=out,
-        provider=p["provider"].kind, nodes=tuple(nodes), mobile=mobile, core=core, workload=workload,
+        provider=p["provider"].kind, nodes=tuple(nodes), mobile=mobile, core=core, workload=workload, cell=cell,
+    )
+
+
+def _cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed) -> CellSpec | None:
+    """Members, classes and timings of the [cell] table; every problem reported."""
+    ok = True
+    if c.uplink == "private" and c.downlink == "private":
+        bad("cell", "both directions are private: name a scheduler for cell.uplink or cell.downlink "
+                    "(rr, pf, smec; tutti for the uplink), or remove [cell]")
+        ok = False
+    if c.uplink == "tutti" and not c.uplink_signalling:
+        bad("cell.uplink_signalling", "tutti learns request starts from the edge instead of BSRs; "
+                                      "it needs uplink_signalling = true (what it improves on)")
+        ok = False
+    slot_ms = c.slot_us / 1000
+    sr_slots = c.sr_period_ms / slot_ms
+    if not failed("cell.sr_period_ms", "cell.slot_us") and abs(sr_slots - round(sr_slots)) > 1e-9:
+        bad("cell.sr_period_ms", f"{c.sr_period_ms:g} ms is not a whole number of {c.slot_us} us slots "
+                                 f"(e.g. {max(1, round(sr_slots)) * slot_ms:g})")
+        ok = False
+    if c.uplink_signalling and c.sr_grant_blocks > c.blocks and not failed("cell.sr_grant_blocks", "cell.blocks"):
+        bad("cell.sr_grant_blocks", f"{c.sr_grant_blocks} is more than the cell's {c.blocks} blocks")
+        ok = False
+    endpoints = [n.name for n in nodes if n.role == "endpoint"]
+    bulk = [f"bulk{i}" for i in range(c.bulk.count)]
+    if c.members is None:
+        names = endpoints + bulk
+    else:
+        names = []
+        for i, name in enumerate(c.members):
+            if name not in endpoints + bulk:
+                bad(f"cell.members[{i}]", f"{name!r} is not an endpoint or bulk UE of this file; valid: {', '.join(endpoints + bulk)}")
+                ok = False
+            elif name in names:
+                bad(f"cell.members[{i}]", f"{name!r} is named twice")
+                ok = False
+            else:
+                names.append(name)
+        missing = [b for b in bulk if b not in names]
+        if missing:
+            bad("cell.members", f"the bulk UEs are cell traffic: list {', '.join(missing)} too (or leave members out: every UE)")
+            ok = False
+    for name in c.ue:
+        if name not in names:
+            bad(f"cell.ue.{name}", f"not a member of the cell; members: {', '.join(names) or 'none'}")
+            ok = False
+        elif name in bulk and c.ue[name].class_ == "lc":
+            bad(f"cell.ue.{name}.class", "a bulk UE moves a file as fast as it can: it is best effort (be)")
+            ok = False
+    if not names and not bulk:
+        bad("cell.members", "the cell has no members")
+        ok = False
+    if not ok:
+        return None
+    members = []
+    for name in names:
+        u = c.ue.get(name, raw.CellUe())
+        bulk_ue = name in bulk
+        members.append(CellMember(name, "be" if bulk_ue else (u.class_ or c.class_), u.slo_ms or c.slo_ms))
+    return CellSpec(
+        uplink=None if c.uplink == "private" else c.uplink, downlink=None if c.downlink == "private" else c.downlink,
+        slot_us=c.slot_us, blocks=c.blocks, uplink_signalling=c.uplink_signalling, sr_period_slots=round(sr_slots),
+        k2_slots=c.k2_slots, sr_grant_blocks=c.sr_grant_blocks,
+        be_starvation_slots=max(1, round(c.be_starvation_ms / slot_ms)), members=tuple(members), bulk_direction=c.bulk.direction,
     )
 
 

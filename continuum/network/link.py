@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 from continuum.config import ExperimentSpec
-from continuum.network.plan import Plan
+from continuum.network.plan import NOTICE_PORT, Plan
 from continuum.runtime import Node, wait_for
 from continuum.traces import mahimahi_link_binary
 
@@ -38,9 +38,32 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
         out.append(f"--downlink-loss={m.downlink_loss}")
     if m.ms_bursts:
         out.append("--ms-bursts")
+    out += cell_argv(plan, logs)
     out += [f"--bypass={b}" for b in plan.bypass]
     if delay_mechanism == "mahimahi-link":
         out += [f"--delay={prefix}={ms}" for prefix, ms in plan.delay_rules]
+    return out
+
+
+def cell_argv(plan: Plan, logs: Path) -> list[str]:
+    """The shared cell's options: its members by link name, their classes in that order."""
+    c = plan.cell
+    if c is None:
+        return []
+    out = []
+    if c.uplink:
+        out.append(f"--uplink-cell={c.uplink}")
+    if c.downlink:
+        out.append(f"--downlink-cell={c.downlink}")
+    out += [f"--cell-members={','.join(m.name for m in c.members)}", f"--cell-slot-us={c.slot_us}",
+            f"--cell-blocks={c.blocks}", f"--cell-be-starvation-slots={c.be_starvation_slots}"]
+    out += [f"--cell-class={'be' if m.cls == 'be' else f'lc:{max(1, round(m.slo_ms))}'}" for m in c.members]
+    if c.uplink_signalling and c.uplink:
+        out += ["--cell-uplink-signalling", f"--cell-sr-period-slots={c.sr_period_slots}",
+                f"--cell-k2-slots={c.k2_slots}", f"--cell-sr-grant-blocks={c.sr_grant_blocks}"]
+    if c.uplink == "tutti":
+        out.append(f"--cell-notice-port={NOTICE_PORT}")
+    out.append(f"--cell-log={logs}/cell-{{dir}}.log")
     return out
 
 

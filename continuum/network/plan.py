@@ -15,6 +15,7 @@ process (--delay by destination prefix uplink, source prefix downlink).
 
 Addresses live in 10.200.0.0/14 and only inside this run's namespaces:
     endpoint i: 10.200.i.2/24 (core side 10.200.i.1)
+    bulk UE i:  10.200.(100+i).2/24 (a shared cell's best-effort file transfers)
     probe addr: 10.201.i.2/32 on endpoint i (bypasses the trace, keeps the core delay:
                 used to verify core RTT without the cellular link's waiting time)
     edge j:     10.202.j.2/24 (core side 10.202.j.1)
@@ -27,12 +28,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the plan is built from a spec; at run time it needs only its values
-    from continuum.config import ExperimentSpec
+    from continuum.config import CellSpec, ExperimentSpec
 
 ENDPOINT_NET, PROBE_NET, EDGE_NET, CLOUD_NET = "10.200", "10.201", "10.202", "10.203"
 ALL_NETS = "10.200.0.0/14"
 TIER_NET = {"edge": EDGE_NET, "cloud": CLOUD_NET}
 MQTT_PORT = 1883
+BULK_NET_OFFSET = 100  # bulk UE i lives in 10.200.(100+i).0/24 (endpoints stay below 64)
+BULK_PORT = 5201  # bulk UE i's iperf3 server listens on BULK_PORT + i on the offload target
+NOTICE_PORT = 47000  # Tutti: the edge's request notices to a UE's address on this UDP port
 NODE_IF = "eth0"  # a node's one interface
 
 
@@ -49,7 +53,7 @@ class PlanNode:
     """One namespace of the run: a workload node, or the ran/core infrastructure."""
 
     name: str  # logical name: endpoint0, edge0, cloud0, ran, core
-    role: str  # endpoint | edge | cloud | ran | core
+    role: str  # endpoint | bulk | edge | cloud | ran | core
     address: str | None = None  # where its workload is reached (no prefix)
     limits: Limits | None = None  # None: infrastructure, not limited
     sandboxed: bool = False  # its namespace comes from a sandbox container (container workloads)
@@ -135,6 +139,7 @@ class Plan:
     bypass: tuple[str, ...]
     probe_addresses: dict  # endpoint name -> probe address (bypasses the trace, keeps the core delay)
     offload_target: str  # node name that serves the workload (edge0 or cloud0)
+    cell: CellSpec | None = None  # the shared cell; its members are cell_links by name
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -175,8 +180,8 @@ def build(spec: ExperimentSpec) -> Plan:
     probes: dict[str, str] = {}
     links: list[CellLink] = []
     delays: list[CoreDelay] = []
-    for n in spec.role("endpoint"):
-        i = n.index
+    for n in spec.role("endpoint") + spec.role("bulk"):
+        i = n.index + (BULK_NET_OFFSET if n.role == "bulk" else 0)  # the UE's subnet; interface names say which
         ip, gw = f"{ENDPOINT_NET}.{i}.2", f"{ENDPOINT_NET}.{i}.1"
         nodes.append(PlanNode(n.name, n.role, ip, Limits(n.cpus, n.memory_bytes), n.name in boxed))
         probes[n.name] = f"{PROBE_NET}.{i}.2"
@@ -214,4 +219,5 @@ def build(spec: ExperimentSpec) -> Plan:
         bypass=(f"{PROBE_NET}.0.0/16", *spec.mobile.bypass),
         probe_addresses=probes,
         offload_target=offload_target,
+        cell=spec.cell,
     )

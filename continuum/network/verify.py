@@ -59,7 +59,7 @@ def _median(xs: list[float]) -> float:
 def core_rtt(spec: ExperimentSpec, plan: Plan, dep: Deployment) -> list[dict]:
     out = []
     for ep in spec.role("endpoint"):
-        for remote in (n for n in spec.nodes if n.role != "endpoint"):
+        for remote in (n for n in spec.nodes if n.role in ("edge", "cloud")):
             rtts = _ping(dep, ep.name, plan.addresses[remote.name], CORE_PINGS, plan.probe_addresses[ep.name])
             expected = 2 * spec.one_way_ms(remote.role)
             measured = _lower_quartile(rtts)

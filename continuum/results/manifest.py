@@ -4,6 +4,8 @@ every component, which delay mechanism and cgroup version ran, host facts."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import platform
 import subprocess
@@ -116,6 +118,7 @@ class Manifest(BaseModel):
     addresses: dict[str, str] | None = None
     verification: dict[str, Any] | None = None
     workload: WorkloadFacts = WorkloadFacts()
+    cell: dict[str, Any] | None = None  # the shared cell as run (schedulers, timings, members with class and SLO)
 
 
 def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> Manifest:
@@ -138,6 +141,11 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
               "jitter_ms": spec.core.jitter_ms, "delay_mechanism": spec.core.mechanism},
         versions=versions(),
         host=host(),
+        cell=None if spec.cell is None else {
+            **{k: v for k, v in dataclasses.asdict(spec.cell).items() if k != "members"},
+            "members": [dataclasses.asdict(m) for m in spec.cell.members],
+            "offload_one_way_ms": spec.one_way_ms(spec.workload.offload),
+        },
     )
 
 

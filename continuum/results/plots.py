@@ -237,4 +237,76 @@ def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5
         made.append(plots / "sending_rate.png")
     if nodes(samples, node_limits(run_dir), tl, xlim, plots / "nodes.png"):
         made.append(plots / "nodes.png")
+    if cell_share(run_dir, tl, xlim, plots / "cell_share.png", bin_s):
+        made.append(plots / "cell_share.png")
+    c = summary.get("cell")
+    man = run_dir / "manifest.json"
+    if c and man.exists():
+        cfg = json.loads(man.read_text()).get("cell") or {}
+        members = {m["name"]: m for m in cfg.get("members", [])}
+        if ran_latency_cdf(df, c, float(cfg.get("offload_one_way_ms", 0.0)), members, plots / "ran_latency_cdf.png"):
+            made.append(plots / "ran_latency_cdf.png")
     return made
+
+
+def cell_share(run_dir: Path, tl: Timeline, xlim: tuple[float, float], out: Path, bin_s: float) -> bool:
+    """Per cell direction: each UE's share of the resource blocks, and what it
+    moved, on the run's time axis (measured: the scheduler's log, the link logs)."""
+    from continuum.results import cell
+
+    logs = [lg for d in ("uplink", "downlink") if (lg := cell.read_log(run_dir / "links" / f"cell-{d}.log")) is not None]
+    if not logs:
+        return False
+    fig, axes = plt.subplots(2 * len(logs), 1, figsize=(9, 3.2 * 2 * len(logs)), sharex=True, squeeze=False)
+    for k, lg in enumerate(logs):
+        share, tput = axes[2 * k][0], axes[2 * k + 1][0]
+        bins = cell.share_bins(lg, tl, bin_s)
+        if not bins.empty:
+            share.stackplot(bins.index + bin_s / 2, *(bins[m] for m in lg.members), labels=lg.members, step="mid")
+        share.set_ylim(0, 1.05)
+        share.set_ylabel("share of the cell's\nresource blocks")
+        share.set_title(f"{lg.direction} cell, scheduler {lg.scheduler}: {lg.blocks} blocks per {lg.slot_ns / 1e6:g} ms slot "
+                        f"(blank: unused)", fontsize=10)
+        for m in lg.members:
+            b = timeline.link_bins(run_dir / "links" / f"{m}.{lg.direction}.log", tl, bin_s)
+            if b is not None and not b.empty:
+                tput.plot(b["t_s"] + bin_s / 2, b["delivered_mbps"], label=m, drawstyle="steps-mid")
+        tput.set_ylabel(f"{lg.direction} delivered\n(Mbit/s, {bin_s:g} s bins)")
+        tput.set_ylim(bottom=0)
+        for ax in (share, tput):
+            _shade(ax, tl, xlim, legend=False)
+            ax.grid(alpha=0.3)
+        share.legend(loc="upper left", fontsize=8, ncol=min(6, len(lg.members)))
+    axes[-1][0].set_xlabel(TIME_LABEL)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def ran_latency_cdf(df: pd.DataFrame, cell_summary: dict, one_way_ms: float, members: dict, out: Path) -> bool:
+    """RAN latency (uplink less the core's one-way delay) of answered measured
+    requests, one CDF per class, with each SLO marked."""
+    m = df[(df["phase"] == "measure") & (df["status"] == "ok") & df["endpoint"].isin(members)]
+    if m.empty:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for cls, label in (("lc", "latency-critical"), ("be", "best effort")):
+        x = (m[m["endpoint"].map(lambda e: members[e]["cls"]) == cls]["uplink_ms"].astype(float) - one_way_ms).sort_values()
+        if len(x):
+            ax.plot(x.to_numpy(), (pd.RangeIndex(1, len(x) + 1) / len(x)).to_numpy(), drawstyle="steps-post",
+                    label=f"{label} ({len(x)} requests)")
+    for slo in sorted({v["slo_ms"] for v in members.values() if v["cls"] == "lc"}):
+        ax.axvline(slo, color="0.3", ls="--", lw=1)
+        ax.text(slo, 0.02, f" SLO {slo:g} ms", fontsize=8, color="0.3")
+    ax.set_xlabel(f"RAN latency per request (ms): uplink (M1) less the core's one-way {one_way_ms:g} ms")
+    ax.set_ylabel("fraction of requests")
+    ax.set_ylim(0, 1.01)
+    ax.set_xlim(left=0)
+    ax.set_title(f"shared cell, uplink scheduler {cell_summary.get('uplink') or 'private'}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return True

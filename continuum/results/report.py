@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from continuum.errors import ContinuumError
-from continuum.results import plots, tables
+from continuum.results import cell, plots, tables, timeline
 
 
 def build(run_dir: Path) -> tuple[dict, list[Path]]:
@@ -17,6 +17,9 @@ def build(run_dir: Path) -> tuple[dict, list[Path]]:
         raise ContinuumError(f"{run_dir} is not a run folder (no raw/ inside); give a folder under runs/")
     df = tables.merge(sorted(raw.glob("requests-*.csv")), sorted(raw.glob("server-*.csv")))
     summary = tables.summarize(df)
+    c = cell.summarize(run_dir, df, timeline.of_requests(df))
+    if c is not None:
+        summary["cell"] = c
     tables.write(df, summary, run_dir)
     made = plots.all_plots(run_dir, df, summary)
     return summary, made

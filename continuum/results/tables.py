@@ -131,7 +131,17 @@ def write(df: pd.DataFrame, summary: dict, run_dir: Path) -> None:
 
 
 def render(summary: dict):
-    """A rich Table of the summary."""
+    """The summary as rich tables: the metrics, then the shared cell's per-class table if the run had one."""
+    if "cell" in summary:
+        from rich.console import Group
+
+        from continuum.results import cell
+
+        return Group(_metrics_table(summary), cell.render(summary["cell"]))
+    return _metrics_table(summary)
+
+
+def _metrics_table(summary: dict):
     from rich.table import Table
 
     t = Table(title=f"{summary['answered']} of {summary['requests']} requests answered "

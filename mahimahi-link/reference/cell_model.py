@@ -61,21 +61,27 @@ class RR:
         n = len(ues)
         out = [0] * n
         need = [needed(u["backlog"], u["cap"], blocks) for u in ues]
-        left = blocks
-        while True:
-            wanting = [(self.next + k) % n for k in range(n) if need[(self.next + k) % n] > 0]
-            if not wanting or left == 0:
-                break
-            part = max(left // len(wanting), 1)
-            for i in wanting:
-                g = min(part, need[i], left)
-                out[i] += g
-                need[i] -= g
-                left -= g
-                if left == 0:
-                    break
+        water_fill(self.next, need, out, blocks)
         self.next = (self.next + 1) % n
         return out
+
+
+def water_fill(first, need, out, left):
+    """Equal parts of `left` to the UEs that still need blocks, in turn from
+    `first` (the remainder to the first in turn); returns what is left."""
+    n = len(need)
+    while True:
+        wanting = [(first + k) % n for k in range(n) if need[(first + k) % n] > 0]
+        if not wanting or left == 0:
+            return left
+        part = max(left // len(wanting), 1)
+        for i in wanting:
+            g = min(part, need[i], left)
+            out[i] += g
+            need[i] -= g
+            left -= g
+            if left == 0:
+                return left
 
 
 class PF:
@@ -141,10 +147,8 @@ class Deadline:
                 lc.append((self.classes[i] - (slot - self.start[i]), i))
         for _budget, i in sorted(lc, key=lambda x: (max(x[0], -1), x[0], x[1])):
             give(i)
-        for k in range(n):
-            i = (self.rr + k) % n
-            if ues[i]["backlog"] > 0:
-                give(i)
+        need = [max(needed(u["backlog"], u["cap"], blocks) - out[i], 0) for i, u in enumerate(ues)]
+        left[0] = water_fill(self.rr, need, out, left[0])
         self.rr = (self.rr + 1) % max(n, 1)
         for i in range(n):
             if out[i] > 0:
@@ -223,6 +227,7 @@ def simulate(traces, events, scheduler, slot_ns=500_000, blocks=51, avg_slots=10
         if signalling is None:
             views = [{"backlog": u.backlog(), "cap": cap(i, s), "avg": avg[i], "sr": None, "pending": False} for i, u in enumerate(ues)]
             alloc = scheduler.allocate(s, views, blocks)
+            decided = list(alloc)  # the log shows the scheduler's decision, not the spread
             spare = blocks - sum(alloc)
             alloc = [a + spare // n + (1 if (i + s) % n < spare % n else 0) for i, a in enumerate(alloc)]
         else:
@@ -255,7 +260,7 @@ def simulate(traces, events, scheduler, slot_ns=500_000, blocks=51, avg_slots=10
         for i, u in enumerate(ues):
             u.share = (alloc[i], blocks)
             st["at_start"][i] = u.departed
-        log.append((s, list(alloc)))
+        log.append((s, list(decided if signalling is None else alloc)))
         st["alloc"], st["allocated"] = alloc, True
 
     def close():

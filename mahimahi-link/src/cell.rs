@@ -85,24 +85,31 @@ impl Scheduler for RoundRobin {
         }
         let mut need: Vec<u32> = ues.iter().map(|u| blocks_needed(u, blocks)).collect();
         let mut left = blocks;
-        // Water-filling in turn order: equal parts, the remainder to the first in turn.
-        loop {
-            let wanting: Vec<usize> = (0..n).map(|k| (self.next + k) % n).filter(|&i| need[i] > 0).collect();
-            if wanting.is_empty() || left == 0 {
+        water_fill(self.next, &mut need, out, &mut left);
+        self.next = (self.next + 1) % n;
+    }
+}
+
+/// Split `left` blocks among the UEs that still `need` some: equal parts
+/// (a UE needing less takes less and the rest is split again), the
+/// remainder to the first in turn, which starts at `first`.
+fn water_fill(first: usize, need: &mut [u32], out: &mut [u32], left: &mut u32) {
+    let n = need.len();
+    loop {
+        let wanting: Vec<usize> = (0..n).map(|k| (first + k) % n).filter(|&i| need[i] > 0).collect();
+        if wanting.is_empty() || *left == 0 {
+            break;
+        }
+        let part = (*left / wanting.len() as u32).max(1);
+        for &i in &wanting {
+            let g = part.min(need[i]).min(*left);
+            out[i] += g;
+            need[i] -= g;
+            *left -= g;
+            if *left == 0 {
                 break;
             }
-            let part = (left / wanting.len() as u32).max(1);
-            for &i in &wanting {
-                let g = part.min(need[i]).min(left);
-                out[i] += g;
-                need[i] -= g;
-                left -= g;
-                if left == 0 {
-                    break;
-                }
-            }
         }
-        self.next = (self.next + 1) % n;
     }
 }
 
@@ -161,8 +168,8 @@ pub enum StartSignal {
 /// SMEC's RAN policy (../shared/design/SPEC-smec.md): a request starts when a
 /// UE's reported backlog grows (dated by the SR that preceded it, if any);
 /// SR-triggered grants first; then latency-critical UEs with a request,
-/// violated ones first, then the smallest remaining budget; then best-effort
-/// UEs in turn. A best-effort UE left unserved for `be_starvation_slots`
+/// violated ones first, then the smallest remaining budget; then what is
+/// left split equally among the other UEs with data (best effort), in turn. A best-effort UE left unserved for `be_starvation_slots`
 /// goes right after the SR grants. A UE's request ends (priority reset) when
 /// its backlog returns to zero.
 pub struct Smec {
@@ -249,13 +256,9 @@ impl Scheduler for Smec {
         for (_, i) in lc {
             give(i, out, &mut left);
         }
-        // 4. What is left: everyone else with data, in turn.
-        for k in 0..n {
-            let i = (self.rr + k) % n;
-            if ues[i].backlog_bytes > 0 {
-                give(i, out, &mut left);
-            }
-        }
+        // 4. What is left: split among everyone else with data, in turn.
+        let mut need: Vec<u32> = (0..n).map(|i| blocks_needed(&ues[i], blocks).saturating_sub(out[i])).collect();
+        water_fill(self.rr, &mut need, out, &mut left);
         self.rr = (self.rr + 1) % n.max(1);
         for (served, &o) in self.last_served.iter_mut().zip(out.iter()) {
             if o > 0 {
@@ -465,6 +468,8 @@ impl CellCore {
         self.sched.allocate(self.slot, &views, blocks, &mut out);
         let used: u32 = out.iter().sum();
         assert!(used <= blocks, "{} gave {used} of {blocks} blocks", self.sched.name());
+        // The log shows the scheduler's decision, not the spread below.
+        self.log_slot(&out.clone(), &views, Vec::new());
         // What nobody backlogged needs: spread over every UE (the remainder
         // rotating with the slot), so an arrival during the slot can use it.
         let n = out.len() as u32;
@@ -472,7 +477,6 @@ impl CellCore {
         for (i, o) in out.iter_mut().enumerate() {
             *o += spare / n + u32::from(((i as u64 + self.slot) % n as u64) < (spare % n) as u64);
         }
-        self.log_slot(&out, &views, Vec::new());
         out
     }
 

@@ -69,8 +69,10 @@ pub struct ForwardConfig {
     /// Receive ring slots for MTU-sized frames per interface (None: sized by
     /// the number of links); `gso` adds a ring of super-frame slots.
     pub ring_frames: Option<usize>,
-    /// A shared cell per direction ([uplink, downlink]) holding every link.
+    /// A shared cell per direction ([uplink, downlink]) holding its members.
     pub cells: [Option<CellSpec>; 2],
+    /// Tutti: UDP to this port from the core side to a member is the edge's request notice.
+    pub cell_notice_port: Option<u16>,
 }
 
 /// One direction's shared cell.
@@ -78,17 +80,24 @@ pub struct ForwardConfig {
 pub struct CellSpec {
     pub cfg: CellConfig,
     pub scheduler: String,
+    /// One per member (fewer: the rest best effort).
     pub classes: Vec<UeClass>,
     pub log_path: Option<String>,
+    /// The member links' indices, in the cell's order (its UE numbers).
+    pub members: Vec<usize>,
+    pub be_starvation_slots: u64,
 }
 
 impl CellSpec {
-    fn build(&self, members: usize) -> Result<CellCore, String> {
+    fn build(&self) -> Result<CellCore, String> {
+        let mut classes = self.classes.clone();
+        classes.resize(self.members.len(), UeClass::BestEffort);
         let sched: Box<dyn Scheduler> = match self.scheduler.as_str() {
-            "smec" => Box::new(Smec::new(self.classes.clone(), 40)),
+            "smec" => Box::new(Smec::new(classes, self.be_starvation_slots)),
+            "tutti" => Box::new(Smec::tutti(classes, self.be_starvation_slots)),
             name => crate::cell::scheduler(name)?,
         };
-        Ok(CellCore::new(members, self.cfg, sched))
+        Ok(CellCore::new(self.members.len(), self.cfg, sched))
     }
 }
 
@@ -96,24 +105,28 @@ impl CellSpec {
 /// collected per link and sent on after the cell's step.
 struct CellMembers<'a> {
     links: &'a mut [RunLink],
+    members: &'a [usize],
     up: bool,
     out: &'a mut Vec<(usize, Vec<(Nanos, Pkt)>)>,
 }
 
 impl MemberLinks<Pkt> for CellMembers<'_> {
     fn count(&self) -> usize {
-        self.links.len()
+        self.members.len()
     }
     fn link(&self, i: usize) -> &Link<Pkt> {
-        if self.up { &self.links[i].up.link } else { &self.links[i].down.link }
+        let l = &self.links[self.members[i]];
+        if self.up { &l.up.link } else { &l.down.link }
     }
 }
 
 impl Members<Pkt> for CellMembers<'_> {
     fn link_mut(&mut self, i: usize) -> &mut Link<Pkt> {
-        if self.up { &mut self.links[i].up.link } else { &mut self.links[i].down.link }
+        let l = &mut self.links[self.members[i]];
+        if self.up { &mut l.up.link } else { &mut l.down.link }
     }
     fn run_to(&mut self, i: usize, until: Nanos) {
+        let i = self.members[i];
         let d = if self.up { &mut self.links[i].up } else { &mut self.links[i].down };
         let mut deps = Vec::new();
         let mut sink = LogSink { log: d.log.as_mut(), out: &mut deps };
@@ -126,15 +139,17 @@ impl Members<Pkt> for CellMembers<'_> {
 
 struct CellLinks<'a> {
     links: &'a [RunLink],
+    members: &'a [usize],
     up: bool,
 }
 
 impl MemberLinks<Pkt> for CellLinks<'_> {
     fn count(&self) -> usize {
-        self.links.len()
+        self.members.len()
     }
     fn link(&self, i: usize) -> &Link<Pkt> {
-        if self.up { &self.links[i].up.link } else { &self.links[i].down.link }
+        let l = &self.links[self.members[i]];
+        if self.up { &l.up.link } else { &l.down.link }
     }
 }
 
@@ -193,6 +208,8 @@ enum After {
     ToCore,
     ToUe,
     IntoDownlink,
+    /// The edge's request notice for the uplink cell's UE (Tutti): told to the scheduler, not delivered.
+    Notice(usize),
 }
 
 #[derive(Default, Clone, Copy)]
@@ -294,6 +311,8 @@ pub struct Forwarder {
     links: Vec<RunLink>,
     /// The shared cells, [uplink, downlink] (None: private links).
     cells: [Option<CellCore>; 2],
+    /// Per direction, each link's UE number in that cell (None: a private link).
+    member_of: [Vec<Option<usize>>; 2],
     /// Their per-slot logs, and how many detected starts each has written.
     cell_logs: [Option<(Appender, usize)>; 2],
     /// One per network namespace the links are in.
@@ -402,21 +421,27 @@ impl Forwarder {
                 delay_down: (0..cfg.delays.len()).map(|_| VecDeque::new()).collect(),
             });
         }
-        let mut cells = [cfg.cells[0].as_ref().map(|c| c.build(links.len())).transpose()?, cfg.cells[1].as_ref().map(|c| c.build(links.len())).transpose()?];
+        let mut cells = [cfg.cells[0].as_ref().map(CellSpec::build).transpose()?, cfg.cells[1].as_ref().map(CellSpec::build).transpose()?];
+        let mut member_of = [vec![None; links.len()], vec![None; links.len()]];
+        for (k, spec) in cfg.cells.iter().enumerate() {
+            for (ue, &li) in spec.iter().flat_map(|c| c.members.iter().enumerate()) {
+                member_of[k][li] = Some(ue);
+            }
+        }
         let mut cell_logs: [Option<(Appender, usize)>; 2] = [None, None];
         for (k, dir) in ["uplink", "downlink"].into_iter().enumerate() {
             let (Some(spec), Some(core)) = (&cfg.cells[k], cells[k].as_mut()) else { continue };
             let Some(path) = spec.log_path.as_ref().map(|p| p.replace("{dir}", dir)) else { continue };
-            let names: Vec<&str> = cfg.links.iter().map(|l| l.name.as_str()).collect();
+            let names: Vec<&str> = spec.members.iter().map(|&li| cfg.links[li].name.as_str()).collect();
             let mut f = std::fs::File::create(&path).map_err(|e| format!("--cell-log: cannot create {path}: {e}"))?;
             use std::io::Write as _;
-            writeln!(f, "# mahimahi-link cell ({dir}) scheduler={} slot_ns={} blocks={} members={}\n# slot BLOCKS... | seen BYTES... [| sr UE...]  (one column per member, in this order)\n# start UE START_SLOT DETECTED_SLOT",
+            writeln!(f, "# mahimahi-link cell ({dir}) scheduler={} slot_ns={} blocks={} members={}\n# slot BLOCKS... | seen BYTES... [| sr UE...]  (one column per member, in this order)\n# start UE START_SLOT DETECTED_SLOT\n# t0 UNIX_NS (when slot 0 began)",
                      spec.scheduler, spec.cfg.slot_ns, spec.cfg.blocks, names.join(","))
                 .map_err(|e| format!("--cell-log: cannot write {path}: {e}"))?;
             core.log = Some(Vec::new());
             cell_logs[k] = Some((writer.register(&path, f), 0));
         }
-        Ok(Forwarder { cfg, links, cells, cell_logs, senders, t0: sys::monotonic_ns(), stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer })
+        Ok(Forwarder { cfg, links, cells, member_of, cell_logs, senders, t0: sys::monotonic_ns(), stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer })
     }
 
     /// Forward until a stop signal, the child (pidfd) exits, or `once` traces end.
@@ -444,6 +469,12 @@ impl Forwarder {
         }
         self.t0 = sys::monotonic_ns();
         let init_ms = sys::unix_ms();
+        // Slot 0 starts at t0: its wall-clock time lets the log be read
+        // against the workload's own timestamps (time.time_ns()).
+        let t0_unix_ns = sys::realtime_ns() - (sys::monotonic_ns() - self.t0);
+        for (out, _) in self.cell_logs.iter_mut().flatten() {
+            out.append(format!("t0 {t0_unix_ns}\n").into_bytes());
+        }
         for l in &mut self.links {
             for d in [&mut l.up, &mut l.down] {
                 if let Some(log) = d.log.as_mut() {
@@ -526,8 +557,9 @@ impl Forwarder {
                     }
                 }
             }
-            for (k, cell) in self.cells.iter().enumerate() {
-                if let Some(t) = cell.as_ref().and_then(|c| c.next_event(&CellLinks { links: &self.links, up: k == 0 })) {
+            for (k, (cell, spec)) in self.cells.iter().zip(&self.cfg.cells).enumerate() {
+                let (Some(cell), Some(spec)) = (cell, spec) else { continue };
+                if let Some(t) = cell.next_event(&CellLinks { links: &self.links, members: &spec.members, up: k == 0 }) {
                     next = next.min(t);
                 }
             }
@@ -718,11 +750,14 @@ impl Forwarder {
                 self.uplink_departures(li, deps);
             }
         } else {
-            let after = if bypass {
-                l.down.extra.bypassed_packets += 1;
-                After::ToUe
-            } else {
-                After::IntoDownlink
+            let notice = self.cfg.cell_notice_port.filter(|&p| m.ports.is_some_and(|(_, dst)| dst == p) && m.proto_udp);
+            let after = match (notice.and(self.member_of[0][li]), bypass) {
+                (Some(ue), _) => After::Notice(ue),
+                (None, true) => {
+                    l.down.extra.bypassed_packets += 1;
+                    After::ToUe
+                }
+                (None, false) => After::IntoDownlink,
             };
             match delay_index(&self.cfg.delays, m.src).filter(|i| self.cfg.delays[*i].delay_ns > 0) {
                 Some(i) => {
@@ -788,6 +823,13 @@ impl Forwarder {
                 let Some(m) = packet::parse(&frame.data) else { return };
                 self.shape(li, false, frame, m.ip_len, now, deps);
                 self.downlink_departures(li, deps);
+            }
+            After::Notice(ue) => {
+                // The slots before the notice are scheduled without it.
+                self.advance_cell(true, now);
+                if let Some(cell) = self.cells[0].as_mut() {
+                    cell.request_started(ue, now);
+                }
             }
         }
     }
@@ -873,13 +915,13 @@ impl Forwarder {
     }
 
     fn advance(&mut self, li: usize, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
-        if self.cells[0].is_none() {
+        if self.member_of[0][li].is_none() {
             let d = &mut self.links[li].up;
             let mut sink = LogSink { log: d.log.as_mut(), out: deps };
             d.link.advance_to(now, &mut sink);
         }
         self.uplink_departures(li, deps);
-        if self.cells[1].is_none() {
+        if self.member_of[1][li].is_none() {
             let d = &mut self.links[li].down;
             let mut sink = LogSink { log: d.log.as_mut(), out: deps };
             d.link.advance_to(now, &mut sink);
@@ -891,9 +933,9 @@ impl Forwarder {
     /// departures sent on as a private link's would be.
     fn advance_cell(&mut self, up: bool, now: Nanos) {
         let k = usize::from(!up);
-        let Some(mut cell) = self.cells[k].take() else { return };
+        let (Some(mut cell), Some(spec)) = (self.cells[k].take(), self.cfg.cells[k].as_ref()) else { return };
         let mut out = Vec::new();
-        cell.advance_to(now, &mut CellMembers { links: &mut self.links, up, out: &mut out });
+        cell.advance_to(now, &mut CellMembers { links: &mut self.links, members: &spec.members, up, out: &mut out });
         self.cells[k] = Some(cell);
         for (li, mut deps) in out {
             if up {

@@ -85,7 +85,7 @@ fn load_traces(paths: &[&str]) -> Result<HashMap<String, Arc<Trace>>, Vec<String
     }
 }
 
-fn config(c: &Common, links: Vec<LinkSpec>, argv: &[String]) -> ForwardConfig {
+fn config(c: &Common, link_args: &[LinkArg], links: Vec<LinkSpec>, argv: &[String]) -> ForwardConfig {
     ForwardConfig {
         links,
         bypass: c.bypass.clone(),
@@ -101,23 +101,34 @@ fn config(c: &Common, links: Vec<LinkSpec>, argv: &[String]) -> ForwardConfig {
         cpu: c.cpu,
         gso: c.gso,
         ring_frames: c.ring_frames,
-        cells: [c.uplink_cell.as_ref().map(|s| cell_spec(c, s, true)), c.downlink_cell.as_ref().map(|s| cell_spec(c, s, false))],
+        cells: [c.uplink_cell.as_ref().map(|s| cell_spec(c, s, true, link_args)), c.downlink_cell.as_ref().map(|s| cell_spec(c, s, false, link_args))],
+        cell_notice_port: c.cell_notice_port,
     }
 }
 
-fn cell_spec(c: &Common, scheduler: &str, uplink: bool) -> mahimahi_link::forward::CellSpec {
+/// The links in the cells: those --cell-members names (checked before), else all.
+fn cell_members(c: &Common, links: &[LinkArg]) -> Vec<usize> {
+    match &c.cell_members {
+        None => (0..links.len()).collect(),
+        Some(names) => names.iter().filter_map(|n| links.iter().position(|l| &l.name == n)).collect(),
+    }
+}
+
+fn cell_spec(c: &Common, scheduler: &str, uplink: bool, links: &[LinkArg]) -> mahimahi_link::forward::CellSpec {
     use mahimahi_link::cell::{CellConfig, UeClass, UplinkSignalling};
     let slot_ns = c.cell_slot_us * 1000;
     let classes = c.cell_classes.iter().map(|k| match *k {
         UeClass::LatencyCritical { slo_slots: ns } => UeClass::LatencyCritical { slo_slots: ns.div_ceil(slot_ns) },
         be => be,
     }).collect();
-    let uplink_signalling = (uplink && c.cell_uplink_signalling).then(UplinkSignalling::default);
+    let uplink_signalling: Option<UplinkSignalling> = (uplink && c.cell_uplink_signalling).then_some(c.cell_signalling);
     mahimahi_link::forward::CellSpec {
         cfg: CellConfig { slot_ns, blocks: c.cell_blocks, uplink: uplink_signalling, ..Default::default() },
         scheduler: scheduler.into(),
         classes,
         log_path: c.cell_log.clone(),
+        members: cell_members(c, links),
+        be_starvation_slots: c.cell_be_starvation_slots,
     }
 }
 
@@ -150,8 +161,32 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
     }
     let c = &p.common;
     if c.uplink_cell.is_some() || c.downlink_cell.is_some() {
-        if c.cell_classes.len() > p.links.len() {
-            return Err(vec![format!("--cell-class: {} classes for {} links", c.cell_classes.len(), p.links.len())]);
+        let mut errors = Vec::new();
+        if let Some(names) = &c.cell_members {
+            let mut seen = std::collections::HashSet::new();
+            for n in names {
+                if !p.links.iter().any(|l| &l.name == n) {
+                    let valid: Vec<&str> = p.links.iter().map(|l| l.name.as_str()).collect();
+                    errors.push(format!("--cell-members: no --link is named {n:?}; links: {}", valid.join(", ")));
+                } else if !seen.insert(n) {
+                    errors.push(format!("--cell-members: {n:?} named twice"));
+                }
+            }
+        }
+        let members = c.cell_members.as_ref().map_or(p.links.len(), Vec::len);
+        if c.cell_classes.len() > members {
+            errors.push(format!("--cell-class: {} classes for {members} cell members", c.cell_classes.len()));
+        }
+        if c.cell_uplink_signalling && c.cell_signalling.sr_grant_blocks > c.cell_blocks {
+            errors.push(format!("--cell-sr-grant-blocks: {} is more than the cell's {} blocks", c.cell_signalling.sr_grant_blocks, c.cell_blocks));
+        }
+        let tutti = c.uplink_cell.as_deref() == Some("tutti");
+        if tutti != c.cell_notice_port.is_some() {
+            errors.push(if tutti { "--uplink-cell=tutti needs --cell-notice-port=PORT (where the edge's request notices go)".to_string() }
+                        else { "--cell-notice-port: only for --uplink-cell=tutti".to_string() });
+        }
+        if !errors.is_empty() {
+            return Err(errors);
         }
         if c.gso {
             return Err(vec!["--gso: not with a shared cell yet (a super-frame's segments would be scheduled as one)".into()]);
@@ -159,8 +194,8 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
         if c.uplink_cell.is_some() && c.downlink_cell.is_some() && c.cell_log.as_ref().is_some_and(|p| !p.contains("{dir}")) {
             return Err(vec!["--cell-log: with a cell in each direction the file name must contain {dir}".into()]);
         }
-    } else if !c.cell_classes.is_empty() || c.cell_uplink_signalling || c.cell_log.is_some() {
-        return Err(vec!["--cell-class, --cell-log and --cell-uplink-signalling need --uplink-cell or --downlink-cell".into()]);
+    } else if !c.cell_classes.is_empty() || c.cell_uplink_signalling || c.cell_log.is_some() || c.cell_members.is_some() || c.cell_notice_port.is_some() {
+        return Err(vec!["--cell-class, --cell-log, --cell-members, --cell-notice-port and --cell-uplink-signalling need --uplink-cell or --downlink-cell".into()]);
     }
     if p.links.len() > 1 {
         for (opt, v) in [("--uplink-log", &p.common.up_log), ("--downlink-log", &p.common.down_log)] {
@@ -172,7 +207,7 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
     let paths: Vec<&str> = p.links.iter().flat_map(|l| [l.up.as_str(), l.down.as_str()]).collect();
     let traces = load_traces(&paths)?;
     let specs = p.links.iter().map(|l| spec(&p.common, &traces, l)).collect();
-    let cfg = config(&p.common, specs, argv);
+    let cfg = config(&p.common, &p.links, specs, argv);
     sys::install_stop_handler();
     let mut fwd = Forwarder::open(cfg).map_err(|e| vec![e])?;
     match fwd.run(None).map_err(|e| vec![e])? {
@@ -191,7 +226,7 @@ fn shell_mode(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
     let traces = load_traces(&[up, down])?;
     let shell = LinkArg { name: "shell".into(), ue: "ue".into(), core: "core".into(), up: up.to_string(), down: down.to_string(), netns: None };
     let link = spec(&p.common, &traces, &shell);
-    let cfg = config(&p.common, vec![], argv);
+    let cfg = config(&p.common, &[], vec![], argv);
     sys::install_stop_handler();
     shell::run(cfg, link, p.command).map_err(|e| vec![e])
 }

@@ -30,10 +30,15 @@ usage:
       check trace files with mm-link's rules; print capacity
 
 shared cell (forward mode; every --link in it; see the README, Shared cell):
-  --uplink-cell=S --downlink-cell=S     rr, pf or smec: the links share that direction's cell
+  --uplink-cell=S --downlink-cell=S     rr, pf or smec (tutti: uplink): the links share that direction's cell
+  --cell-members=NAME,...               the links in the cells (default: every --link); others stay private
   --cell-slot-us=N --cell-blocks=N      slot length (500) and resource blocks (51)
   --cell-uplink-signalling              the uplink scheduler sees SR/BSR reports, grants used k2 later
-  --cell-class=be|lc:SLO_MS             per --link, in order, for smec (default be)
+  --cell-sr-period-slots=N (20) --cell-k2-slots=N (4) --cell-sr-grant-blocks=N (2)
+  --cell-class=be|lc:SLO_MS             per member, in order, for smec and tutti (default be)
+  --cell-be-starvation-slots=N          smec/tutti: a best-effort UE unserved N slots goes first (40)
+  --cell-notice-port=PORT               tutti: UDP to PORT from the core side to a member UE is the
+                                        edge's request-start notice (taken, not delivered)
   --cell-log=FILE                       per-slot log: each member's blocks, what the scheduler saw,
                                         SRs, detected request starts ({dir}: uplink/downlink)
 
@@ -101,6 +106,15 @@ pub struct Common {
     pub cell_classes: Vec<crate::cell::UeClass>,
     /// Per-slot scheduler log; `{dir}` is replaced by uplink / downlink.
     pub cell_log: Option<String>,
+    /// The links in the cells, by name (None: every --link); the others keep private links.
+    pub cell_members: Option<Vec<String>>,
+    /// Uplink signalling's timing (with --cell-uplink-signalling).
+    pub cell_signalling: crate::cell::UplinkSignalling,
+    /// SMEC and Tutti: a best-effort UE unserved this many slots goes first.
+    pub cell_be_starvation_slots: u64,
+    /// Tutti: UDP datagrams to this port, from the core side to a member UE,
+    /// are the edge's request notices (consumed, never delivered).
+    pub cell_notice_port: Option<u16>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -157,7 +171,7 @@ fn parse_prob(key: &str, v: &str) -> Result<f64, String> {
 /// Parse everything after the mode word. `allowed_simulate` enables --queue.
 pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
     let mut errors = Vec::new();
-    let mut c = Common { seed: 1, stats_interval_ms: 100, batch_us: 1000, coalesce_us: 100, cell_slot_us: 500, cell_blocks: 51, ..Default::default() };
+    let mut c = Common { seed: 1, stats_interval_ms: 100, batch_us: 1000, coalesce_us: 100, cell_slot_us: 500, cell_blocks: 51, cell_be_starvation_slots: 40, ..Default::default() };
     let mut positional = Vec::new();
     let mut links = Vec::new();
     let mut command = Vec::new();
@@ -252,8 +266,27 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
                     if key == "--uplink-cell" { c.uplink_cell = Some(val) } else { c.downlink_cell = Some(val) }
                     Ok(())
                 }
-                _ => Err(format!("{key}: {val:?} is not a scheduler; valid: rr, pf, smec")),
+                "tutti" if key == "--uplink-cell" => {
+                    c.uplink_cell = Some(val);
+                    Ok(())
+                }
+                "tutti" => Err(format!("{key}: tutti learns uplink request starts from the edge; it schedules the uplink only (valid here: rr, pf, smec)")),
+                _ => Err(format!("{key}: {val:?} is not a scheduler; valid: rr, pf, smec, tutti (uplink)")),
             },
+            "--cell-members" => {
+                let names: Vec<String> = val.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
+                if names.is_empty() {
+                    Err(format!("--cell-members: {val:?} names no link; give link names separated by ','"))
+                } else {
+                    c.cell_members = Some(names);
+                    Ok(())
+                }
+            }
+            "--cell-sr-period-slots" => val.parse().ok().filter(|v| (1..=640).contains(v)).map(|v| c.cell_signalling.sr_period_slots = v).ok_or_else(|| format!("--cell-sr-period-slots: {val:?} is not an integer 1..=640")),
+            "--cell-k2-slots" => val.parse().ok().filter(|v| *v <= 32).map(|v| c.cell_signalling.k2_slots = v).ok_or_else(|| format!("--cell-k2-slots: {val:?} is not an integer 0..=32")),
+            "--cell-sr-grant-blocks" => val.parse().ok().filter(|v| (1..=275).contains(v)).map(|v| c.cell_signalling.sr_grant_blocks = v).ok_or_else(|| format!("--cell-sr-grant-blocks: {val:?} is not an integer 1..=275")),
+            "--cell-be-starvation-slots" => val.parse().ok().filter(|v| (1..=1_000_000).contains(v)).map(|v| c.cell_be_starvation_slots = v).ok_or_else(|| format!("--cell-be-starvation-slots: {val:?} is not an integer 1..=1000000")),
+            "--cell-notice-port" => val.parse().ok().filter(|v| *v > 0).map(|v| c.cell_notice_port = Some(v)).ok_or_else(|| format!("--cell-notice-port: {val:?} is not a UDP port 1..=65535")),
             "--cell-log" => {
                 c.cell_log = Some(val);
                 Ok(())

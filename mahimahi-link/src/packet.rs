@@ -14,6 +14,8 @@ pub struct Meta {
     pub dst: IpAddr,
     /// Transport ports for TCP/UDP; None otherwise.
     pub ports: Option<(u16, u16)>,
+    /// UDP (the protocol of the edge's request notices).
+    pub proto_udp: bool,
 }
 
 /// None for frames that are not IP (ARP and the like): those are forwarded
@@ -47,7 +49,7 @@ pub fn parse(frame: &[u8]) -> Option<Meta> {
         (6 | 17, Some(l)) => Some((u16::from_be_bytes([l[0], l[1]]), u16::from_be_bytes([l[2], l[3]]))),
         _ => None,
     };
-    Some(Meta { ip_len, src, dst, ports })
+    Some(Meta { ip_len, src, dst, ports, proto_udp: proto == 17 })
 }
 
 /// An address prefix such as 10.0.0.0/8 or fd00::/64.
