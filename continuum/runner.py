@@ -225,7 +225,7 @@ def _disk_full(path: Path) -> bool:
 
 
 def _plain(renderable) -> str:
-    c = Console(width=100, record=True, file=open("/dev/null", "w"))
+    c = Console(width=140, record=True, file=open("/dev/null", "w"))
     c.print(renderable)
     return c.export_text()
 

@@ -65,6 +65,8 @@ def test_shipped_configs_are_valid(path, request):
     ("bad-workload", ["workload.payload", "workload.custom"]),
     ("bad-workload-types", ["workload.arrivals", "workload.congestion_control.factor"]),
     ("bad-custom", ["workload.custom.server_command", "workload.custom.environment.CONTINUUM_RATE"]),
+    ("bad-cell", ["cell.downlink", "cell.ue.endpoint9.slo", "cell.bulk.speed", "cell.colour", "cell.uplink_signalling",
+                  "cell.sr_period_ms", "cell.members[1]", "cell.members", "cell.ue.endpoint9"]),
 ])
 def test_bad_files_report_every_problem_with_its_key(name, keys):
     with pytest.raises(ConfigError) as e:
@@ -74,6 +76,28 @@ def test_bad_files_report_every_problem_with_its_key(name, keys):
     for issue in e.value.issues:
         assert issue.file.endswith(f"{name}.toml")
         assert len(issue.message) > 10  # says what would be valid, not just "invalid"
+
+
+def test_a_shared_cell_resolves_members_classes_and_slots():
+    """[cell]: the members in the file's order (bulk UEs are nodes of their
+    own, always best effort), per-UE classes over the cell's default, times
+    in slots; endpoints outside the cell keep private links (the plan)."""
+    from continuum.network import link, plan
+
+    spec = config.load(HERE / "good-cell.toml")
+    c = spec.cell
+    assert c is not None and c.uplink == "smec" and c.downlink is None
+    assert [(m.name, m.cls) for m in c.members] == [("endpoint0", "lc"), ("endpoint2", "be"), ("bulk0", "be")]
+    assert c.members[0].slo_ms == 120 and c.sr_period_slots == 5 and c.be_starvation_slots == 30
+    assert [n.name for n in spec.role("bulk")] == ["bulk0"] and c.bulk_direction == "downlink"
+    p = plan.build(spec)
+    assert [lk.name for lk in p.cell_links] == ["endpoint0", "endpoint1", "endpoint2", "bulk0"]
+    assert p.addresses["bulk0"] == "10.200.100.2"
+    argv = link.argv(spec, p, Path("/r/links"), Path("/r/stats.json"), "mahimahi-link")
+    assert "--uplink-cell=smec" in argv and not any(a.startswith("--downlink-cell") for a in argv)
+    assert "--cell-members=endpoint0,endpoint2,bulk0" in argv  # endpoint1: a private link
+    assert [a for a in argv if a.startswith("--cell-class")] == ["--cell-class=lc:120", "--cell-class=be", "--cell-class=be"]
+    assert "--cell-slot-us=1000" in argv and "--cell-sr-period-slots=5" in argv and "--cell-uplink-signalling" in argv
 
 
 def test_messages_say_what_is_valid():
@@ -88,6 +112,12 @@ def test_messages_say_what_is_valid():
     with pytest.raises(ConfigError) as e:
         config.load(HERE / "bad-trace-invalid.toml")
     assert "invalid.trace:2" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        config.load(HERE / "bad-cell.toml")
+    text = str(e.value)
+    assert "cell.ue.endpoint9.slo: unknown key; valid: class, slo_ms" in text
+    assert "'endpoint5' is not an endpoint or bulk UE of this file; valid: endpoint0, bulk0" in text
+    assert "not a whole number of 500 us slots" in text
 
 
 def test_cli_validate_and_dry_run_touch_nothing(tmp_path):
