@@ -88,7 +88,9 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
         c = spec.cell
         lines.append(f"shared cell: uplink {c.uplink or 'private links'}, downlink {c.downlink or 'private links'}, "
                      f"{c.blocks} blocks, {c.slot_us} us slots"
-                     + (f", SR every {c.sr_period_slots} slots, k2 {c.k2_slots}" if c.uplink_signalling and c.uplink else ""))
+                     + (f", SR every {c.sr_period_slots} slots, k2 {c.k2_slots}, "
+                        + (f"periodic BSR every {c.periodic_bsr_slots} slots" if c.periodic_bsr_slots else "a BSR in every transmission")
+                        if c.uplink_signalling and c.uplink else ""))
         for u in c.members:
             lines.append(f"  {u.name:<10} {u.cls}" + (f" SLO {u.slo_ms:g} ms" if u.cls == "lc" else ""))
     w = spec.workload

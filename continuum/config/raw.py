@@ -190,6 +190,7 @@ class Cell(Strict):
     sr_period_ms: float = Field(default=10.0, gt=0, le=320)
     k2_slots: int = Field(default=4, ge=0, le=32)
     sr_grant_blocks: int = Field(default=2, ge=1, le=275)
+    periodic_bsr_ms: float = Field(default=10.0, ge=0, le=10240)  # periodicBSR-Timer; 0: a BSR in every transmission
     be_starvation_ms: float = Field(default=20.0, gt=0, le=10000)
     members: list[str] | None = None
     class_: Literal["lc", "be"] = Field(default="lc", alias="class")

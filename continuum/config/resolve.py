@@ -114,6 +114,7 @@ class CellSpec:
     sr_period_slots: int
     k2_slots: int
     sr_grant_blocks: int
+    periodic_bsr_slots: int  # 0: a BSR in every transmission
     be_starvation_slots: int
     members: tuple[CellMember, ...]
     bulk_direction: str
@@ -441,7 +442,7 @@ def _cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed) -> CellSpec | None:
     return CellSpec(
         uplink=None if c.uplink == "private" else c.uplink, downlink=None if c.downlink == "private" else c.downlink,
         slot_us=c.slot_us, blocks=c.blocks, uplink_signalling=c.uplink_signalling, sr_period_slots=round(sr_slots),
-        k2_slots=c.k2_slots, sr_grant_blocks=c.sr_grant_blocks,
+        k2_slots=c.k2_slots, sr_grant_blocks=c.sr_grant_blocks, periodic_bsr_slots=max(1, round(c.periodic_bsr_ms / slot_ms)) if c.periodic_bsr_ms else 0,
         be_starvation_slots=max(1, round(c.be_starvation_ms / slot_ms)), members=tuple(members), bulk_direction=c.bulk.direction,
     )
 

@@ -61,6 +61,8 @@ def cell_argv(plan: Plan, logs: Path) -> list[str]:
     if c.uplink_signalling and c.uplink:
         out += ["--cell-uplink-signalling", f"--cell-sr-period-slots={c.sr_period_slots}",
                 f"--cell-k2-slots={c.k2_slots}", f"--cell-sr-grant-blocks={c.sr_grant_blocks}"]
+        if c.periodic_bsr_slots:
+            out.append(f"--cell-periodic-bsr-slots={c.periodic_bsr_slots}")
     if c.uplink == "tutti":
         out.append(f"--cell-notice-port={NOTICE_PORT}")
     out.append(f"--cell-log={logs}/cell-{{dir}}.log")

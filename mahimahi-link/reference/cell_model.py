@@ -21,7 +21,9 @@ Rules, per slot (length S, B blocks):
   s when s mod P == i mod P; the scheduler sees the reports (or, for an SR,
   the bytes of the SR grant's blocks) and decides for slot s + k2; the slot
   uses what was decided for it; a UE that transmitted reports its buffer at
-  the slot's end (short BSR, rounded up).
+  the slot's end (short BSR, rounded up): always, or with a periodic-BSR
+  timer of T slots only if it sent less than its grant, if its last report
+  was 0 and it has data now, or if T slots passed since its last report.
 - An opportunity carries floor((1504 x b + carry) / B) bytes, the
   remainder carried to the UE's next busy opportunity; an idle UE's
   opportunities are not counted.
@@ -170,6 +172,7 @@ class UE:
         self.reported = self.in_flight = self.granted_now = 0
         self.sr_pending = self.sr_received = False
         self.sr_slot = None
+        self.last_bsr_slot, self.last_bsr_empty = 0, False
         counts = {}
         for t in trace_ms:
             counts[t] = counts.get(t, 0) + 1
@@ -231,7 +234,7 @@ def simulate(traces, events, scheduler, slot_ns=500_000, blocks=51, avg_slots=10
             spare = blocks - sum(alloc)
             alloc = [a + spare // n + (1 if (i + s) % n < spare % n else 0) for i, a in enumerate(alloc)]
         else:
-            period, k2, sr_blocks = signalling
+            period, k2, sr_blocks = signalling[:3]
             for i, u in enumerate(ues):
                 if u.backlog() > 0 and u.reported == 0 and u.in_flight == 0 and not u.sr_received:
                     u.sr_pending = True
@@ -265,10 +268,15 @@ def simulate(traces, events, scheduler, slot_ns=500_000, blocks=51, avg_slots=10
 
     def close():
         if signalling is not None:
+            timer = signalling[3] if len(signalling) > 3 else None
             for i, u in enumerate(ues):
                 if st["alloc"][i] > 0:
                     u.in_flight = max(u.in_flight - u.granted_now, 0)
-                    u.reported = short_bsr(u.backlog())
+                    sent = u.departed - st["at_start"][i]
+                    if (timer is None or sent < u.granted_now or (u.last_bsr_empty and u.backlog() > 0)
+                            or st["slot"] >= u.last_bsr_slot + timer):
+                        u.reported = short_bsr(u.backlog())
+                        u.last_bsr_slot, u.last_bsr_empty = st["slot"], u.backlog() == 0
                 u.granted_now = 0
         w = 1.0 / avg_slots
         for i, u in enumerate(ues):

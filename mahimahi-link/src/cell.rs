@@ -6,8 +6,11 @@
 //! the scheduler sees only what UEs reported. A UE with data and nothing
 //! reported sends a scheduling request (SR) at its next SR opportunity; the
 //! gNB answers with a small grant; every grant is used k2 slots after it is
-//! decided; every slot a UE transmits in also carries a buffer status report
-//! (BSR) of what is left, quantized up by the short-BSR table.
+//! decided; a slot a UE transmits in also carries a buffer status report
+//! (BSR) of what is left, quantized up by the short-BSR table: every such
+//! slot, or (with a periodicBSR-Timer) only when the grant had room left,
+//! when data arrived for a buffer last reported empty, or when the timer ran
+//! out. One logical channel group per UE, so the short BSR is the one sent.
 //!
 //! Each UE keeps its own [`Link`]: its trace is its channel (what it could
 //! send with the whole cell) and its queue is its buffer. At the start of
@@ -303,11 +306,16 @@ pub struct UplinkSignalling {
     pub k2_slots: u64,
     /// Blocks of the grant that answers an SR (room for a BSR and a little data).
     pub sr_grant_blocks: u32,
+    /// periodicBSR-Timer in slots. None: a BSR rides in every transmission
+    /// (padding always fits). Some(p): a transmitting UE reports only when
+    /// its grant had room left (padding BSR), when data arrived for a buffer
+    /// it last reported empty (regular BSR), or p slots after its last report.
+    pub periodic_bsr_slots: Option<u64>,
 }
 
 impl Default for UplinkSignalling {
     fn default() -> Self {
-        UplinkSignalling { sr_period_slots: 20, k2_slots: 4, sr_grant_blocks: 2 }
+        UplinkSignalling { sr_period_slots: 20, k2_slots: 4, sr_grant_blocks: 2, periodic_bsr_slots: None }
     }
 }
 
@@ -339,6 +347,9 @@ struct UplinkUe {
     sr_slot: Option<u64>,
     /// Bytes granted for the current slot (used at its end for the books).
     granted_now: u64,
+    /// The slot of the UE's last BSR, and whether it said "empty".
+    last_bsr_slot: u64,
+    last_bsr_empty: bool,
 }
 
 /// One slot's allocation, for the scheduler log.
@@ -540,10 +551,21 @@ impl CellCore {
         if self.cfg.uplink.is_some() {
             // Each UE that transmitted reports what is left (a BSR in the
             // same transmission); the grant it used is spent.
+            let periodic = self.cfg.uplink.and_then(|ul| ul.periodic_bsr_slots);
             for (i, u) in self.ul.iter_mut().enumerate() {
                 if self.alloc[i] > 0 {
                     u.in_flight = u.in_flight.saturating_sub(u.granted_now);
-                    u.reported = short_bsr(m.link(i).queued_bytes());
+                    let queued = m.link(i).queued_bytes();
+                    let sent = m.link(i).counters.departed_bytes - self.departed_at_start[i];
+                    let report = match periodic {
+                        None => true,
+                        Some(p) => sent < u.granted_now || (u.last_bsr_empty && queued > 0) || self.slot >= u.last_bsr_slot + p,
+                    };
+                    if report {
+                        u.reported = short_bsr(queued);
+                        u.last_bsr_slot = self.slot;
+                        u.last_bsr_empty = queued == 0;
+                    }
                 }
                 u.granted_now = 0;
             }

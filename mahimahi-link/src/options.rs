@@ -25,7 +25,7 @@ usage:
       cell options: --scheduler=rr|pf|smec|tutti (default rr), --slot-us=N (500),
       --blocks=N (51), --class=be|lc:SLO_MS (default be), --uplink-signalling,
       --sr-period-slots=N (20), --k2-slots=N (4), --sr-grant-blocks=N (2),
-      --be-starvation-slots=N (40)
+      --periodic-bsr-slots=N (default: a BSR in every transmission), --be-starvation-slots=N (40)
   mahimahi-link validate TRACE...
       check trace files with mm-link's rules; print capacity
 
@@ -35,6 +35,7 @@ shared cell (forward mode; every --link in it; see the README, Shared cell):
   --cell-slot-us=N --cell-blocks=N      slot length (500) and resource blocks (51)
   --cell-uplink-signalling              the uplink scheduler sees SR/BSR reports, grants used k2 later
   --cell-sr-period-slots=N (20) --cell-k2-slots=N (4) --cell-sr-grant-blocks=N (2)
+  --cell-periodic-bsr-slots=N           periodicBSR-Timer (default: a BSR in every transmission)
   --cell-class=be|lc:SLO_MS             per member, in order, for smec and tutti (default be)
   --cell-be-starvation-slots=N          smec/tutti: a best-effort UE unserved N slots goes first (40)
   --cell-notice-port=PORT               tutti: UDP to PORT from the core side to a member UE is the
@@ -284,6 +285,7 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             }
             "--cell-sr-period-slots" => val.parse().ok().filter(|v| (1..=640).contains(v)).map(|v| c.cell_signalling.sr_period_slots = v).ok_or_else(|| format!("--cell-sr-period-slots: {val:?} is not an integer 1..=640")),
             "--cell-k2-slots" => val.parse().ok().filter(|v| *v <= 32).map(|v| c.cell_signalling.k2_slots = v).ok_or_else(|| format!("--cell-k2-slots: {val:?} is not an integer 0..=32")),
+            "--cell-periodic-bsr-slots" => val.parse().ok().filter(|v| (1..=20_480).contains(v)).map(|v| c.cell_signalling.periodic_bsr_slots = Some(v)).ok_or_else(|| format!("--cell-periodic-bsr-slots: {val:?} is not an integer 1..=20480")),
             "--cell-sr-grant-blocks" => val.parse().ok().filter(|v| (1..=275).contains(v)).map(|v| c.cell_signalling.sr_grant_blocks = v).ok_or_else(|| format!("--cell-sr-grant-blocks: {val:?} is not an integer 1..=275")),
             "--cell-be-starvation-slots" => val.parse().ok().filter(|v| (1..=1_000_000).contains(v)).map(|v| c.cell_be_starvation_slots = v).ok_or_else(|| format!("--cell-be-starvation-slots: {val:?} is not an integer 1..=1000000")),
             "--cell-notice-port" => val.parse().ok().filter(|v| *v > 0).map(|v| c.cell_notice_port = Some(v)).ok_or_else(|| format!("--cell-notice-port: {val:?} is not a UDP port 1..=65535")),
@@ -419,6 +421,7 @@ pub fn parse_cell(args: &[String]) -> Result<CellSim, Vec<String>> {
             "--sr-period-slots" => num(val, 1, 640).map(|n| ul.sr_period_slots = n),
             "--k2-slots" => num(val, 0, 32).map(|n| ul.k2_slots = n),
             "--sr-grant-blocks" => num(val, 1, 275).map(|n| ul.sr_grant_blocks = n as u32),
+            "--periodic-bsr-slots" => num(val, 1, 20_480).map(|n| ul.periodic_bsr_slots = Some(n)),
             "--be-starvation-slots" => num(val, 1, 1_000_000).map(|n| sim.be_starvation_slots = n),
             _ => Err(format!("{key}: unknown option for simulate-cell; run mahimahi-link --help for the list")),
         };

@@ -57,10 +57,11 @@ def test_cell_agrees_with_the_reference_model(mml, tmp_path, seed):
         f.write_text("".join(f"{x}\n" for x in t))
         files.append(f)
     name = ["rr", "pf", "smec", "tutti"][seed % 4]
-    signalling = None if seed % 3 == 0 else (rng.choice([1, 5, 20]), rng.choice([0, 2, 4]), rng.choice([1, 2, 8]))
+    signalling = None if seed % 3 == 0 else (rng.choice([1, 5, 20]), rng.choice([0, 2, 4]), rng.choice([1, 2, 8]),
+                                             rng.choice([None, 1, 10, 40]))
     blocks = rng.choice([1, 7, 51, 106])
     if signalling and signalling[2] > blocks:
-        signalling = (signalling[0], signalling[1], blocks)
+        signalling = (signalling[0], signalling[1], blocks, signalling[3])
     slot_us = rng.choice([250, 500, 1000])
     classes = [rng.choice(["be", f"lc:{rng.randint(5, 80)}"]) for _ in range(n)]
     events, t = [], 0
@@ -72,7 +73,7 @@ def test_cell_agrees_with_the_reference_model(mml, tmp_path, seed):
             *(f"--class={c}" for c in classes)]
     if signalling:
         args += ["--uplink-signalling", f"--sr-period-slots={signalling[0]}", f"--k2-slots={signalling[1]}",
-                 f"--sr-grant-blocks={signalling[2]}"]
+                 f"--sr-grant-blocks={signalling[2]}"] + ([f"--periodic-bsr-slots={signalling[3]}"] if signalling[3] else [])
     deps, slots, starts = run_cell(mml, files, events, args)
 
     slot_ns = slot_us * 1000

@@ -98,6 +98,7 @@ def test_a_shared_cell_resolves_members_classes_and_slots():
     assert "--cell-members=endpoint0,endpoint2,bulk0" in argv  # endpoint1: a private link
     assert [a for a in argv if a.startswith("--cell-class")] == ["--cell-class=lc:120", "--cell-class=be", "--cell-class=be"]
     assert "--cell-slot-us=1000" in argv and "--cell-sr-period-slots=5" in argv and "--cell-uplink-signalling" in argv
+    assert "--cell-periodic-bsr-slots=10" in argv  # NR's sf10 default, in 1 ms slots
 
 
 def test_messages_say_what_is_valid():
