@@ -1,12 +1,14 @@
-"""Tutti's signal: the edge tells the RAN that a UE started a request.
+"""Tutti's signal: the edge tells the RAN that a UE's request arrived.
 
 Runs on the offload target (root: a raw socket). It follows each endpoint's
-MQTT connection to the broker byte by byte and, when the first segment of a
-new PUBLISH (a request) arrives, sends one small UDP datagram to that UE's
-address on the notice port. The datagram crosses the core back to the ran
-namespace, where mahimahi-link takes it (--cell-notice-port) and hands it to
-the Tutti scheduler. So the RAN learns a start late by the request's first
-bytes' uplink time plus the core delay both ways, which is Tutti's cost.
+MQTT connection to the broker byte by byte and, when the last byte of a
+PUBLISH (a request) arrives, sends one small UDP datagram to that UE's
+address on the notice port: the edge server's "request arrived" (Tutti, as
+../shared/design/SPEC-smec.md describes it). The datagram crosses the core
+back to the ran namespace, where mahimahi-link takes it
+(--cell-notice-port) and hands it to the Tutti scheduler as the request's
+start. So the RAN learns a start late by the request's whole uplink time
+plus the core delay both ways, which is Tutti's cost for uplink-heavy apps.
 
 Each notice is logged (raw/notices.csv: t_ns, endpoint address) so the
 results can compare it with the true send time."""
@@ -31,10 +33,11 @@ class Stream:
         self.next_seq = seq
         self.remaining = 0  # body bytes of the current control packet still to come
         self.header = b""  # a fixed header split across segments
+        self.publish = False  # the current control packet is a PUBLISH
         self.synced = True
 
     def feed(self, seq: int, data: bytes) -> int:
-        """Consume a segment; returns how many PUBLISH packets start in it."""
+        """Consume a segment; returns how many PUBLISH packets end in it."""
         if seq != self.next_seq:
             if (seq - self.next_seq) % (1 << 32) > 1 << 31:
                 return 0  # a retransmission of bytes already seen
@@ -44,13 +47,14 @@ class Stream:
             if data[0] >> 4 != MQTT_PUBLISH:
                 return 0
             self.synced, self.remaining, self.header = True, 0, b""
-        starts = 0
+        ends = 0
         i = 0
         while i < len(data):
             if self.remaining:
                 take = min(self.remaining, len(data) - i)
                 self.remaining -= take
                 i += take
+                ends += self.publish and not self.remaining
                 continue
             self.header += data[i:i + 1]
             i += 1
@@ -59,13 +63,13 @@ class Stream:
                 for b in self.header[1:]:
                     length |= (b & 0x7F) << shift
                     shift += 7
-                if self.header[0] >> 4 == MQTT_PUBLISH:
-                    starts += 1
+                self.publish = self.header[0] >> 4 == MQTT_PUBLISH
+                ends += self.publish and not length
                 self.remaining, self.header = length, b""
             elif len(self.header) > 5:
                 self.synced, self.header = False, b""  # not MQTT framing after all
-                return starts
-        return starts
+                return ends
+        return ends
 
 
 def main(argv: list[str] | None = None) -> int:

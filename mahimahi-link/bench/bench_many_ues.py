@@ -6,7 +6,12 @@ CPU 0, the end hosts' receive stacks steered to the other CPUs (RPS). Prints the
 per-link delivered rate (the emulator's own departure counters), and idle CPU
 with 100 links. A measurement, not a pass/fail test. Run as root:
 
-    .venv/bin/python mahimahi-link/bench/bench_many_ues.py [N_UES]
+    .venv/bin/python mahimahi-link/bench/bench_many_ues.py [N_UES] [--cell=rr|pf|smec]
+
+With --cell the downlinks share one cell (issue #18) instead: each UE's
+channel is the whole cell, N x 10 Mbit/s, and the scheduler splits it slot by
+slot, so each UE again gets about 10 Mbit/s, now through the scheduler (the
+cell's per-slot log written too, as a run writes it).
 """
 
 from __future__ import annotations
@@ -110,8 +115,16 @@ while True:
     subprocess.run(["ip", "netns", "exec", core, sys.executable, "-c", code], check=True)
 
 
+def constant_trace(path: Path, mbps: float) -> None:
+    """A one-second Mahimahi trace of `mbps` (1504-byte opportunities, spread over the milliseconds)."""
+    per_ms = mbps * 1e6 / 8 / 1504 / 1000
+    path.write_text("".join(f"{ms}\n" * (int(ms * per_ms) - int((ms - 1) * per_ms)) for ms in range(1, 1001)))
+
+
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    args = [a for a in sys.argv[1:] if not a.startswith("--cell=")]
+    cell = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--cell=")), None)
+    n = int(args[0]) if args else 100
     tag = f"mmlb{os.getpid() % 10000}"
     ran = core = None
     ues: list[str] = []
@@ -123,9 +136,14 @@ def main() -> None:
             setup_s = time.monotonic() - t
             trace = Path(d) / "c10"
             trace.write_text("1\n2\n3\n4\n6\n")  # 5 opportunities per 6 ms = 10 Mbit/s
+            down = trace
             stats = Path(d) / "stats.json"
             argv = [str(MML), "forward", f"--stats={stats}", "--stats-interval-ms=200", "--quiet", "--cpu=0"]
-            argv += [f"--link=name=ue{i},ue=u{i},core=c{i},up={trace},down={trace}" for i in range(n)]
+            if cell:
+                down = Path(d) / "cell"
+                constant_trace(down, RATE_MBPS * n)
+                argv += [f"--downlink-cell={cell}", f"--cell-log={d}/cell-{{dir}}.log"]
+            argv += [f"--link=name=ue{i},ue=u{i},core=c{i},up={trace},down={down}" for i in range(n)]
             emu = subprocess.Popen(["ip", "netns", "exec", ran, *argv])
             while not stats.exists():
                 assert emu.poll() is None, "mahimahi-link exited"
@@ -160,6 +178,7 @@ def main() -> None:
     before = {link["name"]: link["downlink"]["departed_bytes"] for link in doc0["links"]}
     per_link = sorted((link["downlink"]["departed_bytes"] - before[link["name"]]) * 8 / wall / 1e6 for link in doc1["links"])
     total = sum(per_link)
+    print(f"downlinks: {'one shared cell, scheduler ' + cell + f', channel {RATE_MBPS * n} Mbit/s per UE' if cell else 'private links'}")
     print("| UE links | trace per link | delivered total Mbit/s (mm-link bytes: IP + 4) | per link min / median / max (% of trace) | emulator CPU, cores | CPU per delivered Gbit/s | idle CPU (100 links) | namespace setup |")
     print("|---|---|---|---|---|---|---|---|")
     pct = [f"{100 * x / RATE_MBPS:.1f}%" for x in (per_link[0], per_link[len(per_link) // 2], per_link[-1])]

@@ -140,9 +140,10 @@ class Deadline:
         for i in range(n):
             if ues[i]["sr"] is not None:
                 give(i)
-        for i in range(n):
-            if self.classes[i] is None and ues[i]["backlog"] > 0 and slot - min(self.served[i], slot) > self.starve:
-                give(i)
+        starved = [max(needed(u["backlog"], u["cap"], blocks) - out[i], 0)
+                   if self.classes[i] is None and u["backlog"] > 0 and slot - min(self.served[i], slot) > self.starve else 0
+                   for i, u in enumerate(ues)]
+        left[0] = water_fill(self.rr, starved, out, left[0])
         lc = []
         for i in range(n):
             if self.classes[i] is not None and self.start[i] is not None and ues[i]["backlog"] > 0:

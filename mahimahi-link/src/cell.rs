@@ -241,11 +241,15 @@ impl Scheduler for Smec {
         for i in (0..n).filter(|&i| ues[i].sr_slot.is_some()) {
             give(i, out, &mut left);
         }
-        // 2. Best-effort UEs starved too long.
-        for i in (0..n).filter(|&i| self.classes[i] == UeClass::BestEffort && ues[i].backlog_bytes > 0
-            && slot.saturating_sub(self.last_served[i]) > self.be_starvation_slots) {
-            give(i, out, &mut left);
-        }
+        // 2. Best-effort UEs starved too long: what they need, split equally in turn.
+        let mut starved: Vec<u32> = (0..n)
+            .map(|i| {
+                let due = self.classes[i] == UeClass::BestEffort && ues[i].backlog_bytes > 0
+                    && slot.saturating_sub(self.last_served[i]) > self.be_starvation_slots;
+                if due { blocks_needed(&ues[i], blocks).saturating_sub(out[i]) } else { 0 }
+            })
+            .collect();
+        water_fill(self.rr, &mut starved, out, &mut left);
         // 3. Latency-critical requests: violated first, then the least budget left.
         let mut lc: Vec<(i64, usize)> = (0..n)
             .filter_map(|i| match (self.classes[i], self.start[i]) {
@@ -612,8 +616,13 @@ impl CellCore {
             }
             let end = start + self.cfg.slot_ns;
             let until = now.min(end - 1);
+            // Only members with something due: an idle link catches up by
+            // itself when it next gets a packet (the same result, and an
+            // arrival then costs one link's step, not every member's).
             for i in 0..m.count() {
-                m.run_to(i, until);
+                if m.link(i).next_event().is_some_and(|t| t <= until) {
+                    m.run_to(i, until);
+                }
             }
             if until < end - 1 {
                 return;

@@ -5,8 +5,9 @@ goes, all in one 48 Mbit/s cell with NR uplink signalling (SR every 10 ms,
 k2 = 4 slots). The same file is run under SMEC and under proportional fair:
 SMEC serves the request first and meets the SLO, PF shares the cell and
 misses it; SMEC's request-start estimates fall within one SR period + k2 of
-the true send times, Tutti's (the edge's notices) later; a bulk UE is never
-left without blocks longer than SMEC's starvation bound."""
+the true send times, Tutti's (the edge's notices) only after the request
+arrived; a bulk UE is never left without blocks longer than SMEC's
+starvation bound."""
 
 from __future__ import annotations
 
@@ -158,14 +159,14 @@ def test_the_requests_outrank_bulk_under_smec_and_take_turns_under_pf(runs):
     assert smec >= 0.75 and pf <= 0.6, (smec, pf)
 
 
-def test_tutti_learns_starts_from_the_edge_later_than_smec(runs):
-    """Tutti's estimate is the edge's notice: it comes after the request's
-    first bytes crossed the cell (SR wait, k2, a slot) and the core twice,
-    so it is later than SMEC's SR-dated one; once told, Tutti serves the
-    request first too."""
+def test_tutti_learns_starts_from_the_edge_too_late_for_the_uplink(runs):
+    """Tutti's estimate is the edge's "request arrived" notice: it comes
+    after the whole 250 KB request crossed the cell (at least 42 ms at the
+    cell's 48 Mbit/s) and the core twice, so its start error is at least that
+    and the request was sent without priority: SMEC keeps the SLO, Tutti not."""
     smec, tutti = _cell(runs["smec"])["classes"]["lc"], _cell(runs["tutti"])["classes"]["lc"]
     notices = (runs["tutti"] / "raw" / "notices.csv").read_text().splitlines()[1:]
     assert len(notices) >= tutti["requests"] and all(n.endswith(",10.200.0.2") for n in notices)
     assert tutti["start_not_estimated"] <= 0.05, tutti
-    assert tutti["start_error_ms_p50"] >= smec["start_error_ms_p50"] + 2, (smec, tutti)  # k2 = 2 ms at least
-    assert tutti["slo_met"] >= 0.9, tutti
+    assert tutti["start_error_ms_p50"] >= 42 > smec["start_error_ms_p99"], (smec, tutti)
+    assert tutti["slo_met"] <= smec["slo_met"] - 0.5, (smec, tutti)

@@ -1,5 +1,6 @@
 """Tutti's edge agent follows MQTT framing over TCP segments: one notice per
-new PUBLISH, however the bytes are cut, never for retransmitted bytes."""
+PUBLISH, when its last byte arrives, however the bytes are cut, never for
+retransmitted bytes."""
 
 from __future__ import annotations
 
@@ -19,20 +20,24 @@ def publish(body: int) -> bytes:
     return b"\x30" + length + b"x" * body
 
 
-def test_one_start_per_publish_however_segmented():
+def test_one_notice_per_publish_at_its_last_byte_however_segmented():
     data = publish(200_000) + b"\xc0\x00" + publish(10) + publish(300)  # PINGREQ between: not a request
+    first_end = len(publish(200_000))
     for cut in (1, 2, 3, 1448, 65_000):
-        s, seq, starts = Stream(1000), 1000, 0
+        s, seq, ends, at = Stream(1000), 1000, 0, []
         for i in range(0, len(data), cut):
-            starts += s.feed(seq, data[i:i + cut])
+            n = s.feed(seq, data[i:i + cut])
+            ends += n
+            at += [i + cut] * n
             seq += len(data[i:i + cut])
-        assert starts == 3, cut
+        assert ends == 3, cut
+        assert first_end <= at[0] < first_end + cut, cut  # the segment holding the first request's last byte
 
 
 def test_retransmissions_do_not_count_and_a_gap_resyncs_on_the_next_publish():
     a, b = publish(3000), publish(500)
     s = Stream(0)
-    assert s.feed(0, a[:1448]) == 1
+    assert s.feed(0, a[:1448]) == 0
     assert s.feed(0, a[:1448]) == 0  # retransmitted
-    assert s.feed(2896, a[2896:]) == 0  # bytes 1448..2896 missed: out of sync
+    assert s.feed(2896, a[2896:]) == 0  # bytes 1448..2896 missed: out of sync, that request is lost to it
     assert s.feed(len(a), b) == 1  # a segment that starts with a PUBLISH header: back in sync
