@@ -44,8 +44,10 @@ class Stream:
             self.synced = False  # bytes were missed: wait for a segment that starts a packet
         self.next_seq = (seq + len(data)) % (1 << 32)
         if not self.synced:
-            if data[0] >> 4 != MQTT_PUBLISH:
+            start = publish_start(data)
+            if start is None:
                 return 0
+            data = data[start:]
             self.synced, self.remaining, self.header = True, 0, b""
         ends = 0
         i = 0
@@ -72,6 +74,31 @@ class Stream:
         return ends
 
 
+def publish_start(data: bytes) -> int | None:
+    """Where a PUBLISH plausibly starts in bytes seen after a gap: a PUBLISH
+    type byte, a remaining length, then a 1-255 byte printable topic that
+    fits in it (continuum's are continuum/NAME/request). None: not here."""
+    for i in range(len(data)):
+        if data[i] >> 4 != MQTT_PUBLISH:
+            continue
+        length, shift, j = 0, 0, i + 1
+        while j < len(data) and j - i <= 4:
+            length |= (data[j] & 0x7F) << shift
+            shift += 7
+            j += 1
+            if not data[j - 1] & 0x80:
+                break
+        else:
+            continue
+        if j + 2 > len(data):
+            continue
+        topic_len = int.from_bytes(data[j:j + 2], "big")
+        topic = data[j + 2:j + 2 + topic_len]
+        if 0 < topic_len < 256 and topic_len + 2 <= length and len(topic) == topic_len and all(32 < c < 127 for c in topic):
+            return i
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iface", required=True)
@@ -81,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IP))
+    # Bulk uploads cross this interface too: a deep buffer, so a busy moment
+    # loses no request's segments (a lost one costs that request its notice).
+    rx.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE (root)
     rx.bind((a.iface, 0))
     tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     streams: dict[tuple[bytes, int], Stream] = {}

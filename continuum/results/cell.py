@@ -7,9 +7,11 @@ requests say per class of UE.
   broker's forwarding, well under a millisecond here.
 - Start-estimation error: when the uplink scheduler believed a request began
   (SMEC: the SR before the BSR that grew; Tutti: the edge's notice) minus
-  when the application published it. The first estimate after the request
-  was published and before the endpoint's next request counts; a request
-  with none was merged into an earlier one (its UE's buffer never emptied).
+  when the application published it. SMEC: the first estimate after the
+  request was published and before the endpoint's next request counts; a
+  request with none was merged into an earlier one (its UE's buffer never
+  emptied). Tutti: the edge sends one notice per request that arrived, so
+  each pairs with the request the server received just after it.
 - Throughput per UE: what left its link in the measured window (mm-link log).
 - Share: each UE's part of the cell's resource blocks, slot by slot."""
 
@@ -24,6 +26,11 @@ import pandas as pd
 
 from continuum.results import timeline
 from continuum.results.timeline import Timeline
+
+
+# A Tutti notice pairs with a request the server received at most this long
+# after it (the broker's hand-over) or this long before it (core delay, clocks).
+TUTTI_PAIR_NS = (50_000_000, 5_000_000)
 
 
 @dataclass
@@ -86,13 +93,27 @@ def share_bins(log: CellLog, tl: Timeline, bin_s: float) -> pd.DataFrame:
 
 
 def start_errors(df: pd.DataFrame, log: CellLog) -> pd.DataFrame:
-    """Per measured request of a cell member: the scheduler's estimated start
-    and its error (ms); NaN where the request got no estimate of its own."""
+    """Per request of a cell member: the scheduler's estimated start and its
+    error (ms); NaN where the request got no estimate of its own."""
     rows = []
     for ep, g in df[df["endpoint"].isin(log.members)].groupby("endpoint"):
         g = g.sort_values("t_published")
         est = np.sort(log.slot_time_ns(log.starts.loc[log.starts["ue"] == ep, "start_slot"].to_numpy(dtype=np.int64)))
         pub = g["t_published"].to_numpy(dtype=np.int64)
+        if log.scheduler == "tutti":
+            # A notice says "this request arrived at the edge": pair it with
+            # the request the server received nearest after it (the broker
+            # hands the request on a few ms later); a request whose notice
+            # was lost gets none, and nothing shifts.
+            srv = g["t_server_received"].to_numpy(dtype=float)
+            for idx, p, r in zip(g.index, pub, srv):
+                e = None
+                if not np.isnan(r):
+                    j = np.searchsorted(est, r + TUTTI_PAIR_NS[1], side="right") - 1
+                    if j >= 0 and r - TUTTI_PAIR_NS[0] <= est[j] and est[j] >= p:
+                        e = int(est[j])
+                rows.append({"index": idx, "start_estimate_ns": e, "start_error_ms": (e - p) / 1e6 if e is not None else np.nan})
+            continue
         nxt = np.append(pub[1:], np.iinfo(np.int64).max)
         # An estimate is dated at slot granularity: one that falls in the slot
         # the request was published in counts as after it.
@@ -122,8 +143,8 @@ def summarize(run_dir: Path, df: pd.DataFrame, tl: Timeline | None) -> dict | No
     answered["ran_ms"] = answered["uplink_ms"].astype(float) - one_way
     up = logs["uplink"]
     if up is not None and up.scheduler in ("smec", "tutti"):
-        errs = start_errors(measured, up)
-        measured = measured.join(errs)
+        members_rows = df[df["endpoint"].isin(members)]
+        measured = measured.join(start_errors(members_rows, up))
     window = _measured_window(df)
     out: dict = {"uplink": cell.get("uplink"), "downlink": cell.get("downlink"), "ran_latency": "M1 uplink - core one-way "
                  f"{one_way:g} ms", "classes": {}, "ues": {}}

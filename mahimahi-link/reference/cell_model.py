@@ -114,8 +114,10 @@ class Deadline:
         self.rr = 0
 
     def notice(self, ue, slot):
-        if self.tutti and self.start[ue] is None:
-            self.start[ue] = slot
+        """Every notice is logged (one per request the edge saw); it starts a request only if none is open."""
+        if self.tutti:
+            if self.start[ue] is None:
+                self.start[ue] = slot
             self.detected.append((ue, slot, slot))
 
     def allocate(self, slot, ues, blocks):

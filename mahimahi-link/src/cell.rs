@@ -212,8 +212,11 @@ impl Scheduler for Smec {
         &self.detected
     }
     fn request_started(&mut self, ue: usize, slot: u64) {
-        if self.signal == StartSignal::EdgeNotice && ue < self.start.len() && self.start[ue].is_none() {
-            self.start[ue] = Some(slot);
+        // Every notice is logged (one per request the edge saw, so the log
+        // pairs them with requests in order); it starts a request only if
+        // none is open.
+        if self.signal == StartSignal::EdgeNotice && ue < self.start.len() {
+            self.start[ue].get_or_insert(slot);
             self.detected.push((ue, slot, slot));
         }
     }

@@ -9,15 +9,16 @@ import struct
 from continuum.cell.notice import Stream
 
 
-def publish(body: int) -> bytes:
-    """An MQTT PUBLISH header with a `body`-byte remaining length, then the body."""
+def publish(body: int, topic: bytes = b"continuum/endpoint0/request") -> bytes:
+    """An MQTT PUBLISH (QoS 0): header, remaining length, topic, then payload up to `body` bytes in all."""
+    body = max(body, len(topic) + 2)
     n, length = body, b""
     while True:
         b, n = n & 0x7F, n >> 7
         length += struct.pack("B", b | (0x80 if n else 0))
         if not n:
             break
-    return b"\x30" + length + b"x" * body
+    return b"\x30" + length + len(topic).to_bytes(2, "big") + topic + b"x" * (body - len(topic) - 2)
 
 
 def test_one_notice_per_publish_at_its_last_byte_however_segmented():
@@ -41,3 +42,7 @@ def test_retransmissions_do_not_count_and_a_gap_resyncs_on_the_next_publish():
     assert s.feed(0, a[:1448]) == 0  # retransmitted
     assert s.feed(2896, a[2896:]) == 0  # bytes 1448..2896 missed: out of sync, that request is lost to it
     assert s.feed(len(a), b) == 1  # a segment that starts with a PUBLISH header: back in sync
+    s = Stream(0)
+    s.feed(0, a[:100])
+    tail = a[200:] + b  # a gap, then the rest of one request and a whole next one in one segment
+    assert s.feed(200, tail) == 1  # found where the next PUBLISH starts inside the segment
