@@ -173,7 +173,8 @@ def main() -> int:
     if not a.analyze_only:
         for s in chosen:
             print(f"smec-ran: uplink scheduler {s} ...", flush=True)
-            runs[s] = str(run_point(point_config(out, s, a.quick), out / "logs" / f"{s}.log"))
+            run_dir = run_point(point_config(out, s, a.quick), out / "logs" / f"{s}.log")
+            runs[s] = str(run_dir.relative_to(out)) if run_dir.is_relative_to(out) else str(run_dir)
             index.write_text(json.dumps(runs, indent=2) + "\n")
     points = {}
     for s in SCHEDULERS:
@@ -182,7 +183,7 @@ def main() -> int:
         extract, cell_json = out / f"lc-requests-{s}.csv", out / f"cell-{s}.json"
         if (not a.analyze_only and s in chosen) or not extract.exists():
             # Extracts beside the runs: the link and cell logs (tens of MB) are not committed.
-            summary, df = point_rows(Path(runs[s]))
+            summary, df = point_rows(out / runs[s])
             df.to_csv(extract, index=False)
             cell_json.write_text(json.dumps(summary, indent=2) + "\n")
         points[s] = (json.loads(cell_json.read_text()), pd.read_csv(extract))
