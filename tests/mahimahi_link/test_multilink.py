@@ -123,6 +123,56 @@ def test_two_links_in_a_shared_cell_split_it_round_robin(mml, tmp_path, two_ue_l
     assert not (tmp_path / "cell-downlink.log").exists()
 
 
+def test_proportional_fair_cell_gives_equal_time_to_channels_at_2_to_1(mml, tmp_path, two_ue_lab):
+    """--uplink-cell=pf with the UEs' channels at 48 and 24 Mbit/s, both
+    uploading: PF's fixed point for backlogged UEs is equal time (equal
+    blocks), so the rates follow the channels, 2:1, about 24 and 12 Mbit/s."""
+    ran, core, ues = two_ue_lab
+    c48, c24 = constant_trace(tmp_path / "c48", 48), constant_trace(tmp_path / "c24", 24)
+    stats = tmp_path / "stats.json"
+    emu = subprocess.Popen(["ip", "netns", "exec", ran, str(mml), "forward",
+                            f"--link=name=good,ue=ue0,core=c0,up={c48},down={c48}",
+                            f"--link=name=poor,ue=ue1,core=c1,up={c24},down={c24}",
+                            "--uplink-cell=pf", "--uplink-queue=droptail", "--uplink-queue-args=packets=300",
+                            f"--cell-log={tmp_path}/cell-{{dir}}.log", f"--stats={stats}"], stderr=subprocess.PIPE, text=True)
+    try:
+        wait_stats(stats, lambda links: True, emu)
+        rates, steal = undisturbed(lambda: _two_uploads(core, ues))
+    finally:
+        emu.send_signal(signal.SIGTERM)
+        assert emu.wait(timeout=10) == 0
+    assert 1.6 <= rates[0] / rates[1] <= 2.4, (rates, f"CPU steal {steal:.0%}")
+    goodput = 1448 / 1500
+    assert 0.8 * 36e6 * goodput <= sum(rates) <= 1.02 * 36e6 * goodput, (rates, f"CPU steal {steal:.0%}")
+    # from the scheduler's log: while both wait, each gets half of the blocks on average
+    rows = [line.split(" | ") for line in (tmp_path / "cell-uplink.log").read_text().splitlines() if line[:1].isdigit()]
+    both = [[int(x) for x in r[0].split()[1:]] for r in rows if all(int(v) > 0 for v in r[1].split()[1:])]
+    assert len(both) > 1000
+    share = sum(b[0] for b in both) / sum(b[0] + b[1] for b in both)
+    assert 0.45 <= share <= 0.55, share
+
+
+def test_cell_options_are_checked_before_anything_starts(mml, tmp_path):
+    """Bad cell options: every problem named at once, nothing opened."""
+    c = constant_trace(tmp_path / "c12", 12)
+    links = [f"--link=name=a,ue=x0,core=y0,up={c},down={c}", f"--link=name=b,ue=x1,core=y1,up={c},down={c}"]
+    p = subprocess.run([str(mml), "forward", *links, "--uplink-cell=tutti", "--cell-members=a,zz,a",
+                        "--cell-class=be", "--cell-class=be", "--cell-class=be", "--cell-uplink-signalling",
+                        "--cell-sr-grant-blocks=60"], capture_output=True, text=True, timeout=10)
+    assert p.returncode != 0
+    for needle in ('--cell-members: no --link is named "zz"; links: a, b', '--cell-members: "a" named twice',
+                   "--cell-sr-grant-blocks: 60 is more than the cell's 51 blocks",
+                   "--uplink-cell=tutti needs --cell-notice-port"):
+        assert needle in p.stderr, p.stderr
+    p = subprocess.run([str(mml), "forward", *links, "--uplink-cell=rr", "--cell-class=be", "--cell-class=be", "--cell-class=be"],
+                       capture_output=True, text=True, timeout=10)
+    assert "--cell-class: 3 classes for 2 cell members" in p.stderr, p.stderr
+    p = subprocess.run([str(mml), "forward", *links, "--downlink-cell=tutti"], capture_output=True, text=True, timeout=10)
+    assert "it schedules the uplink only" in p.stderr, p.stderr
+    p = subprocess.run([str(mml), "forward", *links, "--cell-notice-port=47000"], capture_output=True, text=True, timeout=10)
+    assert "need --uplink-cell or --downlink-cell" in p.stderr, p.stderr
+
+
 def _ping_median_ms(ns: str, dst: str, count: int = 100) -> float:
     out = subprocess.run(["ip", "netns", "exec", ns, "ping", "-n", "-c", str(count), "-i", "0.01", dst],
                          capture_output=True, text=True, timeout=60).stdout
