@@ -159,6 +159,8 @@ class CellUe(Strict):
 
     class_: Literal["lc", "be"] | None = Field(default=None, alias="class")
     slo_ms: float | None = Field(default=None, gt=0, le=60000)
+    uplink: str | None = None  # this UE's own channel (archive name or file), else [mobile]'s
+    downlink: str | None = None
 
 
 class Bulk(Strict):
@@ -192,6 +194,9 @@ class Cell(Strict):
     sr_grant_blocks: int = Field(default=2, ge=1, le=275)
     periodic_bsr_ms: float = Field(default=10.0, ge=0, le=10240)  # periodicBSR-Timer; 0: a BSR in every transmission
     be_starvation_ms: float = Field(default=20.0, gt=0, le=10000)
+    pf_alpha: float = Field(default=1.0, ge=0, le=10)  # pf: largest r^alpha / R^beta first
+    pf_beta: float = Field(default=1.0, ge=0, le=10)
+    pf_window_ms: float = Field(default=50.0, gt=0, le=50000)  # pf: R's moving average window
     members: list[str] | None = None
     class_: Literal["lc", "be"] = Field(default="lc", alias="class")
     slo_ms: float = Field(default=100.0, gt=0, le=60000)

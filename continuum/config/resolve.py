@@ -99,6 +99,8 @@ class CellMember:
     name: str  # an endpoint or bulk node
     cls: str  # lc | be
     slo_ms: float
+    uplink: TraceRef | None = None  # its own channel; None: [mobile]'s
+    downlink: TraceRef | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,9 @@ class CellSpec:
     sr_grant_blocks: int
     periodic_bsr_slots: int  # 0: a BSR in every transmission
     be_starvation_slots: int
+    pf_alpha: float
+    pf_beta: float
+    pf_window_slots: int
     members: tuple[CellMember, ...]
     bulk_direction: str
 
@@ -285,7 +290,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
 
     cell = None
     if p.get("cell") is not None and groups is not None:
-        cell = _cell(p["cell"], nodes, bad, failed)
+        cell = _cell(p["cell"], nodes, bad, failed, base, materialize)
         if cell is not None:
             b = p["cell"].bulk
             nodes += [NodeSpec(f"bulk{i}", "bulk", i, b.cpus, raw.parse_memory(b.memory)) for i in range(b.count)]
@@ -311,11 +316,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
                 continue
             if failed("mobile.preset", f"mobile.{key}"):
                 continue
-            ref, problem = traces.resolve(given, base, "up" if key == "uplink" else "down", materialize)
-            if ref is not None and "," in str(ref.path):
-                problem = (f"trace {given!r} lies at {ref.path}, whose ',' would split mahimahi-link's "
-                           "--link option; move or rename it (or the trace cache, $CONTINUUM_TRACE_CACHE)")
-                ref = None
+            ref, problem = _trace(given, base, "up" if key == "uplink" else "down", materialize)
             if problem:
                 from_preset = m.preset is not None and getattr(m, key) is None
                 bad("mobile.preset" if from_preset else f"mobile.{key}", problem)
@@ -383,7 +384,16 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     )
 
 
-def _cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed) -> CellSpec | None:
+def _trace(given: str, base: Path, direction: str, materialize: bool) -> tuple[TraceRef | None, str | None]:
+    """A trace for mahimahi-link's --link option: resolved, and with no ',' in its path."""
+    ref, problem = traces.resolve(given, base, direction, materialize)
+    if ref is not None and "," in str(ref.path):
+        return None, (f"trace {given!r} lies at {ref.path}, whose ',' would split mahimahi-link's "
+                      "--link option; move or rename it (or the trace cache, $CONTINUUM_TRACE_CACHE)")
+    return ref, problem
+
+
+def _cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materialize: bool) -> CellSpec | None:
     """Members, classes and timings of the [cell] table; every problem reported."""
     ok = True
     if c.uplink == "private" and c.downlink == "private":
@@ -432,18 +442,30 @@ def _cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed) -> CellSpec | None:
     if not names and not bulk:
         bad("cell.members", "the cell has no members")
         ok = False
-    if not ok:
-        return None
     members = []
     for name in names:
         u = c.ue.get(name, raw.CellUe())
         bulk_ue = name in bulk
-        members.append(CellMember(name, "be" if bulk_ue else (u.class_ or c.class_), u.slo_ms or c.slo_ms))
+        own: dict[str, TraceRef | None] = {}
+        for d in ("uplink", "downlink"):
+            given = getattr(u, d)
+            own[d] = None
+            if given is not None:
+                ref, problem = _trace(given, base, "up" if d == "uplink" else "down", materialize)
+                if problem:
+                    bad(f"cell.ue.{name}.{d}", problem)
+                    ok = False
+                own[d] = ref
+        members.append(CellMember(name, "be" if bulk_ue else (u.class_ or c.class_), u.slo_ms or c.slo_ms,
+                                  own["uplink"], own["downlink"]))
+    if not ok:
+        return None
     return CellSpec(
         uplink=None if c.uplink == "private" else c.uplink, downlink=None if c.downlink == "private" else c.downlink,
         slot_us=c.slot_us, blocks=c.blocks, uplink_signalling=c.uplink_signalling, sr_period_slots=round(sr_slots),
         k2_slots=c.k2_slots, sr_grant_blocks=c.sr_grant_blocks, periodic_bsr_slots=max(1, round(c.periodic_bsr_ms / slot_ms)) if c.periodic_bsr_ms else 0,
         be_starvation_slots=max(1, round(c.be_starvation_ms / slot_ms)), members=tuple(members), bulk_direction=c.bulk.direction,
+        pf_alpha=c.pf_alpha, pf_beta=c.pf_beta, pf_window_slots=max(1, round(c.pf_window_ms / slot_ms)),
     )
 
 

@@ -18,7 +18,10 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
     m = spec.mobile
     out = [str(mahimahi_link_binary()), "forward"]
     for link in plan.cell_links:
-        out.append(f"--link=name={link.name},ue={link.ue_if},core={link.core_if},up={m.uplink.path},down={m.downlink.path}")
+        own = plan.cell.member(link.name) if plan.cell else None  # a cell member may have its own channel
+        up = own.uplink.path if own and own.uplink else m.uplink.path
+        down = own.downlink.path if own and own.downlink else m.downlink.path
+        out.append(f"--link=name={link.name},ue={link.ue_if},core={link.core_if},up={up},down={down}")
     out += [
         f"--uplink-queue={m.uplink_queue}",
         f"--downlink-queue={m.downlink_queue}",
@@ -56,7 +59,8 @@ def cell_argv(plan: Plan, logs: Path) -> list[str]:
     if c.downlink:
         out.append(f"--downlink-cell={c.downlink}")
     out += [f"--cell-members={','.join(m.name for m in c.members)}", f"--cell-slot-us={c.slot_us}",
-            f"--cell-blocks={c.blocks}", f"--cell-be-starvation-slots={c.be_starvation_slots}"]
+            f"--cell-blocks={c.blocks}", f"--cell-be-starvation-slots={c.be_starvation_slots}",
+            f"--cell-pf-alpha={c.pf_alpha:g}", f"--cell-pf-beta={c.pf_beta:g}", f"--cell-pf-window-slots={c.pf_window_slots}"]
     out += [f"--cell-class={'be' if m.cls == 'be' else f'lc:{max(1, round(m.slo_ms))}'}" for m in c.members]
     if c.uplink_signalling and c.uplink:
         out += ["--cell-uplink-signalling", f"--cell-sr-period-slots={c.sr_period_slots}",

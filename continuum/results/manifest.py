@@ -143,7 +143,10 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
         host=host(),
         cell=None if spec.cell is None else {
             **{k: v for k, v in dataclasses.asdict(spec.cell).items() if k != "members"},
-            "members": [dataclasses.asdict(m) for m in spec.cell.members],
+            "members": [{"name": m.name, "cls": m.cls, "slo_ms": m.slo_ms,
+                         **{d: {"given": t.given, "path": str(t.path), "sha256": t.sha256}
+                            for d, t in (("uplink", m.uplink), ("downlink", m.downlink)) if t is not None}}
+                        for m in spec.cell.members],
             "offload_one_way_ms": spec.one_way_ms(spec.workload.offload),
         },
     )

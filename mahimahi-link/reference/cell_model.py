@@ -87,10 +87,13 @@ def water_fill(first, need, out, left):
 
 
 class PF:
+    def __init__(self, alpha=1.0, beta=1.0):
+        self.alpha, self.beta = alpha, beta
+
     def allocate(self, slot, ues, blocks):
         out = [0] * len(ues)
         order = sorted((i for i, u in enumerate(ues) if u["backlog"] > 0),
-                       key=lambda i: (-(float(ues[i]["cap"]) / max(ues[i]["avg"], 1.0)), i))
+                       key=lambda i: (-(float(ues[i]["cap"]) ** self.alpha / max(ues[i]["avg"], 1.0) ** self.beta), i))
         left = blocks
         for i in order:
             g = min(needed(ues[i]["backlog"], ues[i]["cap"], blocks), left)

@@ -119,6 +119,7 @@ fn water_fill(first: usize, need: &mut [u32], out: &mut [u32], left: &mut u32) {
 /// Proportional fair: each slot, UEs in order of r^alpha / R^beta (r: this
 /// slot's channel, R: the moving average of what each was served), each
 /// taking the blocks it needs until none are left.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ProportionalFair {
     pub alpha: f64,
     pub beta: f64,

@@ -86,6 +86,7 @@ pub struct CellSpec {
     /// The member links' indices, in the cell's order (its UE numbers).
     pub members: Vec<usize>,
     pub be_starvation_slots: u64,
+    pub pf: crate::cell::ProportionalFair,
 }
 
 impl CellSpec {
@@ -95,6 +96,7 @@ impl CellSpec {
         let sched: Box<dyn Scheduler> = match self.scheduler.as_str() {
             "smec" => Box::new(Smec::new(classes, self.be_starvation_slots)),
             "tutti" => Box::new(Smec::tutti(classes, self.be_starvation_slots)),
+            "pf" => Box::new(self.pf),
             name => crate::cell::scheduler(name)?,
         };
         Ok(CellCore::new(self.members.len(), self.cfg, sched))

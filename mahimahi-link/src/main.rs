@@ -123,7 +123,9 @@ fn cell_spec(c: &Common, scheduler: &str, uplink: bool, links: &[LinkArg]) -> ma
     }).collect();
     let uplink_signalling: Option<UplinkSignalling> = (uplink && c.cell_uplink_signalling).then_some(c.cell_signalling);
     mahimahi_link::forward::CellSpec {
-        cfg: CellConfig { slot_ns, blocks: c.cell_blocks, uplink: uplink_signalling, ..Default::default() },
+        cfg: CellConfig { slot_ns, blocks: c.cell_blocks, uplink: uplink_signalling,
+                          avg_slots: c.cell_pf_window_slots.map_or(CellConfig::default().avg_slots, |w| w as f64) },
+        pf: c.cell_pf,
         scheduler: scheduler.into(),
         classes,
         log_path: c.cell_log.clone(),
@@ -267,6 +269,7 @@ fn simulate_cell(sim: options::CellSim) -> Result<i32, Vec<String>> {
     let sched: Box<dyn Scheduler> = match sim.scheduler.as_str() {
         "smec" => Box::new(Smec::new(sim.classes.clone(), sim.be_starvation_slots)),
         "tutti" => Box::new(Smec::tutti(sim.classes.clone(), sim.be_starvation_slots)),
+        "pf" => Box::new(sim.pf),
         name => scheduler(name).map_err(|e| vec![e])?,
     };
     let mut cell = Cell::new(links, sim.cfg, sched);

@@ -25,7 +25,8 @@ usage:
       cell options: --scheduler=rr|pf|smec|tutti (default rr), --slot-us=N (500),
       --blocks=N (51), --class=be|lc:SLO_MS (default be), --uplink-signalling,
       --sr-period-slots=N (20), --k2-slots=N (4), --sr-grant-blocks=N (2),
-      --periodic-bsr-slots=N (default: a BSR in every transmission), --be-starvation-slots=N (40)
+      --periodic-bsr-slots=N (default: a BSR in every transmission), --be-starvation-slots=N (40),
+      --pf-alpha=X (1), --pf-beta=X (1), --pf-window-slots=N (100): pf's r^alpha / R^beta
   mahimahi-link validate TRACE...
       check trace files with mm-link's rules; print capacity
 
@@ -38,6 +39,8 @@ shared cell (forward mode; every --link in it; see the README, Shared cell):
   --cell-periodic-bsr-slots=N           periodicBSR-Timer (default: a BSR in every transmission)
   --cell-class=be|lc:SLO_MS             per member, in order, for smec and tutti (default be)
   --cell-be-starvation-slots=N          smec/tutti: a best-effort UE unserved N slots goes first (40)
+  --cell-pf-alpha=X --cell-pf-beta=X    pf: each slot the UE with the largest r^alpha / R^beta first (1, 1)
+  --cell-pf-window-slots=N              pf: R's moving average over N slots (100)
   --cell-notice-port=PORT               tutti: UDP to PORT from the core side to a member UE is the
                                         edge's request-start notice (taken, not delivered)
   --cell-log=FILE                       per-slot log: each member's blocks, what the scheduler saw,
@@ -113,6 +116,9 @@ pub struct Common {
     pub cell_signalling: crate::cell::UplinkSignalling,
     /// SMEC and Tutti: a best-effort UE unserved this many slots goes first.
     pub cell_be_starvation_slots: u64,
+    /// Proportional fair: exponents and the moving average's window (slots).
+    pub cell_pf: crate::cell::ProportionalFair,
+    pub cell_pf_window_slots: Option<u64>,
     /// Tutti: UDP datagrams to this port, from the core side to a member UE,
     /// are the edge's request notices (consumed, never delivered).
     pub cell_notice_port: Option<u16>,
@@ -288,6 +294,9 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             "--cell-periodic-bsr-slots" => val.parse().ok().filter(|v| (1..=20_480).contains(v)).map(|v| c.cell_signalling.periodic_bsr_slots = Some(v)).ok_or_else(|| format!("--cell-periodic-bsr-slots: {val:?} is not an integer 1..=20480")),
             "--cell-sr-grant-blocks" => val.parse().ok().filter(|v| (1..=275).contains(v)).map(|v| c.cell_signalling.sr_grant_blocks = v).ok_or_else(|| format!("--cell-sr-grant-blocks: {val:?} is not an integer 1..=275")),
             "--cell-be-starvation-slots" => val.parse().ok().filter(|v| (1..=1_000_000).contains(v)).map(|v| c.cell_be_starvation_slots = v).ok_or_else(|| format!("--cell-be-starvation-slots: {val:?} is not an integer 1..=1000000")),
+            "--cell-pf-alpha" => exponent(&key, Some(&val)).map(|x| c.cell_pf.alpha = x),
+            "--cell-pf-beta" => exponent(&key, Some(&val)).map(|x| c.cell_pf.beta = x),
+            "--cell-pf-window-slots" => val.parse().ok().filter(|v| (1..=100_000).contains(v)).map(|v| c.cell_pf_window_slots = Some(v)).ok_or_else(|| format!("--cell-pf-window-slots: {val:?} is not an integer 1..=100000")),
             "--cell-notice-port" => val.parse().ok().filter(|v| *v > 0).map(|v| c.cell_notice_port = Some(v)).ok_or_else(|| format!("--cell-notice-port: {val:?} is not a UDP port 1..=65535")),
             "--cell-log" => {
                 c.cell_log = Some(val);
@@ -369,6 +378,12 @@ mod tests {
     }
 }
 
+/// A proportional-fair exponent: a number 0..=10.
+fn exponent(key: &str, val: Option<&str>) -> Result<f64, String> {
+    val.and_then(|v| v.parse::<f64>().ok()).filter(|x| (0.0..=10.0).contains(x))
+        .ok_or_else(|| format!("{key}: {:?} is not a number 0..=10", val.unwrap_or("")))
+}
+
 /// `simulate-cell`'s options.
 #[derive(Debug)]
 pub struct CellSim {
@@ -377,6 +392,8 @@ pub struct CellSim {
     pub scheduler: String,
     pub cfg: crate::cell::CellConfig,
     pub be_starvation_slots: u64,
+    /// Proportional fair's exponents: r^alpha / R^beta.
+    pub pf: crate::cell::ProportionalFair,
 }
 
 /// Parse `simulate-cell`'s options; every error names its option.
@@ -384,7 +401,7 @@ pub fn parse_cell(args: &[String]) -> Result<CellSim, Vec<String>> {
     use crate::cell::{CellConfig, UeClass, UplinkSignalling};
     let mut errors = Vec::new();
     let mut sim = CellSim { traces: Vec::new(), classes: Vec::new(), scheduler: "rr".into(), cfg: CellConfig::default(),
-                            be_starvation_slots: 40 };
+                            be_starvation_slots: 40, pf: Default::default() };
     let (mut signalling, mut ul) = (false, UplinkSignalling::default());
     let mut classes: Vec<UeClass> = Vec::new();
     for a in args {
@@ -423,6 +440,9 @@ pub fn parse_cell(args: &[String]) -> Result<CellSim, Vec<String>> {
             "--sr-grant-blocks" => num(val, 1, 275).map(|n| ul.sr_grant_blocks = n as u32),
             "--periodic-bsr-slots" => num(val, 1, 20_480).map(|n| ul.periodic_bsr_slots = Some(n)),
             "--be-starvation-slots" => num(val, 1, 1_000_000).map(|n| sim.be_starvation_slots = n),
+            "--pf-alpha" => exponent(key, val).map(|x| sim.pf.alpha = x),
+            "--pf-beta" => exponent(key, val).map(|x| sim.pf.beta = x),
+            "--pf-window-slots" => num(val, 1, 100_000).map(|n| sim.cfg.avg_slots = n as f64),
             _ => Err(format!("{key}: unknown option for simulate-cell; run mahimahi-link --help for the list")),
         };
         if let Err(e) = r {

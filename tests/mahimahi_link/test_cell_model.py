@@ -74,13 +74,18 @@ def test_cell_agrees_with_the_reference_model(mml, tmp_path, seed):
     if signalling:
         args += ["--uplink-signalling", f"--sr-period-slots={signalling[0]}", f"--k2-slots={signalling[1]}",
                  f"--sr-grant-blocks={signalling[2]}"] + ([f"--periodic-bsr-slots={signalling[3]}"] if signalling[3] else [])
+    alpha, beta = rng.choice([(1.0, 1.0), (1.0, 0.5), (2.0, 1.0), (0.0, 1.0)])
+    window = rng.choice([100, 20])
+    if name == "pf":
+        args += [f"--pf-alpha={alpha}", f"--pf-beta={beta}", f"--pf-window-slots={window}"]
     deps, slots, starts = run_cell(mml, files, events, args)
 
     slot_ns = slot_us * 1000
     cls = [None if c == "be" else -(-int(c[3:]) * MS // slot_ns) for c in classes]
-    sched = {"rr": model.RR(), "pf": model.PF(), "smec": model.Deadline(cls, 13),
+    sched = {"rr": model.RR(), "pf": model.PF(alpha, beta), "smec": model.Deadline(cls, 13),
              "tutti": model.Deadline(cls, 13, tutti=True)}[name]
-    m_deps, m_slots, m_starts = model.simulate(traces, events, sched, slot_ns=slot_ns, blocks=blocks, signalling=signalling)
+    m_deps, m_slots, m_starts = model.simulate(traces, events, sched, slot_ns=slot_ns, blocks=blocks, signalling=signalling,
+                                               avg_slots=float(window if name == "pf" else 100))
     packets = sum(1 for e in events if e[2] != "start")
     assert len(m_deps) == packets, "the model delivered every packet"
     assert sorted(deps) == sorted(m_deps), f"{name}, signalling {signalling}: departures differ"

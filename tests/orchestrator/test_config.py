@@ -66,7 +66,8 @@ def test_shipped_configs_are_valid(path, request):
     ("bad-workload-types", ["workload.arrivals", "workload.congestion_control.factor"]),
     ("bad-custom", ["workload.custom.server_command", "workload.custom.environment.CONTINUUM_RATE"]),
     ("bad-cell", ["cell.downlink", "cell.ue.endpoint9.slo", "cell.bulk.speed", "cell.colour", "cell.uplink_signalling",
-                  "cell.sr_period_ms", "cell.members[1]", "cell.members", "cell.ue.endpoint9"]),
+                  "cell.sr_period_ms", "cell.members[1]", "cell.members", "cell.ue.endpoint9",
+                  "cell.ue.endpoint0.uplink"]),
 ])
 def test_bad_files_report_every_problem_with_its_key(name, keys):
     with pytest.raises(ConfigError) as e:
@@ -99,6 +100,10 @@ def test_a_shared_cell_resolves_members_classes_and_slots():
     assert [a for a in argv if a.startswith("--cell-class")] == ["--cell-class=lc:120", "--cell-class=be", "--cell-class=be"]
     assert "--cell-slot-us=1000" in argv and "--cell-sr-period-slots=5" in argv and "--cell-uplink-signalling" in argv
     assert "--cell-periodic-bsr-slots=10" in argv  # NR's sf10 default, in 1 ms slots
+    assert "--cell-pf-alpha=1" in argv and "--cell-pf-window-slots=50" in argv  # 50 ms of 1 ms slots
+    links = {a.split(",")[0].removeprefix("--link=name="): a for a in argv if a.startswith("--link=")}
+    assert "up=" + str(c.members[1].uplink.path) in links["endpoint2"] and "const-48mbps" in links["endpoint2"]
+    assert "const-12mbps" in links["endpoint0"].split("up=")[1].split(",")[0]  # [mobile]'s
 
 
 def test_messages_say_what_is_valid():
