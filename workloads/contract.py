@@ -23,6 +23,9 @@ RECORD_FIELDS = [
 # One row per request the server received: requests missing here were lost before the server.
 SERVER_FIELDS = ["repetition", "endpoint", "request_id", "request_bytes", "t_server_received", "t_server_start",
                  "t_server_done", "t_server_published"]
+# With SMEC's edge manager: one row per request the server received, with SMEC's
+# estimates on the edge's clock (network: the request's uplink + its response's downlink).
+SMEC_FIELDS = ["repetition", "endpoint", "request_id", "network_est_ns", "budget_ns"]
 # One row per sending-rate change made by application-level congestion control.
 RATE_FIELDS = ["t", "endpoint", "repetition", "rate", "reason", "latency_ms"]
 
@@ -51,6 +54,9 @@ class Env:
     SERVER_LOG = "CONTINUUM_SERVER_LOG"
     READY_FILE = "CONTINUUM_READY_FILE"
     MODEL_CACHE = "CONTINUUM_MODEL_CACHE"
+    SMEC_EDGE = "CONTINUUM_SMEC_EDGE"  # HOST:PORT of the edge's SMEC timing (unset: SMEC off)
+    SMEC_LOG = "CONTINUUM_SMEC_LOG"  # server: one row per request with SMEC's estimates
+    SMEC_SLO_MS = "CONTINUUM_SMEC_SLO_MS"  # server: the app's SLO, for budgets
 
     @classmethod
     def names(cls) -> list[str]:

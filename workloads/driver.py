@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import queue
 import signal
 import threading
@@ -112,6 +113,8 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     def on_message(_c, _u, m) -> None:
         t = time.time_ns()
         header, result = contract.unpack(m.payload)
+        if smec:
+            smec.response_arrived(header)
         with lock:
             row = pending.pop(header["request_id"], None)
             if row is None:
@@ -130,6 +133,7 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
                 row["status"] = "timeout" if not everything else "unanswered"
                 records.write(row)
 
+    smec = _smec_client()
     client = mqtt.Client(client_id=f"{s.endpoint}-r{s.repetition}", clean_session=True)
     client.on_message = on_message
     subscribed = threading.Event()
@@ -174,7 +178,7 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
             with lock:
                 row["t_published"] = time.time_ns()
                 message = contract.pack({"request_id": rid, "endpoint": s.endpoint, "repetition": s.repetition,
-                                         "t_published": row["t_published"]}, payload)
+                                         "t_published": row["t_published"], **(smec.request_sent() if smec else {})}, payload)
                 row["request_bytes"] = len(message)
                 pending[rid] = row
             client.publish(contract.request_topic(s.endpoint), message, qos=s.qos)
@@ -189,10 +193,23 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     expire(time.time_ns(), everything=True)  # stopped early: still unanswered
     client.loop_stop()
     client.disconnect()
+    if smec:
+        smec.close()
     records.close()
     if rates:
         rates.close()
     return 0
+
+
+def _smec_client():
+    """SMEC's client timing daemon when the run has SMEC's edge manager."""
+    edge = os.environ.get(contract.Env.SMEC_EDGE)
+    if not edge:
+        return None
+    from smec_edge.api import Client
+
+    host, _, port = edge.rpartition(":")
+    return Client(host, int(port))
 
 
 def run_server(app_cls: type[ServerApp]) -> int:
@@ -202,8 +219,17 @@ def run_server(app_cls: type[ServerApp]) -> int:
     inbox: queue.Queue = queue.Queue()
     log = _CsvLog(s.server_log, contract.SERVER_FIELDS)
 
+    smec, smec_log, slo_ns = _smec_edge()
+
+    def on_request(_c, _u, m) -> None:
+        t = time.time_ns()
+        if smec:  # the arrival, timed where it happens (the network thread)
+            header, _ = contract.unpack(m.payload)
+            smec.request_arrived(header, header["request_id"])
+        inbox.put((t, m.payload))
+
     client = mqtt.Client(client_id=f"server-{s.repetition}", clean_session=True)
-    client.on_message = lambda _c, _u, m: inbox.put((time.time_ns(), m.payload))
+    client.on_message = on_request
     client.on_connect = lambda c, *_: c.subscribe(contract.request_topic("+"), qos=s.qos)
     connect(client, s.broker_host, s.broker_port)
     client.loop_start()
@@ -220,15 +246,39 @@ def run_server(app_cls: type[ServerApp]) -> int:
             continue
         t_start = time.time_ns()
         header, payload = contract.unpack(message)
+        budget = smec.processing_started(header["request_id"], "app", slo_ns) if smec else None
         result = app.process(payload)
         t_done = time.time_ns()
+        extra = {}
+        if smec:
+            smec.processing_ended(header["request_id"], "app")
+            extra = smec.response_sent(header)
+            with smec.lock:
+                net = smec.requests.get(header["request_id"], [None, None])[1]
+            smec_log.write({"repetition": header["repetition"], "endpoint": header["endpoint"], "request_id": header["request_id"],
+                            "network_est_ns": net, "budget_ns": budget})
         answer = {"request_id": header["request_id"], "t_server_received": t_recv, "t_server_start": t_start,
                   "t_server_done": t_done, "t_server_published": time.time_ns()}
-        client.publish(contract.response_topic(header["endpoint"]), contract.pack(answer, result), qos=s.qos)
+        client.publish(contract.response_topic(header["endpoint"]), contract.pack({**answer, **extra}, result), qos=s.qos)
         log.write({"repetition": header["repetition"], "endpoint": header["endpoint"], "request_bytes": len(message), **answer})
         served += 1
     client.loop_stop()
     client.disconnect()
     log.close()
+    if smec:
+        smec.close()
+        smec_log.close()
     print(f"server stopped after {served} requests", flush=True)
     return 0
+
+
+def _smec_edge():
+    """SMEC's edge timing (answers the endpoints' probes), its log and the app's SLO, when the run has it."""
+    edge = os.environ.get(contract.Env.SMEC_EDGE)
+    if not edge:
+        return None, None, 0
+    from smec_edge.api import EdgeTiming
+
+    _, _, port = edge.rpartition(":")
+    return (EdgeTiming(int(port)), _CsvLog(os.environ[contract.Env.SMEC_LOG], contract.SMEC_FIELDS),
+            int(float(os.environ.get(contract.Env.SMEC_SLO_MS, "100")) * 1e6))

@@ -204,6 +204,17 @@ class Cell(Strict):
     bulk: Bulk = Bulk()
 
 
+class EdgeManager(Strict):
+    """What manages the edge node's resources for the workload (docs/smec.md)."""
+
+    kind: Literal["default", "smec"] = "default"  # default: Linux's scheduler; smec: SMEC's edge manager (timing so far)
+    slo_ms: float = Field(default=100.0, gt=0, le=60000)  # the app's SLO, for SMEC's budgets
+
+
+class Edge(Strict):
+    manager: EdgeManager = EdgeManager()
+
+
 class ExperimentFile(Strict):
     experiment: Experiment
     provider: Provider = Provider()
@@ -212,6 +223,7 @@ class ExperimentFile(Strict):
     core: Core = Core()
     workload: Workload = Workload()
     cell: Cell | None = None
+    edge: Edge = Edge()
 
 
 def queue_args_problems(kind: str, args: str) -> list[str]:

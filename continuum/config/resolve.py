@@ -145,6 +145,8 @@ class ExperimentSpec:
     core: CoreSpec
     workload: WorkloadSpec
     cell: CellSpec | None = None
+    edge_manager: str = "default"  # default | smec
+    smec_slo_ms: float = 100.0
 
     def role(self, role: str) -> tuple[NodeSpec, ...]:
         return tuple(n for n in self.nodes if n.role == role)
@@ -372,6 +374,9 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         bad("experiment.output", "a control character (line break, NUL, ...) or '{name}' (the emulator's log-name "
                                  "template) in the output folder's name would send the run's logs elsewhere; "
                                  "choose another folder")
+    em = p["edge"].manager if p.get("edge") is not None else raw.EdgeManager()
+    if em.kind == "smec" and workload is not None and workload.runtime == "container" and not failed("edge.manager.kind"):
+        bad("edge.manager.kind", "SMEC's edge manager runs with process workloads so far; set workload.runtime = \"process\"")
     if issues or e is None or mobile is None or core is None or workload is None:
         return None
     out = Path(e.output)
@@ -381,6 +386,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         source=path.resolve(), text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), name=e.name, seed=e.seed,
         duration_s=e.duration_s, warmup_s=e.warmup_s, repetitions=e.repetitions, output=out,
         provider=p["provider"].kind, nodes=tuple(nodes), mobile=mobile, core=core, workload=workload, cell=cell,
+        edge_manager=em.kind, smec_slo_ms=em.slo_ms,
     )
 
 

@@ -37,6 +37,7 @@ MQTT_PORT = 1883
 BULK_NET_OFFSET = 100  # bulk UE i lives in 10.200.(100+i).0/24 (endpoints stay below 64)
 BULK_PORT = 5201  # bulk UE i's iperf3 server listens on BULK_PORT + i on the offload target
 NOTICE_PORT = 47000  # Tutti: the edge's request notices to a UE's address on this UDP port
+SMEC_PORT = 47100  # SMEC's timing: the endpoints' probes to the offload target, its ACKs back (UDP)
 NODE_IF = "eth0"  # a node's one interface
 
 

@@ -119,6 +119,7 @@ class Manifest(BaseModel):
     verification: dict[str, Any] | None = None
     workload: WorkloadFacts = WorkloadFacts()
     cell: dict[str, Any] | None = None  # the shared cell as run (schedulers, timings, members with class and SLO)
+    edge_manager: dict[str, Any] | None = None  # what managed the edge node: default (Linux) or smec
 
 
 def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> Manifest:
@@ -141,6 +142,7 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
               "jitter_ms": spec.core.jitter_ms, "delay_mechanism": spec.core.mechanism},
         versions=versions(),
         host=host(),
+        edge_manager={"kind": spec.edge_manager, **({"slo_ms": spec.smec_slo_ms} if spec.edge_manager == "smec" else {})},
         cell=None if spec.cell is None else {
             **{k: v for k, v in dataclasses.asdict(spec.cell).items() if k != "members"},
             "members": [{"name": m.name, "cls": m.cls, "slo_ms": m.slo_ms,

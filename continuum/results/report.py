@@ -16,7 +16,11 @@ def build(run_dir: Path) -> tuple[dict, list[Path]]:
     if not raw.is_dir():
         raise ContinuumError(f"{run_dir} is not a run folder (no raw/ inside); give a folder under runs/")
     df = tables.merge(sorted(raw.glob("requests-*.csv")), sorted(raw.glob("server-*.csv")))
+    df = tables.add_smec(df, sorted(raw.glob("smec-*.csv")))
     summary = tables.summarize(df)
+    smec = tables.smec_summary(df)
+    if smec is not None:
+        summary["smec"] = smec
     c = cell.summarize(run_dir, df, timeline.of_requests(df))
     if c is not None:
         summary["cell"] = c

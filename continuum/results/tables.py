@@ -43,6 +43,35 @@ def add_metrics(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def add_smec(df: pd.DataFrame, smec_csvs: list[Path]) -> pd.DataFrame:
+    """SMEC's estimates beside each request: its network-time estimate and
+    the truth (uplink + downlink on the shared clock), and its budget."""
+    parts = [pd.read_csv(p) for p in smec_csvs if p.exists() and p.stat().st_size > 0]
+    if not parts:
+        return df
+    est = pd.concat(parts, ignore_index=True).drop_duplicates("request_id")
+    est["request_id"] = est["request_id"].astype(str)
+    df = df.merge(est[["request_id", "network_est_ns", "budget_ns"]], on="request_id", how="left")
+    df["network_est_ms"] = df["network_est_ns"] / 1e6
+    df["network_true_ms"] = df["uplink_ms"] + df["downlink_ms"]
+    df["network_err_ms"] = df["network_est_ms"] - df["network_true_ms"]
+    df["budget_ms"] = df["budget_ns"] / 1e6
+    return df.drop(columns=["network_est_ns", "budget_ns"])
+
+
+def smec_summary(df: pd.DataFrame) -> dict | None:
+    """How close SMEC's network estimate came (answered, measured requests)."""
+    if "network_err_ms" not in df:
+        return None
+    m = df[(df["phase"] == "measure") & (df["status"] == "ok")]
+    err = m["network_err_ms"].dropna().abs()
+    out: dict = {"requests": int(len(m)), "estimated": int(len(err))}
+    if len(err):
+        out.update({"network_abs_error_ms_p50": float(np.percentile(err, 50)), "network_abs_error_ms_p90": float(np.percentile(err, 90)),
+                    "network_abs_error_ms_max": float(err.max())})
+    return out
+
+
 def merge(endpoint_csvs: list[Path], server_csvs: list[Path]) -> pd.DataFrame:
     """All endpoints' rows, with `dropped` (the server never saw the request) and the metrics."""
     parts = []

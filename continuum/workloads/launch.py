@@ -87,9 +87,11 @@ def _limits(spec: ExperimentSpec, node: Node) -> NodeSpec:
 
 def server_env(spec: ExperimentSpec, node: Node, raw: Path, rep: int) -> dict[str, str]:
     threads = str(max(1, math.floor(_limits(spec, node).cpus)))
+    smec = {Env.SMEC_EDGE: f"0.0.0.0:{netplan.SMEC_PORT}", Env.SMEC_LOG: str(raw / f"smec-{node.name}.csv"),
+            Env.SMEC_SLO_MS: f"{spec.smec_slo_ms:g}"} if spec.edge_manager == "smec" else {}
     return {**_common(spec, "127.0.0.1", rep, spec.seed), Env.THREADS: threads, "OMP_NUM_THREADS": threads,
             Env.SERVER_LOG: str(raw / f"server-{node.name}.csv"),
-            Env.READY_FILE: str(raw / f"server-ready-r{rep}.json"), Env.MODEL_CACHE: str(model_cache())}
+            Env.READY_FILE: str(raw / f"server-ready-r{rep}.json"), Env.MODEL_CACHE: str(model_cache()), **smec}
 
 
 def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: int) -> dict[str, str]:
@@ -100,7 +102,8 @@ def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: 
             Env.TIMEOUT_S: f"{w.timeout_s:g}", Env.PAYLOAD: json.dumps(dict(w.payload)),
             Env.CONGESTION_CONTROL: json.dumps(dict(w.congestion_control)),
             Env.RECORDS: str(raw / f"requests-{node.name}.csv"),
-            Env.RATE_LOG: str(raw / f"rate-{node.name}.csv")}
+            Env.RATE_LOG: str(raw / f"rate-{node.name}.csv"),
+            **({Env.SMEC_EDGE: f"{broker}:{netplan.SMEC_PORT}"} if spec.edge_manager == "smec" else {})}
 
 
 def start(spec: ExperimentSpec, side: str, node: Node, env: dict[str, str], run_dir: Path, run_id: str,

@@ -14,7 +14,8 @@ whatever the clocks' offset. A response is larger than an ACK, so its
 downlink takes longer: the edge puts T_ack_resp (time since it sent its
 last ACK) in the response, the client measures t_ack_resp (time since it
 received that ACK) and t_comp = t_ack_resp - T_ack_resp = d_down(response)
-- d_down(ACK), which it sends back in its next probe. The estimate of the
+- d_down(ACK), which it sends back in its next probe (see ClientClock for
+how the reference ACK and the compensation are chosen). The estimate of the
 request's whole network time is then
 
     t_network = T_ack_req - t_ack_req + t_comp = d_up(request) + d_down(response).
@@ -24,8 +25,9 @@ edge keeps the send times of its recent ACKs."""
 
 from __future__ import annotations
 
+import statistics
 import struct
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 PROBE = struct.Struct("!iI")  # compensation (us, signed), probe id
@@ -49,14 +51,27 @@ class Stamp:
     since_ack_ns: int  # t_ack_req (client) or T_ack_resp (edge)
 
 
+COMP_HISTORY = 10  # responses whose compensation the client's median is taken over
+REFERENCE_ACKS = 16  # recent ACKs the client picks its reference from
+
+
 class ClientClock:
-    """The client side's view: the last ACK received, and the compensation
-    learned from the last response, on the client's own clock."""
+    """The client side's view, on its own clock.
+
+    Two refinements of the bare method, both from what an ACK carries (its
+    send time on the edge's clock): the reference for a request is, of the
+    last 16 ACKs, the one whose downlink was quickest (least receive time
+    minus send time: the clocks' offset is the same for all), since an ACK
+    caught behind a downlink burst would add that burst to every estimate
+    until the next probe; and the compensation is measured against that
+    same quickest ACK and sent as the median of the last 10 responses', so
+    one response delayed by a burst does not skew the next second's
+    estimates either."""
 
     def __init__(self) -> None:
         self.next_probe_id = 1
-        self.last_ack: tuple[int, int] | None = None  # (id, received at, client ns)
-        self.acks: OrderedDict[int, int] = OrderedDict()  # id -> received at
+        self.acks: OrderedDict[int, tuple[int, int]] = OrderedDict()  # id -> (received at, client ns; sent at, edge ns)
+        self.comps: deque[int] = deque(maxlen=COMP_HISTORY)
         self.comp_ns = 0
 
     def probe(self) -> bytes:
@@ -67,25 +82,33 @@ class ClientClock:
 
     def ack(self, data: bytes, now_ns: int) -> None:
         """An ACK arrived (a late or repeated one is still a valid reference)."""
-        pid, _sent = ACK.unpack(data)
-        self.acks[pid] = now_ns
-        while len(self.acks) > KEEP_ACKS:
+        pid, sent = ACK.unpack(data)
+        self.acks[pid] = (now_ns, sent)
+        while len(self.acks) > REFERENCE_ACKS:
             self.acks.popitem(last=False)
-        if self.last_ack is None or pid >= self.last_ack[0]:
-            self.last_ack = (pid, now_ns)
+
+    def _quickest(self) -> tuple[int, int, int] | None:
+        """(id, received at, receive - send) of the recent ACK with the quickest downlink."""
+        if not self.acks:
+            return None
+        pid, (recv, sent) = min(self.acks.items(), key=lambda kv: (kv[1][0] - kv[1][1], -kv[0]))
+        return pid, recv, recv - sent
 
     def request_sent(self, now_ns: int) -> Stamp | None:
         """t_ack_req for a request leaving now (None before the first ACK)."""
-        if self.last_ack is None:
-            return None
-        return Stamp(self.last_ack[0], now_ns - self.last_ack[1])
+        q = self._quickest()
+        return None if q is None else Stamp(q[0], now_ns - q[1])
 
     def response_arrived(self, stamp: Stamp | None, now_ns: int) -> int | None:
-        """Learn t_comp from a response stamped by the edge; returns it (ns)."""
-        if stamp is None or stamp.ack_id not in self.acks:
+        """Learn t_comp from a response stamped by the edge (T_ack_resp after
+        its ACK `stamp.ack_id`); returns the compensation now in use (ns)."""
+        q = self._quickest()
+        if stamp is None or q is None or stamp.ack_id not in self.acks:
             return None
-        t_ack_resp = now_ns - self.acks[stamp.ack_id]
-        self.comp_ns = t_ack_resp - stamp.since_ack_ns
+        sent = self.acks[stamp.ack_id][1]
+        # (response's downlink + offset) - (quickest ACK's downlink + offset)
+        self.comps.append((now_ns - sent - stamp.since_ack_ns) - q[2])
+        self.comp_ns = int(statistics.median(self.comps))
         return self.comp_ns
 
 
