@@ -25,7 +25,7 @@ SERVER_FIELDS = ["repetition", "endpoint", "request_id", "request_bytes", "t_ser
                  "t_server_done", "t_server_published"]
 # With SMEC's edge manager: one row per request the server received, with SMEC's
 # estimates on the edge's clock (network: the request's uplink + its response's downlink).
-SMEC_FIELDS = ["repetition", "endpoint", "request_id", "network_est_ns", "budget_ns"]
+SMEC_FIELDS = ["repetition", "endpoint", "request_id", "network_est_ns", "budget_ns", "dropped"]
 # One row per sending-rate change made by application-level congestion control.
 RATE_FIELDS = ["t", "endpoint", "repetition", "rate", "reason", "latency_ms"]
 
@@ -57,6 +57,7 @@ class Env:
     SMEC_EDGE = "CONTINUUM_SMEC_EDGE"  # HOST:PORT of the edge's SMEC timing (unset: SMEC off)
     SMEC_LOG = "CONTINUUM_SMEC_LOG"  # server: one row per request with SMEC's estimates
     SMEC_SLO_MS = "CONTINUUM_SMEC_SLO_MS"  # server: the app's SLO, for budgets
+    SMEC_EARLY_DROP = "CONTINUUM_SMEC_EARLY_DROP"  # server: 1 (default) drops a request whose budget is spent
 
     @classmethod
     def names(cls) -> list[str]:

@@ -120,7 +120,8 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
             if row is None:
                 return  # answered after its timeout: already recorded as a timeout
             row.update({k: header[k] for k in ("t_server_received", "t_server_start", "t_server_done", "t_server_published")})
-            row.update({"status": "ok", "result": result[:64].decode("utf-8", "replace").replace("\n", " "),
+            row.update({"status": "early_drop" if header.get("smec_dropped") else "ok",
+                        "result": result[:64].decode("utf-8", "replace").replace("\n", " "),
                         "response_bytes": len(m.payload), "t_received": t})
             records.write(row)
             fresh.append((t - row["t_drawn"]) / 1e6)
@@ -220,6 +221,7 @@ def run_server(app_cls: type[ServerApp]) -> int:
     log = _CsvLog(s.server_log, contract.SERVER_FIELDS)
 
     smec, smec_log, slo_ns = _smec_edge()
+    smec_drop = os.environ.get(contract.Env.SMEC_EARLY_DROP, "1") == "1"
 
     def on_request(_c, _u, m) -> None:
         t = time.time_ns()
@@ -247,16 +249,20 @@ def run_server(app_cls: type[ServerApp]) -> int:
         t_start = time.time_ns()
         header, payload = contract.unpack(message)
         budget = smec.processing_started(header["request_id"], "app", slo_ns) if smec else None
-        result = app.process(payload)
+        # SMEC's early drop: a request whose budget is spent cannot make its SLO;
+        # the client is told at once (an empty answer marked smec_dropped).
+        dropped = smec_drop and budget is not None and budget <= 0
+        result = b"" if dropped else app.process(payload)
         t_done = time.time_ns()
-        extra = {}
+        extra: dict = {"smec_dropped": True} if dropped else {}
         if smec:
-            smec.processing_ended(header["request_id"], "app")
-            extra = smec.response_sent(header)
+            if not dropped:
+                smec.processing_ended(header["request_id"], "app")
+            extra.update(smec.response_sent(header))
             with smec.lock:
                 net = smec.requests.get(header["request_id"], [None, None])[1]
             smec_log.write({"repetition": header["repetition"], "endpoint": header["endpoint"], "request_id": header["request_id"],
-                            "network_est_ns": net, "budget_ns": budget})
+                            "network_est_ns": net, "budget_ns": budget, "dropped": int(dropped)})
         answer = {"request_id": header["request_id"], "t_server_received": t_recv, "t_server_start": t_start,
                   "t_server_done": t_done, "t_server_published": time.time_ns()}
         client.publish(contract.response_topic(header["endpoint"]), contract.pack({**answer, **extra}, result), qos=s.qos)

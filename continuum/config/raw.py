@@ -209,6 +209,7 @@ class EdgeManager(Strict):
 
     kind: Literal["default", "smec"] = "default"  # default: Linux's scheduler; smec: SMEC's edge manager (timing so far)
     slo_ms: float = Field(default=100.0, gt=0, le=60000)  # the app's SLO, for SMEC's budgets
+    early_drop: bool = True  # smec: drop a request whose budget is spent (the client is told)
 
 
 class Edge(Strict):

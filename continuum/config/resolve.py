@@ -147,6 +147,7 @@ class ExperimentSpec:
     cell: CellSpec | None = None
     edge_manager: str = "default"  # default | smec
     smec_slo_ms: float = 100.0
+    smec_early_drop: bool = True
 
     def role(self, role: str) -> tuple[NodeSpec, ...]:
         return tuple(n for n in self.nodes if n.role == role)
@@ -386,7 +387,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         source=path.resolve(), text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), name=e.name, seed=e.seed,
         duration_s=e.duration_s, warmup_s=e.warmup_s, repetitions=e.repetitions, output=out,
         provider=p["provider"].kind, nodes=tuple(nodes), mobile=mobile, core=core, workload=workload, cell=cell,
-        edge_manager=em.kind, smec_slo_ms=em.slo_ms,
+        edge_manager=em.kind, smec_slo_ms=em.slo_ms, smec_early_drop=em.early_drop,
     )
 
 

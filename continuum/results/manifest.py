@@ -142,7 +142,8 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
               "jitter_ms": spec.core.jitter_ms, "delay_mechanism": spec.core.mechanism},
         versions=versions(),
         host=host(),
-        edge_manager={"kind": spec.edge_manager, **({"slo_ms": spec.smec_slo_ms} if spec.edge_manager == "smec" else {})},
+        edge_manager={"kind": spec.edge_manager,
+                      **({"slo_ms": spec.smec_slo_ms, "early_drop": spec.smec_early_drop} if spec.edge_manager == "smec" else {})},
         cell=None if spec.cell is None else {
             **{k: v for k, v in dataclasses.asdict(spec.cell).items() if k != "members"},
             "members": [{"name": m.name, "cls": m.cls, "slo_ms": m.slo_ms,

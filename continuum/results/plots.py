@@ -43,9 +43,12 @@ def latency_over_time(df: pd.DataFrame, summary: dict, tl: Timeline, xlim: tuple
     for ep, g in df.groupby("endpoint"):
         ok = g[g["status"] == "ok"]
         ax.plot(tl.seconds(ok["t_drawn"]), ok["e2e_ms"], ".-", ms=3, lw=0.6, label=f"{ep}")
-        lost = g[g["status"] != "ok"]
+        lost = g[~g["status"].isin(["ok", "early_drop"])]
         if len(lost):
             ax.plot(tl.seconds(lost["t_drawn"]), [top * 1.05] * len(lost), "rx", label=f"{ep}: no answer (drawn at the top)")
+        early = g[g["status"] == "early_drop"]
+        if len(early):
+            ax.plot(tl.seconds(early["t_drawn"]), [top * 1.02] * len(early), "m|", label=f"{ep}: dropped early by SMEC (at the top)")
     e2e = summary["metrics"]["e2e_ms"]
     if e2e.get("count"):
         ax.axhline(e2e["median"], color="k", ls="--", lw=1, label=f"median {e2e['median']:.1f} ms (measured)")

@@ -6,7 +6,8 @@ M1 uplink = server received - endpoint published; M2 downlink = endpoint
 received - server published; M3 pre-processing = published - data drawn
 (drawing, pre-processing proper, framing); M4 server = server published -
 server received (queueing + processing). They add up exactly to end-to-end =
-received - drawn. `status` is ok, timeout (no answer within timeout_s) or
+received - drawn. `status` is ok, early_drop (SMEC's edge manager dropped it
+and said so: its budget was spent), timeout (no answer within timeout_s) or
 unanswered (the run was stopped first); `dropped` marks requests the server
 never received."""
 
@@ -60,10 +61,11 @@ def add_smec(df: pd.DataFrame, smec_csvs: list[Path]) -> pd.DataFrame:
 
 
 def smec_summary(df: pd.DataFrame) -> dict | None:
-    """How close SMEC's network estimate came (answered, measured requests)."""
+    """How close SMEC's network estimate came (measured requests that came
+    back, answered or dropped early: both crossed the network both ways)."""
     if "network_err_ms" not in df:
         return None
-    m = df[(df["phase"] == "measure") & (df["status"] == "ok")]
+    m = df[(df["phase"] == "measure") & df["status"].isin(["ok", "early_drop"])]
     err = m["network_err_ms"].dropna().abs()
     out: dict = {"requests": int(len(m)), "estimated": int(len(err))}
     if len(err):
@@ -102,7 +104,8 @@ def summarize(df: pd.DataFrame) -> dict:
     out: dict = {
         "requests": int(len(measured)),
         "answered": int(len(answered)),
-        "timeouts": int((measured["status"] != "ok").sum()),
+        "timeouts": int(measured["status"].isin(["timeout", "unanswered"]).sum()),
+        "early_drops": int((measured["status"] == "early_drop").sum()),
         "dropped": int(measured["dropped"].sum()) if "dropped" in measured else 0,
         "warmup_requests": int((df["phase"] == "warmup").sum()),
         "request_bytes_median": float(answered["request_bytes"].median()) if len(answered) else None,
@@ -174,7 +177,8 @@ def _metrics_table(summary: dict):
     from rich.table import Table
 
     t = Table(title=f"{summary['answered']} of {summary['requests']} requests answered "
-                    f"({summary['timeouts']} timeouts, {summary['dropped']} dropped); milliseconds")
+                    f"({summary['timeouts']} timeouts, {summary['dropped']} dropped"
+                    + (f", {summary['early_drops']} dropped early by SMEC" if summary.get("early_drops") else "") + "); milliseconds")
     for h in ("metric", "count", "median", "P95", "P99", "max"):
         t.add_column(h, justify="left" if h == "metric" else "right")
     for col, label in METRICS.items():

@@ -88,7 +88,8 @@ def _limits(spec: ExperimentSpec, node: Node) -> NodeSpec:
 def server_env(spec: ExperimentSpec, node: Node, raw: Path, rep: int) -> dict[str, str]:
     threads = str(max(1, math.floor(_limits(spec, node).cpus)))
     smec = {Env.SMEC_EDGE: f"0.0.0.0:{netplan.SMEC_PORT}", Env.SMEC_LOG: str(raw / f"smec-{node.name}.csv"),
-            Env.SMEC_SLO_MS: f"{spec.smec_slo_ms:g}"} if spec.edge_manager == "smec" else {}
+            Env.SMEC_SLO_MS: f"{spec.smec_slo_ms:g}", Env.SMEC_EARLY_DROP: "1" if spec.smec_early_drop else "0",
+            } if spec.edge_manager == "smec" else {}
     return {**_common(spec, "127.0.0.1", rep, spec.seed), Env.THREADS: threads, "OMP_NUM_THREADS": threads,
             Env.SERVER_LOG: str(raw / f"server-{node.name}.csv"),
             Env.READY_FILE: str(raw / f"server-ready-r{rep}.json"), Env.MODEL_CACHE: str(model_cache()), **smec}
