@@ -282,6 +282,15 @@ def _run(ctx: Run, provider) -> None:
         ctx.vital.append(Vital(f"the request-notice agent on {target.name}", agent, run_dir / "logs" / f"notice-agent-{target.name}.log"))
         ctx.phase(f"tutti: request notices from {target.name} to the RAN (UDP port {netplan.NOTICE_PORT})")
 
+    if spec.smec_quota is not None:
+        target = dep.nodes[plan.offload_target]
+        manager = launch.start_smec_manager(spec, target, run_dir)
+        ctx.undo.callback(launch.smec_manager_socket(run_dir).unlink, missing_ok=True)
+        ctx.undo.callback(stop_process, manager)
+        ctx.vital.append(Vital("SMEC's edge manager", manager, run_dir / "logs" / "smec-manager.log"))
+        unit, most, urgency = spec.smec_quota
+        ctx.phase(f"SMEC's edge manager on {target.name}: quota in {unit:g}-CPU steps up to {most:g}, urgent below {urgency:g} ms")
+
     ctx.undo.callback(launch.hand_over(run_dir / "raw", spec))
     man.workload.user = launch.user_note(spec)
     with NodeSampler([dep.nodes[n.name] for n in spec.nodes], run_dir / "nodes.csv"):

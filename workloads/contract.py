@@ -58,6 +58,7 @@ class Env:
     SMEC_LOG = "CONTINUUM_SMEC_LOG"  # server: one row per request with SMEC's estimates
     SMEC_SLO_MS = "CONTINUUM_SMEC_SLO_MS"  # server: the app's SLO, for budgets
     SMEC_EARLY_DROP = "CONTINUUM_SMEC_EARLY_DROP"  # server: 1 (default) drops a request whose budget is spent
+    SMEC_MANAGER = "CONTINUUM_SMEC_MANAGER"  # server: the edge manager daemon's socket (told each budget)
 
     @classmethod
     def names(cls) -> list[str]:

@@ -286,5 +286,6 @@ def _smec_edge():
     from smec_edge.api import EdgeTiming
 
     _, _, port = edge.rpartition(":")
-    return (EdgeTiming(int(port)), _CsvLog(os.environ[contract.Env.SMEC_LOG], contract.SMEC_FIELDS),
+    return (EdgeTiming(int(port), manager=os.environ.get(contract.Env.SMEC_MANAGER) or None),
+            _CsvLog(os.environ[contract.Env.SMEC_LOG], contract.SMEC_FIELDS),
             int(float(os.environ.get(contract.Env.SMEC_SLO_MS, "100")) * 1e6))

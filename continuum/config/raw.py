@@ -210,6 +210,10 @@ class EdgeManager(Strict):
     kind: Literal["default", "smec"] = "default"  # default: Linux's scheduler; smec: SMEC's edge manager (timing so far)
     slo_ms: float = Field(default=100.0, gt=0, le=60000)  # the app's SLO, for SMEC's budgets
     early_drop: bool = True  # smec: drop a request whose budget is spent (the client is told)
+    mode: Literal["quota", "off"] = "quota"  # smec: move the server's CPU quota (off: timing and drops only)
+    unit_cpus: float = Field(default=0.25, gt=0, le=64)  # quota mode: CPU bandwidth per step
+    max_cpus: float = Field(default=2.0, gt=0, le=256)  # quota mode: the most the server may get
+    urgency_ms: float | None = Field(default=None, gt=0, le=60000)  # urgent below this budget (default: a third of the SLO)
 
 
 class Edge(Strict):

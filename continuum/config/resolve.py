@@ -148,6 +148,7 @@ class ExperimentSpec:
     edge_manager: str = "default"  # default | smec
     smec_slo_ms: float = 100.0
     smec_early_drop: bool = True
+    smec_quota: tuple[float, float, float] | None = None  # quota mode: (unit, max, urgency ms); None: off
 
     def role(self, role: str) -> tuple[NodeSpec, ...]:
         return tuple(n for n in self.nodes if n.role == role)
@@ -378,6 +379,14 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     em = p["edge"].manager if p.get("edge") is not None else raw.EdgeManager()
     if em.kind == "smec" and workload is not None and workload.runtime == "container" and not failed("edge.manager.kind"):
         bad("edge.manager.kind", "SMEC's edge manager runs with process workloads so far; set workload.runtime = \"process\"")
+    if em.kind == "smec" and em.mode == "quota" and groups is not None and workload is not None and not failed("edge.manager"):
+        server = getattr(groups, workload.offload)
+        if server.cpus > em.max_cpus:
+            bad("edge.manager.max_cpus", f"{em.max_cpus:g} is below the server's own {server.cpus:g} CPUs (nodes.{workload.offload}.cpus), "
+                                         "where the manager starts")
+        elif abs(server.cpus / em.unit_cpus - round(server.cpus / em.unit_cpus)) > 1e-9:
+            bad("edge.manager.unit_cpus", f"nodes.{workload.offload}.cpus = {server.cpus:g} is not a whole number of "
+                                          f"{em.unit_cpus:g}-CPU steps")
     if issues or e is None or mobile is None or core is None or workload is None:
         return None
     out = Path(e.output)
@@ -388,6 +397,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         duration_s=e.duration_s, warmup_s=e.warmup_s, repetitions=e.repetitions, output=out,
         provider=p["provider"].kind, nodes=tuple(nodes), mobile=mobile, core=core, workload=workload, cell=cell,
         edge_manager=em.kind, smec_slo_ms=em.slo_ms, smec_early_drop=em.early_drop,
+        smec_quota=(em.unit_cpus, em.max_cpus, em.urgency_ms or em.slo_ms / 3) if em.kind == "smec" and em.mode == "quota" else None,
     )
 
 

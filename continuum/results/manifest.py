@@ -143,7 +143,9 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
         versions=versions(),
         host=host(),
         edge_manager={"kind": spec.edge_manager,
-                      **({"slo_ms": spec.smec_slo_ms, "early_drop": spec.smec_early_drop} if spec.edge_manager == "smec" else {})},
+                      **({"slo_ms": spec.smec_slo_ms, "early_drop": spec.smec_early_drop,
+                          "quota": None if spec.smec_quota is None else dict(zip(("unit_cpus", "max_cpus", "urgency_ms"), spec.smec_quota))}
+                         if spec.edge_manager == "smec" else {})},
         cell=None if spec.cell is None else {
             **{k: v for k, v in dataclasses.asdict(spec.cell).items() if k != "members"},
             "members": [{"name": m.name, "cls": m.cls, "slo_ms": m.slo_ms,

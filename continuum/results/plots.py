@@ -240,6 +240,8 @@ def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5
         made.append(plots / "sending_rate.png")
     if nodes(samples, node_limits(run_dir), tl, xlim, plots / "nodes.png"):
         made.append(plots / "nodes.png")
+    if smec_manager(run_dir, df, tl, xlim, plots / "smec_manager.png"):
+        made.append(plots / "smec_manager.png")
     if cell_share(run_dir, tl, xlim, plots / "cell_share.png", bin_s):
         made.append(plots / "cell_share.png")
     c = summary.get("cell")
@@ -309,6 +311,45 @@ def ran_latency_cdf(df: pd.DataFrame, cell_summary: dict, one_way_ms: float, mem
     ax.set_title(f"shared cell, uplink scheduler {cell_summary.get('uplink') or 'private'}", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def smec_manager(run_dir: Path, df: pd.DataFrame, tl: Timeline, xlim: tuple[float, float], out: Path) -> bool:
+    """SMEC's edge manager: the server's CPU quota over time against each
+    request's budget when its processing started (measured: the manager's
+    decision log and the server's estimates)."""
+    path = run_dir / "raw" / "smec-decisions.csv"
+    if not path.exists() or "budget_ms" not in df:
+        return False
+    dec = pd.read_csv(path)
+    if dec.empty:
+        return False
+    fig, (q, b) = plt.subplots(2, 1, figsize=(9, 5.5), sharex=True)
+    t = tl.seconds(dec["t_ns"])
+    q.step(list(t) + [xlim[1]], list(dec["cpus"]) + [dec["cpus"].iloc[-1]], where="post", color="C0")
+    q.set_ylabel("server's CPU quota\n(CPUs, SMEC's decisions)")
+    q.set_ylim(0, max(dec["cpus"].max() * 1.2, 0.5))
+    q.set_title(f"SMEC's edge manager: {int((dec['why'].str.startswith('urgent')).sum())} raises on urgency, "
+                f"{int((dec['why'].str.startswith('idle')).sum())} returns when under 60% used", fontsize=10)
+    r = df.dropna(subset=["budget_ms"])
+    kept, dropped = r[r["status"] != "early_drop"], r[r["status"] == "early_drop"]
+    b.plot(tl.seconds(kept["t_server_start"]), kept["budget_ms"], ".", ms=3, label="budget at processing start")
+    if len(dropped):
+        b.plot(tl.seconds(dropped["t_server_start"]), dropped["budget_ms"], "rx", ms=4, label="budget spent: dropped early")
+    b.axhline(0, color="k", lw=0.8)
+    man = run_dir / "manifest.json"
+    quota = (json.loads(man.read_text()).get("edge_manager") or {}).get("quota") if man.exists() else None
+    if quota:
+        b.axhline(quota["urgency_ms"], color="C1", ls="--", lw=1, label=f"urgent below {quota['urgency_ms']:g} ms")
+    b.set_ylabel("request budget (ms)")
+    b.set_xlabel(TIME_LABEL)
+    b.legend(fontsize=8, loc="lower left")
+    for ax in (q, b):
+        _shade(ax, tl, xlim, legend=False)
+        ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

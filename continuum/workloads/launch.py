@@ -85,10 +85,17 @@ def _limits(spec: ExperimentSpec, node: Node) -> NodeSpec:
     return found[0]
 
 
+def smec_manager_socket(run_dir: Path) -> Path:
+    """Where SMEC's edge manager daemon listens for budgets: in raw/, the one
+    folder of the run a sandboxed server sees (removed at teardown)."""
+    return run_dir / "raw" / "smec-manager.sock"
+
+
 def server_env(spec: ExperimentSpec, node: Node, raw: Path, rep: int) -> dict[str, str]:
     threads = str(max(1, math.floor(_limits(spec, node).cpus)))
     smec = {Env.SMEC_EDGE: f"0.0.0.0:{netplan.SMEC_PORT}", Env.SMEC_LOG: str(raw / f"smec-{node.name}.csv"),
             Env.SMEC_SLO_MS: f"{spec.smec_slo_ms:g}", Env.SMEC_EARLY_DROP: "1" if spec.smec_early_drop else "0",
+            Env.SMEC_MANAGER: str(smec_manager_socket(raw.parent)) if spec.smec_quota else "",
             } if spec.edge_manager == "smec" else {}
     return {**_common(spec, "127.0.0.1", rep, spec.seed), Env.THREADS: threads, "OMP_NUM_THREADS": threads,
             Env.SERVER_LOG: str(raw / f"server-{node.name}.csv"),
@@ -129,3 +136,33 @@ def start(spec: ExperimentSpec, side: str, node: Node, env: dict[str, str], run_
     return node.start(argv, log, env, cwd=cwd, sandbox=sandbox(spec, run_dir)), None
 
 
+
+
+def start_smec_manager(spec: ExperimentSpec, node: Node, run_dir: Path) -> subprocess.Popen:
+    """SMEC's edge manager daemon (smec_edge.manager) for the server's node:
+    root, on the host and outside the node's cgroup (its own work must not
+    count against the quota it manages); listening when this returns."""
+    from continuum.runtime import wait_for
+
+    assert spec.smec_quota is not None and node.cgroup is not None
+    unit, most, urgency_ms = spec.smec_quota
+    cpus = _limits(spec, node).cpus
+    sock = smec_manager_socket(run_dir)
+    argv = [sys.executable, "-m", "smec_edge.manager", "--socket", str(sock),
+            "--cpu-dir", str(node.cgroup.dirs["cpu"]), "--cpuacct-dir", str(node.cgroup.dirs["cpuacct"]),
+            "--cgroup-version", str(node.cgroup.version), "--unit-cpus", f"{unit:g}", "--units", str(round(cpus / unit)),
+            "--max-units", str(int(most / unit + 1e-9)), "--threshold-ms", f"{urgency_ms:g}",
+            "--log", str(run_dir / "raw" / "smec-decisions.csv")]
+    log = open(run_dir / "logs" / "smec-manager.log", "ab")
+    try:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    finally:
+        log.close()
+
+    def listening() -> bool:
+        if proc.poll() is not None:
+            raise ProviderError(f"SMEC's edge manager exited ({proc.returncode}); see {run_dir}/logs/smec-manager.log")
+        return sock.exists()
+
+    wait_for(listening, 15, "SMEC's edge manager")
+    return proc

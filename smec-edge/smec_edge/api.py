@@ -88,8 +88,14 @@ class EdgeTiming:
     """The edge's side: answers every client's probes (a thread), estimates
     each request's network time, keeps processing times, computes budgets."""
 
-    def __init__(self, port: int, bind: str = "0.0.0.0", clock: Callable[[], int] = time.monotonic_ns) -> None:
+    def __init__(self, port: int, bind: str = "0.0.0.0", clock: Callable[[], int] = time.monotonic_ns,
+                 manager: str | None = None) -> None:
+        """manager: the edge manager daemon's socket (manager.py), told each budget."""
         self.clock = clock
+        self.manager = None
+        if manager:
+            self.manager = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self.manager_path = manager
         self.clients: dict[str, EdgeClock] = {}
         self.processing = ProcessingTimes()
         # request id -> [arrival, network estimate, processing start] (edge clock, ns)
@@ -139,7 +145,13 @@ class EdgeTiming:
             if r is None:
                 return None
             r[2] = now
-            return None if r[1] is None else budget_ns(slo_ns, r[1], now - r[0], self.processing.median_ns(app))
+            b = None if r[1] is None else budget_ns(slo_ns, r[1], now - r[0], self.processing.median_ns(app))
+        if b is not None and self.manager is not None:
+            try:
+                self.manager.sendto(f"{app} {b}".encode(), self.manager_path)
+            except OSError:
+                pass  # the manager is gone or busy: the request is still served
+        return b
 
     def processing_ended(self, request_id: str, app: str) -> None:
         now = self.clock()
