@@ -197,3 +197,25 @@ def test_one_definition_per_fact():
         assert f"`{name}`" in docs, f"{name} is set by continuum but not described in docs/workloads.md"
     launch = (REPO / "continuum" / "workloads" / "launch.py").read_text()
     assert '"CONTINUUM_' not in launch, "launch.py spells a variable name instead of using workloads.contract.Env"
+
+
+def test_edge_manager_keys_are_checked(tmp_path):
+    """[edge.manager]: the quota must start at the server's own CPUs, in whole
+    steps, and SMEC needs process workloads; every problem named."""
+    base = HERE / "good-minimal.toml"
+    f = tmp_path / "m.toml"
+    f.write_text(base.read_text() + '\n[nodes.edge]\ncpus = 0.3\n\n[edge.manager]\nkind = "smec"\nmax_cpus = 0.2\nmode = "cores"\n')
+    with pytest.raises(ConfigError) as e:
+        config.load(f)
+    assert {i.key for i in e.value.issues} == {"edge.manager.mode"}  # a schema error stops the checks on that table
+    f.write_text(base.read_text() + '\n[nodes.edge]\ncpus = 0.3\n\n[edge.manager]\nkind = "smec"\n')
+    with pytest.raises(ConfigError) as e:
+        config.load(f)
+    assert [i.key for i in e.value.issues] == ["edge.manager.unit_cpus"] and "0.25-CPU steps" in str(e.value)
+    f.write_text(base.read_text() + '\n[nodes.edge]\ncpus = 1.0\n\n[edge.manager]\nkind = "smec"\nmax_cpus = 0.5\n')
+    with pytest.raises(ConfigError) as e:
+        config.load(f)
+    assert [i.key for i in e.value.issues] == ["edge.manager.max_cpus"]
+    f.write_text(base.read_text() + '\n[edge.manager]\nkind = "smec"\nslo_ms = 90\n')
+    spec = config.load(f)
+    assert spec.edge_manager == "smec" and spec.smec_quota == (0.25, 2.0, 30.0)
