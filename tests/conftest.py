@@ -53,3 +53,20 @@ def root_netns():
     for tool in ("ip", "iperf3", "ping"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed; run ./setup.sh")
+
+
+
+@pytest.fixture(scope="session")
+def continuum_run():
+    """`continuum run CONFIG` from a folder, as a user would: returns a
+    function giving the result folder of the run called NAME (the test
+    fails with the run's output if the run failed)."""
+    import sys
+
+    def run(config: Path, cwd: Path, name: str) -> Path:
+        p = subprocess.run([sys.executable, "-m", "continuum", "run", str(config)], capture_output=True, text=True,
+                           cwd=cwd, timeout=600)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        return sorted((cwd / "runs").glob(f"*-{name}"))[-1]
+
+    return run

@@ -87,25 +87,29 @@ def test_two_links_in_one_process_are_shaped_independently(mml, tmp_path, two_ue
         assert len(dep) > 1000
 
 
+def _uploads_through_a_cell(mml, tmp_path, lab, scheduler: str, channels: dict) -> tuple[list[float], float]:
+    """Two TCP uploads at once through an uplink cell under `scheduler`,
+    one link per (name, channel trace); the cell's log in tmp_path/cell-{dir}.log."""
+    ran, core, ues = lab
+    stats = tmp_path / "stats.json"
+    links = [f"--link=name={name},ue=ue{i},core=c{i},up={t},down={t}" for i, (name, t) in enumerate(channels.items())]
+    emu = subprocess.Popen(["ip", "netns", "exec", ran, str(mml), "forward", *links,
+                            f"--uplink-cell={scheduler}", "--uplink-queue=droptail", "--uplink-queue-args=packets=300",
+                            f"--cell-log={tmp_path}/cell-{{dir}}.log", f"--stats={stats}"], stderr=subprocess.PIPE, text=True)
+    try:
+        wait_stats(stats, lambda links: True, emu)
+        return undisturbed(lambda: _two_uploads(core, ues))
+    finally:
+        emu.send_signal(signal.SIGTERM)
+        assert emu.wait(timeout=10) == 0
+
+
 def test_two_links_in_a_shared_cell_split_it_round_robin(mml, tmp_path, two_ue_lab):
     """--uplink-cell=rr: the two UEs' uplinks share one 48 Mbit/s cell (each
     channel is the whole cell's); two TCP uploads at once each get about
     half, where private links would each get all 48."""
-    ran, core, ues = two_ue_lab
     c48 = constant_trace(tmp_path / "c48", 48)
-    stats = tmp_path / "stats.json"
-    emu = subprocess.Popen(["ip", "netns", "exec", ran, str(mml), "forward",
-                            f"--link=name=a,ue=ue0,core=c0,up={c48},down={c48}",
-                            f"--link=name=b,ue=ue1,core=c1,up={c48},down={c48}",
-                            "--uplink-cell=rr", "--uplink-queue=droptail", "--uplink-queue-args=packets=300",
-                            f"--cell-log={tmp_path}/cell-{{dir}}.log", f"--stats={stats}"], stderr=subprocess.PIPE, text=True)
-    try:
-        wait_stats(stats, lambda links: True, emu)
-
-        rates, steal = undisturbed(lambda: _two_uploads(core, ues))
-    finally:
-        emu.send_signal(signal.SIGTERM)
-        assert emu.wait(timeout=10) == 0
+    rates, steal = _uploads_through_a_cell(mml, tmp_path, two_ue_lab, "rr", {"a": c48, "b": c48})
     goodput = 48e6 * 1448 / 1500
     assert 0.85 * goodput <= sum(rates) <= 1.02 * goodput, (rates, f"CPU steal {steal:.0%}")  # together: the cell
     assert 0.8 <= rates[0] / rates[1] <= 1.25, (rates, f"CPU steal {steal:.0%}")                # each about half
@@ -127,20 +131,8 @@ def test_proportional_fair_cell_gives_equal_time_to_channels_at_2_to_1(mml, tmp_
     """--uplink-cell=pf with the UEs' channels at 48 and 24 Mbit/s, both
     uploading: PF's fixed point for backlogged UEs is equal time (equal
     blocks), so the rates follow the channels, 2:1, about 24 and 12 Mbit/s."""
-    ran, core, ues = two_ue_lab
     c48, c24 = constant_trace(tmp_path / "c48", 48), constant_trace(tmp_path / "c24", 24)
-    stats = tmp_path / "stats.json"
-    emu = subprocess.Popen(["ip", "netns", "exec", ran, str(mml), "forward",
-                            f"--link=name=good,ue=ue0,core=c0,up={c48},down={c48}",
-                            f"--link=name=poor,ue=ue1,core=c1,up={c24},down={c24}",
-                            "--uplink-cell=pf", "--uplink-queue=droptail", "--uplink-queue-args=packets=300",
-                            f"--cell-log={tmp_path}/cell-{{dir}}.log", f"--stats={stats}"], stderr=subprocess.PIPE, text=True)
-    try:
-        wait_stats(stats, lambda links: True, emu)
-        rates, steal = undisturbed(lambda: _two_uploads(core, ues))
-    finally:
-        emu.send_signal(signal.SIGTERM)
-        assert emu.wait(timeout=10) == 0
+    rates, steal = _uploads_through_a_cell(mml, tmp_path, two_ue_lab, "pf", {"good": c48, "poor": c24})
     assert 1.6 <= rates[0] / rates[1] <= 2.4, (rates, f"CPU steal {steal:.0%}")
     goodput = 1448 / 1500
     assert 0.8 * 36e6 * goodput <= sum(rates) <= 1.02 * 36e6 * goodput, (rates, f"CPU steal {steal:.0%}")

@@ -14,14 +14,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "continuum"]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
 
 STARVATION_MS = 10.0
@@ -66,20 +63,17 @@ bulk = {{ count = 2 }}
 """
 
 
-def _run(tmp: Path, scheduler: str) -> Path:
-    cfg = tmp / f"{scheduler}.toml"
-    cfg.write_text(CONFIG.format(scheduler=scheduler, out=tmp / "runs", starvation=STARVATION_MS))
-    p = subprocess.run([*CLI, "run", str(cfg)], capture_output=True, text=True, cwd=tmp, timeout=300)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    return sorted((tmp / "runs").glob(f"*-cell-{scheduler}"))[-1]
-
-
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, continuum_run):
     tmp = tmp_path_factory.mktemp("cell")
     shutil.copy(REPO / "workloads" / "example" / "app.py", tmp / "app.py")
     tmp.chmod(0o755)  # the app runs as nobody from this folder (pytest makes it 0700)
-    return {s: _run(tmp, s) for s in ("smec", "pf", "tutti")}
+    out = {}
+    for s in ("smec", "pf", "tutti"):
+        cfg = tmp / f"{s}.toml"
+        cfg.write_text(CONFIG.format(scheduler=s, out=tmp / "runs", starvation=STARVATION_MS))
+        out[s] = continuum_run(cfg, tmp, f"cell-{s}")
+    return out
 
 
 def _cell(run_dir: Path) -> dict:

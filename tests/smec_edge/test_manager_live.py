@@ -8,14 +8,11 @@ of it. Both runs are the same file but for [edge.manager]."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-CLI = [sys.executable, "-m", "continuum"]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
 SLO_MS, URGENT_MS = 150, 50
 
@@ -54,18 +51,15 @@ max_cpus = 2.0
 """
 
 
-def _run(tmp: Path, name: str, extra: str) -> Path:
-    cfg = tmp / f"{name}.toml"
-    cfg.write_text(CONFIG.format(name=name, out=tmp / "runs") + extra)
-    p = subprocess.run([*CLI, "run", str(cfg)], capture_output=True, text=True, cwd=tmp, timeout=300)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    return sorted((tmp / "runs").glob(f"*-{name}"))[-1]
-
-
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, continuum_run):
     tmp = tmp_path_factory.mktemp("manager")
-    return {"default": _run(tmp, "edge-default", ""), "smec": _run(tmp, "edge-smec", SMEC.format(slo=SLO_MS, urgent=URGENT_MS))}
+    out = {}
+    for key, name, extra in (("default", "edge-default", ""), ("smec", "edge-smec", SMEC.format(slo=SLO_MS, urgent=URGENT_MS))):
+        cfg = tmp / f"{name}.toml"
+        cfg.write_text(CONFIG.format(name=name, out=tmp / "runs") + extra)
+        out[key] = continuum_run(cfg, tmp, name)
+    return out
 
 
 def _slo_met(run_dir: Path) -> float:

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-CLI = [sys.executable, "-m", "continuum"]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
 
 CONFIG = """
@@ -51,13 +48,11 @@ slo_ms = 80
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
+def run_dir(tmp_path_factory, continuum_run) -> Path:
     tmp = tmp_path_factory.mktemp("smec")
     cfg = tmp / "smec-timing.toml"
     cfg.write_text(CONFIG.format(out=tmp / "runs"))
-    p = subprocess.run([*CLI, "run", str(cfg)], capture_output=True, text=True, cwd=tmp, timeout=300)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    return sorted((tmp / "runs").glob("*"))[-1]
+    return continuum_run(cfg, tmp, "smec-timing")
 
 
 def test_network_estimate_follows_the_true_one_way_times(run_dir):
