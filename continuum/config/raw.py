@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from workloads import congestion
 
@@ -46,6 +46,15 @@ def parse_memory(value: str | int) -> int:
     return n
 
 
+def _memory(v: Union[int, str]) -> Union[int, str]:
+    parse_memory(v)
+    return v
+
+
+# A size as written ("512M", "2G" or bytes), checked where it is read.
+Memory = Annotated[Union[int, str], AfterValidator(_memory)]
+
+
 class Experiment(Strict):
     name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     seed: int = Field(default=1, ge=0)
@@ -62,13 +71,7 @@ class Provider(Strict):
 class NodeGroup(Strict):
     count: int = Field(default=1, ge=0, le=64)
     cpus: float = Field(default=1.0, gt=0, le=256)
-    memory: Union[int, str] = "1G"
-
-    @field_validator("memory")
-    @classmethod
-    def _memory(cls, v: Union[int, str]) -> Union[int, str]:
-        parse_memory(v)
-        return v
+    memory: Memory = "1G"
 
 
 class Nodes(Strict):
@@ -170,13 +173,7 @@ class Bulk(Strict):
     count: int = Field(default=0, ge=0, le=32)
     direction: Literal["uplink", "downlink"] = "uplink"
     cpus: float = Field(default=0.5, gt=0, le=256)
-    memory: Union[int, str] = "256M"
-
-    @field_validator("memory")
-    @classmethod
-    def _memory(cls, v: Union[int, str]) -> Union[int, str]:
-        parse_memory(v)
-        return v
+    memory: Memory = "256M"
 
 
 class Cell(Strict):

@@ -92,6 +92,21 @@ def table(points: dict[str, tuple[dict, pd.DataFrame]]) -> str:
     return "\n".join(rows)
 
 
+def _log_cdf(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
+    """The CDF figures' common finish: log x axis, labels, grid, legend, saved."""
+    ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1.01)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def figures(points: dict[str, tuple[dict, pd.DataFrame]], out: Path) -> list[Path]:
     made = []
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
@@ -102,17 +117,9 @@ def figures(points: dict[str, tuple[dict, pd.DataFrame]], out: Path) -> list[Pat
     for slo, y in ((100, 0.03), (150, 0.1)):
         ax.axvline(slo, color="0.3", ls="--", lw=1)
         ax.text(slo, y, f" SLO {slo} ms", fontsize=8, color="0.3")
-    ax.set_xscale("log")
-    ax.set_xlabel("RAN latency per latency-critical request (ms, log scale): uplink less the core's one-way delay")
-    ax.set_ylabel("fraction of requests (unanswered: never)")
-    ax.set_ylim(0, 1.01)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="upper left")
-    ax.set_title("Latency-critical uplink in a shared 5G cell, per uplink scheduler (measured)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out / "ran_latency_cdf.png", dpi=120)
-    plt.close(fig)
-    made.append(out / "ran_latency_cdf.png")
+    made.append(_log_cdf(fig, ax, "RAN latency per latency-critical request (ms, log scale): uplink less the core's one-way delay",
+                         "fraction of requests (unanswered: never)",
+                         "Latency-critical uplink in a shared 5G cell, per uplink scheduler (measured)", out / "ran_latency_cdf.png"))
 
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     for s in ("smec", "tutti"):
@@ -123,17 +130,9 @@ def figures(points: dict[str, tuple[dict, pd.DataFrame]], out: Path) -> list[Pat
                         label=f"{LABEL[s]}: P50 {np.percentile(e, 50):.1f} ms, P99 {np.percentile(e, 99):.1f} ms")
     ax.axvline(10, color="0.3", ls=":", lw=1)
     ax.text(10, 0.5, " SMEC paper:\n P99 about 10 ms", fontsize=8, color="0.3")
-    ax.set_xscale("log")
-    ax.set_xlabel("request start estimate minus the app's send time (ms, log scale; below 0.1 drawn at 0.1)")
-    ax.set_ylabel("fraction of requests")
-    ax.set_ylim(0, 1.01)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="upper left")
-    ax.set_title("When the uplink scheduler learns that a request started (measured)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(out / "start_error_cdf.png", dpi=120)
-    plt.close(fig)
-    made.append(out / "start_error_cdf.png")
+    made.append(_log_cdf(fig, ax, "request start estimate minus the app's send time (ms, log scale; below 0.1 drawn at 0.1)",
+                         "fraction of requests", "When the uplink scheduler learns that a request started (measured)",
+                         out / "start_error_cdf.png"))
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.6))
     names = list(points)
