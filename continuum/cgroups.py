@@ -62,11 +62,13 @@ class Cgroup:
 
     @property
     def procs_files(self) -> list[Path]:
+        """What a process joining the node writes its pid to."""
         return sorted({d / "cgroup.procs" for d in self.dirs.values()})
 
     def pids(self) -> set[int]:
+        """The node's processes, its child cgroups' too (SMEC's manager makes one per app in quota mode)."""
         out: set[int] = set()
-        for f in self.procs_files:
+        for f in sorted({f for d in self.dirs.values() for f in d.glob("**/cgroup.procs")}):
             try:
                 out |= {int(x) for x in f.read_text().split()}
             except OSError:
@@ -108,6 +110,8 @@ class Cgroup:
         """Kill what is left inside and remove the directories (and empty parents we made)."""
         self.kill_all()
         for d in set(self.dirs.values()):
+            for child in sorted((c for c in d.glob("**/*") if c.is_dir()), key=lambda c: -len(c.parts)):
+                _rmdir_retry(child)
             _rmdir_retry(d)
             for parent in (d.parent, d.parent.parent):  # <run id>, continuum
                 if parent.name and parent.exists() and not any(p.is_dir() for p in parent.iterdir()):

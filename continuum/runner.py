@@ -93,7 +93,6 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
                         if c.uplink_signalling and c.uplink else ""))
         for u in c.members:
             lines.append(f"  {u.name:<10} {u.cls}" + (f" SLO {u.slo_ms:g} ms" if u.cls == "lc" else ""))
-    w = spec.workload
     lines.append("processes:")
     lines.append(f"  ran: mahimahi-link forward ({len(plan.cell_links)} link(s))")
     for n in spec.role("bulk"):
@@ -101,13 +100,17 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
                      f"port {netplan.BULK_PORT + n.index}")
     for n in spec.nodes:
         if n.role in ("edge", "cloud"):
-            lines.append(f"  {n.name}: mosquitto :{netplan.MQTT_PORT}"
-                         + (f", {w.app} server ({_how(w.server)})" if n.name == plan.offload_target else ""))
+            servers = "".join(f", {a.name + ': ' if spec.mix else ''}{a.workload.app} server ({_how(a.workload.server)})"
+                              for a in spec.apps)
+            lines.append(f"  {n.name}: mosquitto :{netplan.MQTT_PORT}" + (servers if n.name == plan.offload_target else ""))
     for n in spec.role("endpoint"):
-        lines.append(f"  {n.name}: {w.app} endpoint ({_how(w.endpoint)}) -> {plan.offload_target} "
-                     f"({plan.addresses[plan.offload_target]}), {w.rate:g} req/s {w.arrivals}"
-                     + (f", bursts of {w.burst}" if w.burst > 1 else "")
-                     + (", congestion control" if w.congestion_control.get("enabled") else ""))
+        a = spec.app_of(n.name)
+        aw = a.workload
+        slo = "" if not spec.mix else ", best effort" if a.slo_ms is None else f", SLO {a.slo_ms:g} ms"
+        lines.append(f"  {n.name}: {a.name + ': ' if spec.mix else ''}{aw.app} endpoint ({_how(aw.endpoint)}) -> {plan.offload_target} "
+                     f"({plan.addresses[plan.offload_target]}), {aw.rate:g} req/s {aw.arrivals}"
+                     + (f", bursts of {aw.burst}" if aw.burst > 1 else "")
+                     + (", congestion control" if aw.congestion_control.get("enabled") else "") + slo)
     lines.append(f"schedule: {spec.repetitions} x ({spec.warmup_s:g} s warm-up + {spec.duration_s:g} s measured), seed {spec.seed}")
     return lines
 
@@ -288,8 +291,10 @@ def _run(ctx: Run, provider) -> None:
         ctx.undo.callback(launch.smec_manager_socket(run_dir).unlink, missing_ok=True)
         ctx.undo.callback(stop_process, manager)
         ctx.vital.append(Vital("SMEC's edge manager", manager, run_dir / "logs" / "smec-manager.log"))
-        unit, most, urgency = spec.smec_quota
-        ctx.phase(f"SMEC's edge manager on {target.name}: quota in {unit:g}-CPU steps up to {most:g}, urgent below {urgency:g} ms")
+        unit, most, _ = spec.smec_quota
+        how = f"cores (affinity), up to {most:g}" if spec.smec_mode == "cores" else f"quota in {unit:g}-CPU steps up to {most:g}"
+        urgent = ", ".join(f"{a.name} below {a.urgency_ms:g} ms" if a.urgency_ms is not None else f"{a.name} best effort" for a in spec.apps)
+        ctx.phase(f"SMEC's edge manager on {target.name}: {how}; urgent: {urgent}")
 
     ctx.undo.callback(launch.hand_over(run_dir / "raw", spec))
     man.workload.user = launch.user_note(spec)
@@ -318,38 +323,37 @@ def _repetition(ctx: Run, rep: int) -> None:
     spec, plan, run_dir, man, console, undo = ctx.spec, ctx.plan, ctx.run_dir, ctx.manifest, ctx.console, ctx.undo
     assert ctx.dep is not None
     dep = ctx.dep
-    w = spec.workload
     raw = run_dir / "raw"
     target = dep.nodes[plan.offload_target]
-    console.print(f"[bold]workload[/] {w.app} ({w.runtime}), repetition {rep}/{spec.repetitions}")
-    env = launch.server_env(spec, target, raw, rep)
-    ready = Path(env[Env.READY_FILE])
-    server, box = launch.start(spec, "server", target, env, run_dir, dep.run_id, rep)
-    undo.callback(stop_process, server)
-    if box:
-        undo.callback(containers.remove, box)
-    watched = [*ctx.vital, Vital(f"the {w.app} server on {target.name}", server, run_dir / "logs" / f"server-{target.name}.log")]
+    names = ", ".join(f"{a.name} ({a.workload.app}, {len(a.endpoints)} endpoint(s))" for a in spec.apps) if spec.mix else spec.workload.app
+    console.print(f"[bold]workload[/] {names} ({spec.workload.runtime}), repetition {rep}/{spec.repetitions}")
+    watched = list(ctx.vital)
+    starting = []
+    for app in spec.apps:  # all of them load their models at once
+        env = launch.server_env(spec, app, target, raw, rep)
+        server, box = launch.start(spec, app, "server", target, env, run_dir, dep.run_id, rep)
+        undo.callback(stop_process, server)
+        if box:
+            undo.callback(containers.remove, box)
+        log = launch.log_path(spec, app, "server", target, run_dir)
+        watched.append(Vital(f"the {app.name} server on {target.name}", server, log))
+        starting.append((app, server, Path(env[Env.READY_FILE]), log))
+    servers = [proc for _, proc, _, _ in starting]
 
-    info: dict = {}
-
-    def server_ready() -> bool:
-        if server.poll() is not None:
-            raise ProviderError(f"the {w.app} server on {target.name} exited ({server.returncode}); see {run_dir}/logs/server-{target.name}.log")
-        try:  # a bring-your-own server may write the file in several steps: ready once it parses
-            info.update(json.loads(ready.read_text()))
-        except (OSError, ValueError):
-            return False
-        return True
-
-    wait_for(server_ready, 300, f"the {w.app} server on {target.name} to load its model")
-    man.workload.server = info
+    for app, server, ready, log in starting:
+        info = _wait_ready(app.name, target.name, server, ready, log)
+        if spec.mix:
+            man.workload.servers = {**(man.workload.servers or {}), app.name: info}
+        else:
+            man.workload.server = info
+        console.print(f"  {app.name} server ready on {target.name}: {info.get('model', '?')}, weights {info.get('weights', '?')}")
+        if str(info.get("weights", "")).startswith("random"):
+            console.print("  [yellow]note:[/] random weights: the latency is the model's, its answers are not meaningful "
+                          "(pretrained weights: see docs/workloads.md, 'Models and weights')")
+    w = spec.workload
     man.workload.runtime = {"endpoint": w.endpoint.runtime, "server": w.server.runtime}
     if w.runtime == "container":
-        man.workload.images = {i: containers.image_id(i) for i in (w.endpoint.image, w.server.image) if i}
-    console.print(f"  server ready on {target.name}: {info.get('model', '?')}, weights {info.get('weights', '?')}")
-    if str(info.get("weights", "")).startswith("random"):
-        console.print("  [yellow]note:[/] random weights: the latency is the model's, its answers are not meaningful "
-                      "(pretrained weights: see docs/workloads.md, 'Models and weights')")
+        man.workload.images = {i: containers.image_id(i) for a in spec.apps for i in (a.workload.endpoint.image, a.workload.server.image) if i}
 
     bulk = []
     for n in spec.role("bulk"):
@@ -366,7 +370,7 @@ def _repetition(ctx: Run, rep: int) -> None:
     for n in spec.role("endpoint"):
         node = dep.nodes[n.name]
         env = launch.endpoint_env(spec, node, plan.addresses[target.name], raw, rep)
-        proc, box = launch.start(spec, "endpoint", node, env, run_dir, dep.run_id, rep)
+        proc, box = launch.start(spec, spec.app_of(n.name), "endpoint", node, env, run_dir, dep.run_id, rep)
         undo.callback(stop_process, proc)
         if box:
             undo.callback(containers.remove, box)
@@ -400,7 +404,25 @@ def _repetition(ctx: Run, rep: int) -> None:
         stop_process(srv)
         if cli.returncode not in (0, -15):
             console.print(f"  [yellow]bulk UE {n.name}: iperf3 ended with {cli.returncode}[/]; see {run_dir}/logs/bulk-{n.name}.log")
-    stop_process(server)
+    for server in servers:
+        stop_process(server)
+
+
+def _wait_ready(app: str, node: str, server: subprocess.Popen, ready: Path, log: Path) -> dict:
+    """The server's ready file, once it has loaded its model."""
+    info: dict = {}
+
+    def server_ready() -> bool:
+        if server.poll() is not None:
+            raise ProviderError(f"the {app} server on {node} exited ({server.returncode}); see {log}")
+        try:  # a bring-your-own server may write the file in several steps: ready once it parses
+            info.update(json.loads(ready.read_text()))
+        except (OSError, ValueError):
+            return False
+        return True
+
+    wait_for(server_ready, 300, f"the {app} server on {node} to load its model")
+    return info
 
 
 def _live(clients, rep: int) -> str:

@@ -54,9 +54,11 @@ class Env:
     SERVER_LOG = "CONTINUUM_SERVER_LOG"
     READY_FILE = "CONTINUUM_READY_FILE"
     MODEL_CACHE = "CONTINUUM_MODEL_CACHE"
+    APP = "CONTINUUM_APP"  # both: the application's name in the run (one of a mix's [workload.apps], or the app)
+    ENDPOINTS = "CONTINUUM_ENDPOINTS"  # server: the endpoints it serves, comma-separated (unset: all of them)
     SMEC_EDGE = "CONTINUUM_SMEC_EDGE"  # HOST:PORT of the edge's SMEC timing (unset: SMEC off)
     SMEC_LOG = "CONTINUUM_SMEC_LOG"  # server: one row per request with SMEC's estimates
-    SMEC_SLO_MS = "CONTINUUM_SMEC_SLO_MS"  # server: the app's SLO, for budgets
+    SMEC_SLO_MS = "CONTINUUM_SMEC_SLO_MS"  # server: the app's SLO, for budgets (0: best effort, no budgets)
     SMEC_EARLY_DROP = "CONTINUUM_SMEC_EARLY_DROP"  # server: 1 (default) drops a request whose budget is spent
     SMEC_MANAGER = "CONTINUUM_SMEC_MANAGER"  # server: the edge manager daemon's socket (told each budget)
 

@@ -230,9 +230,11 @@ def run_server(app_cls: type[ServerApp]) -> int:
             smec.request_arrived(header, header["request_id"])
         inbox.put((t, m.payload))
 
-    client = mqtt.Client(client_id=f"server-{s.repetition}", clean_session=True)
+    name = os.environ.get(contract.Env.APP, "app")
+    served_endpoints = [e for e in os.environ.get(contract.Env.ENDPOINTS, "").split(",") if e] or ["+"]
+    client = mqtt.Client(client_id=f"server-{name}-{s.repetition}", clean_session=True)
     client.on_message = on_request
-    client.on_connect = lambda c, *_: c.subscribe(contract.request_topic("+"), qos=s.qos)
+    client.on_connect = lambda c, *_: c.subscribe([(contract.request_topic(e), s.qos) for e in served_endpoints])
     connect(client, s.broker_host, s.broker_port)
     client.loop_start()
 
@@ -248,7 +250,7 @@ def run_server(app_cls: type[ServerApp]) -> int:
             continue
         t_start = time.time_ns()
         header, payload = contract.unpack(message)
-        budget = smec.processing_started(header["request_id"], "app", slo_ns) if smec else None
+        budget = smec.processing_started(header["request_id"], name, slo_ns) if smec and slo_ns else None
         # SMEC's early drop: a request whose budget is spent cannot make its SLO;
         # the client is told at once (an empty answer marked smec_dropped).
         dropped = smec_drop and budget is not None and budget <= 0
@@ -257,7 +259,7 @@ def run_server(app_cls: type[ServerApp]) -> int:
         extra: dict = {"smec_dropped": True} if dropped else {}
         if smec:
             if not dropped:
-                smec.processing_ended(header["request_id"], "app")
+                smec.processing_ended(header["request_id"], name)
             extra.update(smec.response_sent(header))
             with smec.lock:
                 net = smec.requests.get(header["request_id"], [None, None])[1]
@@ -286,6 +288,7 @@ def _smec_edge():
     from smec_edge.api import EdgeTiming
 
     _, _, port = edge.rpartition(":")
-    return (EdgeTiming(int(port), manager=os.environ.get(contract.Env.SMEC_MANAGER) or None),
+    return (EdgeTiming(int(port), manager=os.environ.get(contract.Env.SMEC_MANAGER) or None,
+                       app=os.environ.get(contract.Env.APP, "app")),
             _CsvLog(os.environ[contract.Env.SMEC_LOG], contract.SMEC_FIELDS),
             int(float(os.environ.get(contract.Env.SMEC_SLO_MS, "100")) * 1e6))

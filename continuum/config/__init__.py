@@ -1,6 +1,6 @@
 """Experiment files: `raw` is the file as written, `resolve` turns it into the
 frozen ExperimentSpec the rest of the orchestrator uses."""
 
-from continuum.config.resolve import CellMember, CellSpec, ExperimentSpec, NodeSpec, load
+from continuum.config.resolve import AppSpec, CellMember, CellSpec, ExperimentSpec, NodeSpec, load
 
-__all__ = ["CellMember", "CellSpec", "ExperimentSpec", "NodeSpec", "load"]
+__all__ = ["AppSpec", "CellMember", "CellSpec", "ExperimentSpec", "NodeSpec", "load"]

@@ -152,6 +152,30 @@ class Workload(Strict):
     custom: Custom | None = None
     params: dict[str, Union[int, float, str, bool]] = {}
     run_as_root: bool = False  # process-mode workloads run as `nobody` unless this is set
+    apps: dict[str, "AppGroup"] = {}  # a mix: each group's endpoints run its app, with its own server
+
+
+class AppGroup(Strict):
+    """One application of a mix ([workload.apps.NAME]): `endpoints` endpoints
+    run it against its own server on the offload node. Unset keys are
+    [workload]'s; offload, runtime, qos and run_as_root are shared by all."""
+
+    app: str
+    endpoints: int = Field(default=1, ge=1, le=64)
+    rate: float | None = Field(default=None, gt=0, le=10000)
+    arrivals: Literal["constant", "poisson"] | None = None
+    burst: int | None = Field(default=None, ge=1, le=1000)
+    timeout_s: float | None = Field(default=None, gt=0, le=3600)
+    payload: Payload | None = None
+    congestion_control: CongestionControl | None = None
+    custom: Custom | None = None
+    params: dict[str, Union[int, float, str, bool]] | None = None
+    slo_ms: float | None = Field(default=None, gt=0, le=60000)  # default edge.manager.slo_ms
+    urgency_ms: float | None = Field(default=None, gt=0, le=60000)  # SMEC: urgent below this budget (default SLO/3)
+    best_effort: bool = False  # no SLO: SMEC neither drops nor hurries it; counted by throughput
+
+
+Workload.model_rebuild()
 
 
 SCHEDULERS = ("rr", "pf", "smec", "tutti")
@@ -207,7 +231,7 @@ class EdgeManager(Strict):
     kind: Literal["default", "smec"] = "default"  # default: Linux's scheduler; smec: SMEC's edge manager (timing so far)
     slo_ms: float = Field(default=100.0, gt=0, le=60000)  # the app's SLO, for SMEC's budgets
     early_drop: bool = True  # smec: drop a request whose budget is spent (the client is told)
-    mode: Literal["quota", "off"] = "quota"  # smec: move the server's CPU quota (off: timing and drops only)
+    mode: Literal["quota", "cores", "off"] = "quota"  # smec: move CPU quota, or whole cores (affinity); off: timing and drops only
     unit_cpus: float = Field(default=0.25, gt=0, le=64)  # quota mode: CPU bandwidth per step
     max_cpus: float = Field(default=2.0, gt=0, le=256)  # quota mode: the most the server may get
     urgency_ms: float | None = Field(default=None, gt=0, le=60000)  # urgent below this budget (default: a third of the SLO)

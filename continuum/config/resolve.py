@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
+import re
 import tomllib
 import typing
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from continuum.workloads import REGISTRY as APPS
 from continuum.traces import TraceRef
 
 ROLES = ("endpoint", "edge", "cloud")
+NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,23}")
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,19 @@ class WorkloadSpec:
 
 
 @dataclass(frozen=True)
+class AppSpec:
+    """One application of the run and the endpoints that run it: a file
+    without [workload.apps] has one, named after its app, on every endpoint."""
+
+    name: str
+    workload: WorkloadSpec
+    endpoints: tuple[str, ...]
+    slo_ms: float | None  # None: best effort
+    urgency_ms: float | None  # SMEC: urgent below this budget (None: best effort)
+    index: int = 0  # its place in the mix (its SMEC timing port is SMEC_PORT + index)
+
+
+@dataclass(frozen=True)
 class CellMember:
     name: str  # an endpoint or bulk node
     cls: str  # lc | be
@@ -149,6 +164,12 @@ class ExperimentSpec:
     smec_slo_ms: float = 100.0
     smec_early_drop: bool = True
     smec_quota: tuple[float, float, float] | None = None  # quota mode: (unit, max, urgency ms); None: off
+    smec_mode: str = "off"  # quota | cores | off (the manager daemon runs in quota and cores modes)
+    apps: tuple[AppSpec, ...] = ()  # never empty once resolved
+    mix: bool = False  # [workload.apps]: the servers' files carry their app's name
+
+    def app_of(self, endpoint: str) -> AppSpec:
+        return next(a for a in self.apps if endpoint in a.endpoints)
 
     def role(self, role: str) -> tuple[NodeSpec, ...]:
         return tuple(n for n in self.nodes if n.role == role)
@@ -284,6 +305,15 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     # nodes
     nodes: list[NodeSpec] = []
     groups = p.get("nodes")
+    w = p.get("workload")
+    if groups is not None and w is not None and w.apps:  # a mix: its groups say how many endpoints there are
+        total = sum(g.endpoints for g in w.apps.values())
+        given = "endpoint" in groups.model_fields_set and "count" in groups.endpoint.model_fields_set
+        if given and groups.endpoint.count != total and not failed("nodes.endpoint.count"):
+            bad("nodes.endpoint.count", f"{groups.endpoint.count} endpoints, but [workload.apps] runs {total} "
+                                        f"({', '.join(f'{n}: {g.endpoints}' for n, g in w.apps.items())}); "
+                                        "leave the count out, or make the two agree")
+        groups = groups.model_copy(update={"endpoint": groups.endpoint.model_copy(update={"count": total})})
     if groups is not None:
         for role in ROLES:
             g = getattr(groups, role)
@@ -362,11 +392,30 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
 
     # workload
     workload = None
-    w = p.get("workload")
+    em = p["edge"].manager if p.get("edge") is not None else raw.EdgeManager()
+    apps: list[AppSpec] = []
     if w is not None:
         workload = _workload(w, base, bad, failed, file, issues)
         if groups is not None and getattr(groups, w.offload).count < 1 and not failed("workload.offload", f"nodes.{w.offload}"):
             bad("workload.offload", f"offloads to {w.offload!r} but nodes.{w.offload}.count is 0")
+        endpoints = [n.name for n in nodes if n.role == "endpoint"]
+        if workload is not None and not w.apps:
+            apps.append(AppSpec(w.app, workload, tuple(endpoints), em.slo_ms, em.urgency_ms or em.slo_ms / 3))
+        for i, (name, g) in enumerate(w.apps.items()):
+            key = f"workload.apps.{name}"
+            if not NAME.fullmatch(name):
+                bad(key, "an app's name is letters, digits and _ (it names its files and its cgroup)")
+            inherited = {"apps"} | ({"params", "payload", "custom"} if g.app != w.app else set())
+            merged = {**w.model_dump(exclude=inherited),
+                      **g.model_dump(exclude_none=True, exclude={"endpoints", "slo_ms", "urgency_ms", "best_effort"})}
+            gw = _workload(raw.Workload.model_validate(merged), base, bad, failed, file, issues, key)
+            first = sum(x.endpoints for x in list(w.apps.values())[:i])
+            slo = None if g.best_effort else (g.slo_ms or em.slo_ms)
+            if g.best_effort and (g.slo_ms or g.urgency_ms):
+                bad(f"{key}.best_effort", "a best-effort app has no SLO: drop slo_ms and urgency_ms, or best_effort")
+            if gw is not None:
+                apps.append(AppSpec(name, gw, tuple(endpoints[first:first + g.endpoints]), slo,
+                                    None if slo is None else (g.urgency_ms or em.urgency_ms or slo / 3), i))
 
     e = p.get("experiment")
     if e is not None and workload is not None and workload.runtime == "container" and ":" in e.output:
@@ -376,10 +425,25 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         bad("experiment.output", "a control character (line break, NUL, ...) or '{name}' (the emulator's log-name "
                                  "template) in the output folder's name would send the run's logs elsewhere; "
                                  "choose another folder")
-    em = p["edge"].manager if p.get("edge") is not None else raw.EdgeManager()
     if em.kind == "smec" and workload is not None and workload.runtime == "container" and not failed("edge.manager.kind"):
         bad("edge.manager.kind", "SMEC's edge manager runs with process workloads so far; set workload.runtime = \"process\"")
-    if em.kind == "smec" and em.mode == "quota" and groups is not None and workload is not None and not failed("edge.manager"):
+    mix = w is not None and bool(w.apps)
+    if em.kind == "smec" and em.mode == "cores" and not failed("edge.manager"):
+        cores = len(os.sched_getaffinity(0))
+        if em.max_cpus != int(em.max_cpus):
+            bad("edge.manager.max_cpus", f"{em.max_cpus:g}: cores mode hands out whole cores; give a whole number")
+        elif em.max_cpus > cores:
+            bad("edge.manager.max_cpus", f"{em.max_cpus:g} cores, but this host has {cores}; give at most {cores}, or mode = \"quota\"")
+        elif len(apps) > em.max_cpus:
+            bad("edge.manager.mode", f"cores mode gives each of the {len(apps)} apps a core of its own and max_cpus is "
+                                     f"{em.max_cpus:g}; raise max_cpus, or use mode = \"quota\" (CPU bandwidth steps)")
+    if em.kind == "smec" and em.mode == "quota" and mix and groups is not None and workload is not None and not failed("edge.manager"):
+        server = getattr(groups, workload.offload)
+        most = min(em.max_cpus, server.cpus)
+        if len(apps) * em.unit_cpus > most + 1e-9:
+            bad("edge.manager.unit_cpus", f"each of the {len(apps)} apps holds at least one {em.unit_cpus:g}-CPU step, "
+                                          f"more than the {most:g} CPUs the manager hands out (max_cpus, and nodes.{workload.offload}.cpus)")
+    if em.kind == "smec" and em.mode == "quota" and not mix and groups is not None and workload is not None and not failed("edge.manager"):
         server = getattr(groups, workload.offload)
         if server.cpus > em.max_cpus:
             bad("edge.manager.max_cpus", f"{em.max_cpus:g} is below the server's own {server.cpus:g} CPUs (nodes.{workload.offload}.cpus), "
@@ -387,7 +451,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         elif abs(server.cpus / em.unit_cpus - round(server.cpus / em.unit_cpus)) > 1e-9:
             bad("edge.manager.unit_cpus", f"nodes.{workload.offload}.cpus = {server.cpus:g} is not a whole number of "
                                           f"{em.unit_cpus:g}-CPU steps")
-    if issues or e is None or mobile is None or core is None or workload is None:
+    if issues or e is None or mobile is None or core is None or workload is None or not apps:
         return None
     out = Path(e.output)
     if not out.is_absolute():
@@ -397,7 +461,9 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         duration_s=e.duration_s, warmup_s=e.warmup_s, repetitions=e.repetitions, output=out,
         provider=p["provider"].kind, nodes=tuple(nodes), mobile=mobile, core=core, workload=workload, cell=cell,
         edge_manager=em.kind, smec_slo_ms=em.slo_ms, smec_early_drop=em.early_drop,
-        smec_quota=(em.unit_cpus, em.max_cpus, em.urgency_ms or em.slo_ms / 3) if em.kind == "smec" and em.mode == "quota" else None,
+        smec_quota=((em.unit_cpus if em.mode == "quota" else 1.0, em.max_cpus, em.urgency_ms or em.slo_ms / 3)
+                    if em.kind == "smec" and em.mode != "off" else None),
+        smec_mode=em.mode if em.kind == "smec" else "off", apps=tuple(apps), mix=mix,
     )
 
 
@@ -486,29 +552,29 @@ def _cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materiali
     )
 
 
-def _workload(w: raw.Workload, base: Path, bad, failed, file: str, issues: list[ConfigIssue]) -> WorkloadSpec | None:
+def _workload(w: raw.Workload, base: Path, bad, failed, file: str, issues: list[ConfigIssue], key: str = "workload") -> WorkloadSpec | None:
     app = APPS.get(w.app)
-    if app is None and not failed("workload.app"):
-        bad("workload.app", f"unknown app {w.app!r}; valid: {', '.join(sorted(APPS))}")
+    if app is None and not failed(f"{key}.app"):
+        bad(f"{key}.app", f"unknown app {w.app!r}; valid: {', '.join(sorted(APPS))}")
     params: dict[str, Any] = dict(w.params)
     if app is not None and app.params is not None:
-        model = _section(app.params, w.params, file, "workload.params", issues)
+        model = _section(app.params, w.params, file, f"{key}.params", issues)
         params = model.model_dump() if model is not None else params
 
     pl = w.payload.model_dump(exclude_none=True)
     if app is not None:
         pl.setdefault("min_bytes", app.default_payload[0])
         pl.setdefault("max_bytes", app.default_payload[1])
-    if not failed("workload.payload"):
+    if not failed(f"{key}.payload"):
         lo, hi = pl.get("min_bytes"), pl.get("max_bytes")
         if lo is not None and hi is not None and lo > hi:
-            bad("workload.payload", f"min_bytes {lo} > max_bytes {hi}")
+            bad(f"{key}.payload", f"min_bytes {lo} > max_bytes {hi}")
         if app is not None and app.payload_limits and lo is not None and hi is not None:
             a, b = app.payload_limits
             if lo < a or hi > b:
-                bad("workload.payload", f"{w.app} makes {app.payload_unit} of {a} to {b} bytes; got {lo}..{hi}")
+                bad(f"{key}.payload", f"{w.app} makes {app.payload_unit} of {a} to {b} bytes; got {lo}..{hi}")
         if pl["distribution"] == "fixed" and "mean_bytes" not in pl and lo != hi:
-            bad("workload.payload.mean_bytes", "distribution \"fixed\" needs mean_bytes (or min_bytes = max_bytes)")
+            bad(f"{key}.payload.mean_bytes", "distribution \"fixed\" needs mean_bytes (or min_bytes = max_bytes)")
     if app is None:
         return None
 
@@ -516,24 +582,24 @@ def _workload(w: raw.Workload, base: Path, bad, failed, file: str, issues: list[
     if w.app == "custom":
         c = w.custom
         if c is None:
-            bad("workload.custom", "app = \"custom\" needs a [workload.custom] table with endpoint_image or "
+            bad(f"{key}.custom", "app = \"custom\" needs a [workload.custom] table with endpoint_image or "
                                    "endpoint_command, and server_image or server_command")
             return None
         for side in ("endpoint", "server"):
             image, command = getattr(c, f"{side}_image"), tuple(getattr(c, f"{side}_command"))
             if not image and not command:
-                bad(f"workload.custom.{side}_command", f"give {side}_image or {side}_command for the {side} side")
+                bad(f"{key}.custom.{side}_command", f"give {side}_image or {side}_command for the {side} side")
             if w.runtime == "container" and not image:
-                bad(f"workload.custom.{side}_image", "workload.runtime is container: give an image for this side")
+                bad(f"{key}.custom.{side}_image", "workload.runtime is container: give an image for this side")
             # An image means a container (the command, if any, is its command); a command alone, a process.
             sides[side] = SideSpec("container" if image else "process", image, command)
         env = dict(c.environment)
-        for key in env:
-            if key.startswith("CONTINUUM_"):
-                bad(f"workload.custom.environment.{key}", "CONTINUUM_* variables are set by continuum (the contract)")
+        for var in env:
+            if var.startswith("CONTINUUM_"):
+                bad(f"{key}.custom.environment.{var}", "CONTINUUM_* variables are set by continuum (the contract)")
     else:
         if w.custom is not None:
-            bad("workload.custom", f"only for app = \"custom\" (app is {w.app!r})")
+            bad(f"{key}.custom", f"only for app = \"custom\" (app is {w.app!r})")
         env = {}
         for side, image in zip(("endpoint", "server"), app.images):
             sides[side] = SideSpec(w.runtime, image if w.runtime == "container" else None, ())

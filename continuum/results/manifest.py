@@ -84,6 +84,7 @@ class WorkloadFacts(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     server: dict[str, Any] | None = None  # the server's ready file (model, framework, weights, ...)
+    servers: dict[str, dict[str, Any]] | None = None  # a mix: each app's server's ready file
     runtime: dict[str, str] | None = None  # side -> process | container
     images: dict[str, str] | None = None  # image -> id, container sides
     user: dict[str, str] | None = None  # side -> whom it ran as
@@ -120,6 +121,7 @@ class Manifest(BaseModel):
     workload: WorkloadFacts = WorkloadFacts()
     cell: dict[str, Any] | None = None  # the shared cell as run (schedulers, timings, members with class and SLO)
     edge_manager: dict[str, Any] | None = None  # what managed the edge node: default (Linux) or smec
+    apps: dict[str, dict[str, Any]] = {}  # each application: its app, endpoints, SLO (None: best effort)
 
 
 def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> Manifest:
@@ -143,9 +145,13 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
         versions=versions(),
         host=host(),
         edge_manager={"kind": spec.edge_manager,
-                      **({"slo_ms": spec.smec_slo_ms, "early_drop": spec.smec_early_drop,
-                          "quota": None if spec.smec_quota is None else dict(zip(("unit_cpus", "max_cpus", "urgency_ms"), spec.smec_quota))}
+                      **({"slo_ms": spec.smec_slo_ms, "early_drop": spec.smec_early_drop, "mode": spec.smec_mode,
+                          "quota": None if spec.smec_quota is None or spec.smec_mode != "quota"
+                          else dict(zip(("unit_cpus", "max_cpus", "urgency_ms"), spec.smec_quota)),
+                          "max_cores": int(spec.smec_quota[1]) if spec.smec_quota and spec.smec_mode == "cores" else None}
                          if spec.edge_manager == "smec" else {})},
+        apps={a.name: {"app": a.workload.app, "endpoints": list(a.endpoints), "slo_ms": a.slo_ms,
+                       "urgency_ms": a.urgency_ms, "rate": a.workload.rate} for a in spec.apps},
         cell=None if spec.cell is None else {
             **{k: v for k, v in dataclasses.asdict(spec.cell).items() if k != "members"},
             "members": [{"name": m.name, "cls": m.cls, "slo_ms": m.slo_ms,

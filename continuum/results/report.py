@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from continuum.errors import ContinuumError
-from continuum.results import cell, plots, tables, timeline
+from continuum.results import apps, cell, plots, tables, timeline
 
 
 def build(run_dir: Path) -> tuple[dict, list[Path]]:
@@ -16,8 +16,13 @@ def build(run_dir: Path) -> tuple[dict, list[Path]]:
     if not raw.is_dir():
         raise ContinuumError(f"{run_dir} is not a run folder (no raw/ inside); give a folder under runs/")
     df = tables.merge(sorted(raw.glob("requests-*.csv")), sorted(raw.glob("server-*.csv")))
-    df = tables.add_smec(df, sorted(raw.glob("smec-*.csv")))
+    df = tables.add_smec(df, sorted(p for p in raw.glob("smec-*.csv") if p.name != "smec-decisions.csv"))
+    mix = apps.apps_of(run_dir)
+    df = apps.label(df, mix)
     summary = tables.summarize(df)
+    per_app = apps.summarize(df, mix)
+    if per_app is not None:
+        summary["apps"] = per_app
     smec = tables.smec_summary(df)
     if smec is not None:
         summary["smec"] = smec

@@ -163,14 +163,17 @@ def write(df: pd.DataFrame, summary: dict, run_dir: Path) -> None:
 
 
 def render(summary: dict):
-    """The summary as rich tables: the metrics, then the shared cell's per-class table if the run had one."""
+    """The summary as rich tables: the metrics, then per application (a mix) and the shared cell's classes, if the run had them."""
+    from rich.console import Group
+
+    from continuum.results import apps, cell
+
+    parts = [_metrics_table(summary)]
+    if "apps" in summary:
+        parts.append(apps.render(summary["apps"]))
     if "cell" in summary:
-        from rich.console import Group
-
-        from continuum.results import cell
-
-        return Group(_metrics_table(summary), cell.render(summary["cell"]))
-    return _metrics_table(summary)
+        parts.append(cell.render(summary["cell"]))
+    return Group(*parts)
 
 
 def _metrics_table(summary: dict):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from continuum import containers, naming
-from continuum.config import ExperimentSpec, NodeSpec
+from continuum.config import AppSpec, ExperimentSpec, NodeSpec
 from continuum.errors import ProviderError
 from continuum.network import plan as netplan
 from continuum.runtime import Node, Sandbox
@@ -37,7 +37,7 @@ def sandbox(spec: ExperimentSpec, run_dir: Path) -> Sandbox | None:
     """What a process-mode side runs as: None (root) only when the file asks."""
     if spec.workload.run_as_root:
         return None
-    custom = not REGISTRY[spec.workload.app].builtin
+    custom = any(not REGISTRY[a.workload.app].builtin for a in spec.apps)
     ro = [REPO] + ([spec.workload.workdir] if custom else []) + [model_cache()]
     return Sandbox(WORKLOAD_USER, ro=tuple(dict.fromkeys(ro)), rw=(run_dir / "raw",))
 
@@ -71,11 +71,16 @@ def hand_over(raw: Path, spec: ExperimentSpec) -> Callable[[], None]:
     return take_back
 
 
-def _common(spec: ExperimentSpec, broker: str, rep: int, seed: int) -> dict[str, str]:
-    w = spec.workload
-    return {Env.BROKER: f"{broker}:{netplan.MQTT_PORT}", Env.QOS: str(w.qos),
+def _common(app: AppSpec, broker: str, rep: int, seed: int) -> dict[str, str]:
+    w = app.workload
+    return {Env.BROKER: f"{broker}:{netplan.MQTT_PORT}", Env.QOS: str(w.qos), Env.APP: app.name,
             Env.SEED: str(seed), Env.REPETITION: str(rep),
             Env.PARAMS: json.dumps(dict(w.params)), **w.environment}
+
+
+def suffix(spec: ExperimentSpec, app: AppSpec) -> str:
+    """What the app's server files add to their name: its name in a mix, nothing otherwise."""
+    return f"-{app.name}" if spec.mix else ""
 
 
 def _limits(spec: ExperimentSpec, node: Node) -> NodeSpec:
@@ -91,39 +96,46 @@ def smec_manager_socket(run_dir: Path) -> Path:
     return run_dir / "raw" / "smec-manager.sock"
 
 
-def server_env(spec: ExperimentSpec, node: Node, raw: Path, rep: int) -> dict[str, str]:
+def server_env(spec: ExperimentSpec, app: AppSpec, node: Node, raw: Path, rep: int) -> dict[str, str]:
     threads = str(max(1, math.floor(_limits(spec, node).cpus)))
-    smec = {Env.SMEC_EDGE: f"0.0.0.0:{netplan.SMEC_PORT}", Env.SMEC_LOG: str(raw / f"smec-{node.name}.csv"),
-            Env.SMEC_SLO_MS: f"{spec.smec_slo_ms:g}", Env.SMEC_EARLY_DROP: "1" if spec.smec_early_drop else "0",
+    sfx = suffix(spec, app)
+    smec = {Env.SMEC_EDGE: f"0.0.0.0:{netplan.SMEC_PORT + app.index}", Env.SMEC_LOG: str(raw / f"smec-{node.name}{sfx}.csv"),
+            Env.SMEC_SLO_MS: f"{app.slo_ms or 0:g}", Env.SMEC_EARLY_DROP: "1" if spec.smec_early_drop else "0",
             Env.SMEC_MANAGER: str(smec_manager_socket(raw.parent)) if spec.smec_quota else "",
             } if spec.edge_manager == "smec" else {}
-    return {**_common(spec, "127.0.0.1", rep, spec.seed), Env.THREADS: threads, "OMP_NUM_THREADS": threads,
-            Env.SERVER_LOG: str(raw / f"server-{node.name}.csv"),
-            Env.READY_FILE: str(raw / f"server-ready-r{rep}.json"), Env.MODEL_CACHE: str(model_cache()), **smec}
+    return {**_common(app, "127.0.0.1", rep, spec.seed), Env.THREADS: threads, "OMP_NUM_THREADS": threads,
+            Env.SERVER_LOG: str(raw / f"server-{node.name}{sfx}.csv"),
+            **({Env.ENDPOINTS: ",".join(app.endpoints)} if spec.mix else {}),
+            Env.READY_FILE: str(raw / f"server-ready-r{rep}{sfx}.json"), Env.MODEL_CACHE: str(model_cache()), **smec}
 
 
 def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: int) -> dict[str, str]:
-    w = spec.workload
-    return {**_common(spec, broker, rep, spec.seed + _limits(spec, node).index), Env.ENDPOINT: node.name,
+    app = spec.app_of(node.name)
+    w = app.workload
+    return {**_common(app, broker, rep, spec.seed + _limits(spec, node).index), Env.ENDPOINT: node.name,
             Env.RATE: f"{w.rate:g}", Env.ARRIVALS: w.arrivals, Env.BURST: str(w.burst),
             Env.WARMUP_S: f"{spec.warmup_s:g}", Env.DURATION_S: f"{spec.duration_s:g}",
             Env.TIMEOUT_S: f"{w.timeout_s:g}", Env.PAYLOAD: json.dumps(dict(w.payload)),
             Env.CONGESTION_CONTROL: json.dumps(dict(w.congestion_control)),
             Env.RECORDS: str(raw / f"requests-{node.name}.csv"),
             Env.RATE_LOG: str(raw / f"rate-{node.name}.csv"),
-            **({Env.SMEC_EDGE: f"{broker}:{netplan.SMEC_PORT}"} if spec.edge_manager == "smec" else {})}
+            **({Env.SMEC_EDGE: f"{broker}:{netplan.SMEC_PORT + app.index}"} if spec.edge_manager == "smec" else {})}
 
 
-def start(spec: ExperimentSpec, side: str, node: Node, env: dict[str, str], run_dir: Path, run_id: str,
+def log_path(spec: ExperimentSpec, app: AppSpec, side: str, node: Node | NodeSpec, run_dir: Path) -> Path:
+    return run_dir / "logs" / f"{side}-{node.name}{suffix(spec, app) if side == 'server' else ''}.log"
+
+
+def start(spec: ExperimentSpec, app: AppSpec, side: str, node: Node, env: dict[str, str], run_dir: Path, run_id: str,
           rep: int) -> tuple[subprocess.Popen, str | None]:
     """Start the side; returns the process (the app, or its `docker run`) and the container name, if any."""
-    w = spec.workload
+    w = app.workload
     s = w.endpoint if side == "endpoint" else w.server
-    log = run_dir / "logs" / f"{side}-{node.name}.log"
+    log = log_path(spec, app, side, node, run_dir)
     if s.runtime == "container":
         if s.image is None:
             raise ProviderError(f"the {side} side runs in a container but names no image")
-        name = f"{naming.netns(run_id, node.name)}-{side}-r{rep}"
+        name = f"{naming.netns(run_id, node.name)}-{side}{suffix(spec, app) if side == 'server' else ''}-r{rep}"
         mounts = [(run_dir / "raw", True)] + ([(model_cache(), False)] if model_cache().is_dir() else [])
         argv = containers.run_argv(name, run_id, s.image, list(s.command), containers.sandbox_name(run_id, node.name),
                                    naming.cgroup(run_id, node.name), _limits(spec, node).cpus, _limits(spec, node).memory_bytes, env, mounts)
@@ -145,14 +157,21 @@ def start_smec_manager(spec: ExperimentSpec, node: Node, run_dir: Path) -> subpr
     from continuum.runtime import wait_for
 
     assert spec.smec_quota is not None and node.cgroup is not None
-    unit, most, urgency_ms = spec.smec_quota
+    unit, most, _ = spec.smec_quota
     cpus = _limits(spec, node).cpus
     sock = smec_manager_socket(run_dir)
-    argv = [sys.executable, "-m", "smec_edge.manager", "--socket", str(sock),
-            "--cpu-dir", str(node.cgroup.dirs["cpu"]), "--cpuacct-dir", str(node.cgroup.dirs["cpuacct"]),
-            "--cgroup-version", str(node.cgroup.version), "--unit-cpus", f"{unit:g}", "--units", str(round(cpus / unit)),
-            "--max-units", str(int(most / unit + 1e-9)), "--threshold-ms", f"{urgency_ms:g}",
+    argv = [sys.executable, "-m", "smec_edge.manager", "--socket", str(sock), "--mode", spec.smec_mode,
             "--log", str(run_dir / "raw" / "smec-decisions.csv")]
+    if spec.smec_mode == "cores":
+        start_units, total = {a.name: 1 for a in spec.apps}, int(most)
+    else:  # quota: one app starts with the node's CPUs; a mix's apps with a step each, within the node's
+        start_units = {a.name: 1 if spec.mix else round(cpus / unit) for a in spec.apps}
+        total = int((min(most, cpus) if spec.mix else most) / unit + 1e-9)
+        argv += ["--cpu-dir", str(node.cgroup.dirs["cpu"]), "--cpuacct-dir", str(node.cgroup.dirs["cpuacct"]),
+                 "--cgroup-version", str(node.cgroup.version), "--unit-cpus", f"{unit:g}"]
+    argv += ["--max-units", str(total)]
+    for a in spec.apps:
+        argv += ["--app", f"{a.name}:{start_units[a.name]}:{'be' if a.urgency_ms is None else f'{a.urgency_ms:g}'}"]
     log = open(run_dir / "logs" / "smec-manager.log", "ab")
     try:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)

@@ -18,6 +18,7 @@ monotonic clock: nothing needs the clocks to agree."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -89,13 +90,20 @@ class EdgeTiming:
     each request's network time, keeps processing times, computes budgets."""
 
     def __init__(self, port: int, bind: str = "0.0.0.0", clock: Callable[[], int] = time.monotonic_ns,
-                 manager: str | None = None) -> None:
-        """manager: the edge manager daemon's socket (manager.py), told each budget."""
+                 manager: str | None = None, app: str | None = None) -> None:
+        """manager: the edge manager daemon's socket (manager.py), told each
+        budget; app: this server's application, announced to it with this
+        process's id (cores mode pins it, quota mode moves it into the app's cgroup)."""
         self.clock = clock
         self.manager = None
         if manager:
             self.manager = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             self.manager_path = manager
+            if app:
+                try:
+                    self.manager.sendto(f"hello {app} {os.getpid()}".encode(), manager)
+                except OSError as e:  # served all the same, but the manager cannot place this server
+                    print(f"smec: the edge manager at {manager} did not take this server's hello: {e}", flush=True)
         self.clients: dict[str, EdgeClock] = {}
         self.processing = ProcessingTimes()
         # request id -> [arrival, network estimate, processing start] (edge clock, ns)
@@ -148,7 +156,7 @@ class EdgeTiming:
             b = None if r[1] is None else budget_ns(slo_ns, r[1], now - r[0], self.processing.median_ns(app))
         if b is not None and self.manager is not None:
             try:
-                self.manager.sendto(f"{app} {b}".encode(), self.manager_path)
+                self.manager.sendto(f"budget {app} {b}".encode(), self.manager_path)
             except OSError:
                 pass  # the manager is gone or busy: the request is still served
         return b

@@ -1,15 +1,25 @@
-"""SMEC's edge manager daemon, `quota` mode (this project's addition: CPU
-bandwidth instead of whole cores, so it works on a 2-core edge node).
+"""SMEC's edge manager daemon: applies policy.CpuPolicy to the applications
+on the edge node, in one of two modes.
 
-It runs as root next to the server, outside the app's cgroup, and applies
-policy.CpuPolicy to that cgroup's CPU quota: the server sends it each
-request's budget when processing starts (a datagram on a UNIX socket,
-api.EdgeTiming(manager=...)); every period it reads the cgroup's CPU usage
-to tell how much of its quota the app used. Every decision is logged (t_ns,
-app, units, cpus, why) for the results.
+- `cores` (the paper's): each application's server holds a set of the host's
+  cores, set with sched_setaffinity on every thread of the server and of the
+  processes it started (ffmpeg, say).
+- `quota` (this project's addition, for edge nodes with two cores): each
+  application holds CPU bandwidth in steps of `--unit-cpus`, its cgroup's CPU
+  quota (v1 cpu.cfs_quota_us or v2 cpu.max). One application: the node's own
+  cgroup. Several: a child cgroup per application under the node's (cgroup
+  v1; under v2 the node's other processes would have to move out first, which
+  this daemon does not do: it says so and exits).
 
-    python -m smec_edge.manager --socket S --cpu-dir D --cgroup-version 1|2 \\
-        --unit-cpus 0.25 --units 1 --max-units 8 --threshold-ms 30 --log decisions.csv"""
+It runs as root on the host, outside the node's cgroup (its own work must not
+count against what it hands out). The servers talk to it over a UNIX
+datagram socket (api.EdgeTiming(manager=...)): `hello APP PID` when a server
+starts, `budget APP NS` when a request's processing starts. Every period it
+reads each application's CPU use to tell how much of what it holds it used.
+Every decision is logged (t_ns, app, units, cpus, why) for the results.
+
+    python -m smec_edge.manager --socket S --mode cores --app ar:1:30 --app ft:1:be \\
+        --max-units 2 --cores 0,1 --log decisions.csv"""
 
 from __future__ import annotations
 
@@ -24,14 +34,14 @@ from pathlib import Path
 from smec_edge.policy import CpuPolicy
 
 PERIOD_US = 100_000
-APP = "app"
+TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
 class Quota:
-    """A cgroup's CPU quota (v1 cpu.cfs_quota_us or v2 cpu.max) and usage."""
+    """A cgroup's CPU quota and usage (under v1 the cpuacct directory can be another hierarchy's)."""
 
-    def __init__(self, cpu_dir: Path, version: int) -> None:
-        self.dir, self.version = cpu_dir, version
+    def __init__(self, cpu_dir: Path, cpuacct_dir: Path, version: int) -> None:
+        self.dir, self.acct, self.version = cpu_dir, cpuacct_dir, version
 
     def set_cpus(self, cpus: float) -> None:
         quota = max(1000, int(cpus * PERIOD_US))
@@ -48,58 +58,206 @@ class Quota:
                 if k == "usage_usec":
                     return int(v) * 1000
             return 0
-        return int((self.dir / "cpuacct.usage").read_text())
+        return int((self.acct / "cpuacct.usage").read_text())
+
+
+def descendants(pid: int) -> list[int]:
+    """pid and every process below it (a scan of /proc: only on changes)."""
+    parents: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(d)] = int(stat.rsplit(")", 1)[1].split()[1])
+    out, frontier = [pid], [pid]
+    while frontier:
+        frontier = [c for c, p in parents.items() if p in frontier]
+        out += frontier
+    return out
+
+
+def threads(pid: int) -> list[int]:
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
+def process_cpu_ns(pid: int) -> int:
+    """CPU time of pid and its children it waited for (utime + stime + cutime + cstime)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return sum(int(x) for x in fields[11:15]) * TICK_NS
+
+
+class Cores:
+    """`cores` mode: which of `available` each app's server may run on."""
+
+    def __init__(self, available: list[int]) -> None:
+        self.available = available
+        self.held: dict[str, list[int]] = {}
+        self.pids: dict[str, int] = {}
+
+    def set_units(self, app: str, units: int) -> str:
+        held = self.held.setdefault(app, [])
+        taken = {c for a, cs in self.held.items() if a != app for c in cs}
+        while len(held) < units:
+            held.append(next(c for c in self.available if c not in taken and c not in held))
+        del held[units:]
+        self._apply(app)
+        return ",".join(map(str, held))
+
+    def adopt(self, app: str, pid: int) -> None:
+        self.pids[app] = pid
+        self._apply(app)
+
+    def _apply(self, app: str) -> None:
+        pid, cores = self.pids.get(app), self.held.get(app)
+        if pid is None or not cores:
+            return
+        for p in descendants(pid):
+            for t in threads(p):
+                try:
+                    os.sched_setaffinity(t, cores)
+                except OSError:
+                    pass  # a thread that just ended
+
+    def usage_ns(self, app: str) -> int:
+        pid = self.pids.get(app)
+        return 0 if pid is None else sum(process_cpu_ns(p) for p in descendants(pid))
+
+
+class Quotas:
+    """`quota` mode: each app's CPU quota, in its own cgroup (or the node's, for one app)."""
+
+    def __init__(self, cpu_dir: Path, cpuacct_dir: Path, version: int, apps: list[str], unit_cpus: float) -> None:
+        self.unit, self.version = unit_cpus, version
+        self.children: list[Path] = []
+        if len(apps) == 1:
+            self.q = {apps[0]: Quota(cpu_dir, cpuacct_dir, version)}
+            return
+        if version == 2:
+            raise SystemExit("quota mode for several apps needs cgroup v1 on this host (under v2 the node's other "
+                             "processes would have to leave its cgroup first); use mode = \"cores\"")
+        self.q = {}
+        for app in apps:
+            dirs = [d / f"smec-{app}" for d in dict.fromkeys((cpu_dir, cpuacct_dir))]
+            for d in dirs:
+                d.mkdir(exist_ok=True)
+                self.children.append(d)
+            self.q[app] = Quota(dirs[0], dirs[-1], version)
+
+    def set_units(self, app: str, units: int) -> str:
+        self.q[app].set_cpus(units * self.unit)
+        return f"{units * self.unit:g}"
+
+    def adopt(self, app: str, pid: int) -> None:
+        if not self.children:
+            return  # one app: it runs in the node's cgroup already
+        for d in dict.fromkeys((self.q[app].dir, self.q[app].acct)):
+            (d / "cgroup.procs").write_text(str(pid))  # v1: the whole process, and what it starts later
+
+    def usage_ns(self, app: str) -> int:
+        return self.q[app].usage_ns()
+
+    def close(self) -> None:
+        """Give the apps' processes back to the node's cgroup and remove the children."""
+        for d in self.children:
+            try:
+                pids = (d / "cgroup.procs").read_text().split()
+                for pid in pids:
+                    try:
+                        (d.parent / "cgroup.procs").write_text(pid)
+                    except OSError:
+                        pass
+                d.rmdir()
+            except OSError:
+                pass
+
+
+def parse_app(text: str) -> tuple[str, int, int | None]:
+    """NAME:UNITS:THRESHOLD_MS, or NAME:UNITS:be for a best-effort app."""
+    name, units, threshold = text.split(":")
+    return name, int(units), None if threshold == "be" else int(float(threshold) * 1e6)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--socket", required=True)
-    ap.add_argument("--cpu-dir", required=True, type=Path)
-    ap.add_argument("--cpuacct-dir", type=Path, help="v1: the cpuacct hierarchy's directory (default: --cpu-dir)")
-    ap.add_argument("--cgroup-version", type=int, choices=(1, 2), required=True)
-    ap.add_argument("--unit-cpus", type=float, default=0.25)
-    ap.add_argument("--units", type=int, default=1)
+    ap.add_argument("--mode", choices=("quota", "cores"), default="quota")
+    ap.add_argument("--app", action="append", type=parse_app, required=True, help="NAME:UNITS:THRESHOLD_MS or NAME:UNITS:be")
     ap.add_argument("--max-units", type=int, required=True)
-    ap.add_argument("--threshold-ms", type=float, required=True)
+    ap.add_argument("--cores", help="cores mode: the cores to hand out (default: this process's)")
+    ap.add_argument("--cpu-dir", type=Path, help="quota mode: the node's cgroup (cpu controller)")
+    ap.add_argument("--cpuacct-dir", type=Path, help="v1: the cpuacct hierarchy's directory (default: --cpu-dir)")
+    ap.add_argument("--cgroup-version", type=int, choices=(1, 2), default=1)
+    ap.add_argument("--unit-cpus", type=float, default=0.25)
     ap.add_argument("--period-ms", type=float, default=100.0)
     ap.add_argument("--log", required=True)
     a = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    quota = Quota(a.cpu_dir, a.cgroup_version)
-    usage = Quota(a.cpuacct_dir or a.cpu_dir, a.cgroup_version)
-    policy = CpuPolicy({APP: (a.units, int(a.threshold_ms * 1e6))}, total=a.max_units)
+    apps = {name: (units, threshold) for name, units, threshold in a.app}
+    # a best-effort app is never urgent: its threshold is below any budget
+    policy = CpuPolicy({n: (u, -(10**18) if th is None else th) for n, (u, th) in apps.items()}, total=a.max_units)
+    holder: Cores | Quotas
+    if a.mode == "cores":
+        cores = [int(c) for c in a.cores.split(",")] if a.cores else sorted(os.sched_getaffinity(0))
+        if len(cores) < a.max_units:
+            raise SystemExit(f"{a.max_units} cores to hand out, {len(cores)} available ({cores})")
+        holder = Cores(cores[: a.max_units])
+    else:
+        if a.cpu_dir is None:
+            raise SystemExit("quota mode needs --cpu-dir")
+        holder = Quotas(a.cpu_dir, a.cpuacct_dir or a.cpu_dir, a.cgroup_version, list(apps), a.unit_cpus)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     if os.path.exists(a.socket):
         os.unlink(a.socket)
     sock.bind(a.socket)
-    os.chmod(a.socket, 0o666)  # the server runs as an unprivileged user
-    sock.settimeout(a.period_ms / 1000)
-    with open(a.log, "w", buffering=1) as log:
-        log.write("t_ns,app,units,cpus,why\n")
+    os.chmod(a.socket, 0o666)  # the servers run as an unprivileged user
+    sock.settimeout(a.period_ms / 1000 / 4)
+    try:
+        with open(a.log, "w", buffering=1) as log:
+            log.write("t_ns,app,units,cpus,why\n")
 
-        def apply(why: str) -> None:
-            units = policy.units()[APP]
-            quota.set_cpus(units * a.unit_cpus)
-            log.write(f"{time.time_ns()},{APP},{units},{units * a.unit_cpus:g},{why}\n")
+            def apply(app: str, why: str) -> None:
+                units = policy.units()[app]
+                held = holder.set_units(app, units)
+                cpus = units * a.unit_cpus if a.mode == "quota" else units
+                log.write(f"{time.time_ns()},{app},{units},{cpus:g},{why} [{a.mode} {held}]\n")
 
-        apply("start")
-        last_t, last_use = time.monotonic_ns(), usage.usage_ns()
-        while True:
-            try:
-                data = sock.recv(64)
-                budget = int(data.split()[1])
-                if policy.request_budget(APP, budget, time.monotonic_ns()):
-                    apply(f"urgent (budget {budget / 1e6:.1f} ms)")
-            except (TimeoutError, ValueError, IndexError):
-                pass
-            now = time.monotonic_ns()
-            if now - last_t >= a.period_ms * 1e6:
-                use = usage.usage_ns()
-                held = policy.units()[APP] * a.unit_cpus
-                busy = (use - last_use) / ((now - last_t) * held) if held else 1.0
-                last_t, last_use = now, use
-                if policy.utilisation(APP, busy, now):
-                    apply(f"idle ({busy:.0%} of {held:g} CPUs used)")
+            for app in apps:
+                apply(app, "start")
+            last_t = time.monotonic_ns()
+            last_use = {app: holder.usage_ns(app) for app in apps}
+            while True:
+                try:
+                    kind, app, value = sock.recv(128).decode().split()
+                    if app in apps and kind == "hello":
+                        holder.adopt(app, int(value))
+                        last_use[app] = holder.usage_ns(app)
+                        log.write(f"{time.time_ns()},{app},{policy.units()[app]},,server pid {value} adopted\n")
+                    elif app in apps and kind == "budget" and policy.request_budget(app, int(value), time.monotonic_ns()):
+                        apply(app, f"urgent (budget {int(value) / 1e6:.1f} ms)")
+                except (TimeoutError, ValueError, UnicodeDecodeError):
+                    pass
+                now = time.monotonic_ns()
+                if now - last_t < a.period_ms * 1e6:
+                    continue
+                for app in apps:
+                    use = holder.usage_ns(app)
+                    held_cpus = policy.units()[app] * (a.unit_cpus if a.mode == "quota" else 1)
+                    busy = (use - last_use[app]) / ((now - last_t) * held_cpus)
+                    last_use[app] = use
+                    if policy.utilisation(app, busy, now):
+                        apply(app, f"idle ({busy:.0%} of {held_cpus:g} CPUs used)")
+                last_t = now
+    finally:
+        if isinstance(holder, Quotas):
+            holder.close()
 
 
 if __name__ == "__main__":
