@@ -6,7 +6,7 @@ import sys
 
 from workloads import driver
 
-APPS = ("image_classification", "translation")
+APPS = ("image_classification", "translation", "smart_stadium", "augmented_reality", "video_conferencing", "file_transfer")
 
 
 def main(argv: list[str]) -> int:

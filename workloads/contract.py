@@ -25,7 +25,7 @@ SERVER_FIELDS = ["repetition", "endpoint", "request_id", "request_bytes", "t_ser
                  "t_server_done", "t_server_published"]
 # With SMEC's edge manager: one row per request the server received, with SMEC's
 # estimates on the edge's clock (network: the request's uplink + its response's downlink).
-SMEC_FIELDS = ["repetition", "endpoint", "request_id", "network_est_ns", "budget_ns", "dropped"]
+SMEC_FIELDS = ["repetition", "endpoint", "request_id", "network_est_ns", "budget_ns", "dropped", "drop_reason"]
 # One row per sending-rate change made by application-level congestion control.
 RATE_FIELDS = ["t", "endpoint", "repetition", "rate", "reason", "latency_ms"]
 

@@ -253,7 +253,8 @@ def run_server(app_cls: type[ServerApp]) -> int:
         budget = smec.processing_started(header["request_id"], name, slo_ns) if smec and slo_ns else None
         # SMEC's early drop: a request whose budget is spent cannot make its SLO;
         # the client is told at once (an empty answer marked smec_dropped).
-        dropped = smec_drop and budget is not None and budget <= 0
+        reason = smec.drop_reason(header["request_id"], name, budget) if smec and smec_drop else ""
+        dropped = reason == "budget"
         result = b"" if dropped else app.process(payload)
         t_done = time.time_ns()
         extra: dict = {"smec_dropped": True} if dropped else {}
@@ -264,7 +265,7 @@ def run_server(app_cls: type[ServerApp]) -> int:
             with smec.lock:
                 net = smec.requests.get(header["request_id"], [None, None])[1]
             smec_log.write({"repetition": header["repetition"], "endpoint": header["endpoint"], "request_id": header["request_id"],
-                            "network_est_ns": net, "budget_ns": budget, "dropped": int(dropped)})
+                            "network_est_ns": net, "budget_ns": budget, "dropped": int(dropped), "drop_reason": reason})
         answer = {"request_id": header["request_id"], "t_server_received": t_recv, "t_server_start": t_start,
                   "t_server_done": t_done, "t_server_published": time.time_ns()}
         client.publish(contract.response_topic(header["endpoint"]), contract.pack({**answer, **extra}, result), qos=s.qos)

@@ -562,6 +562,11 @@ def _workload(w: raw.Workload, base: Path, bad, failed, file: str, issues: list[
         params = model.model_dump() if model is not None else params
 
     pl = w.payload.model_dump(exclude_none=True)
+    if app is not None and app.payload_from_params and w.payload.model_fields_set and not failed(f"{key}.payload"):
+        bad(f"{key}.payload", f"{w.app}'s request sizes follow its own [{key}.params] (its video's resolution and "
+                              "bitrate), not [workload.payload]; remove the table")
+    if app is not None and app.builtin and not app.images[0] and w.runtime == "container" and not failed(f"{key}.runtime", "workload.runtime"):
+        bad("workload.runtime", f"{w.app} runs as processes only (it has no container images yet); set workload.runtime = \"process\"")
     if app is not None:
         pl.setdefault("min_bytes", app.default_payload[0])
         pl.setdefault("max_bytes", app.default_payload[1])

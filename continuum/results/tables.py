@@ -46,13 +46,15 @@ def add_metrics(df: pd.DataFrame) -> pd.DataFrame:
 
 def add_smec(df: pd.DataFrame, smec_csvs: list[Path]) -> pd.DataFrame:
     """SMEC's estimates beside each request: its network-time estimate and
-    the truth (uplink + downlink on the shared clock), and its budget."""
+    the truth (uplink + downlink on the shared clock), its budget, and why it
+    was dropped early ("budget") or processed with a spent budget ("refresh")."""
     parts = [pd.read_csv(p) for p in smec_csvs if p.exists() and p.stat().st_size > 0]
     if not parts:
         return df
     est = pd.concat(parts, ignore_index=True).drop_duplicates("request_id")
     est["request_id"] = est["request_id"].astype(str)
-    df = df.merge(est[["request_id", "network_est_ns", "budget_ns"]], on="request_id", how="left")
+    keep = ["request_id", "network_est_ns", "budget_ns"] + (["drop_reason"] if "drop_reason" in est else [])
+    df = df.merge(est[keep], on="request_id", how="left")
     df["network_est_ms"] = df["network_est_ns"] / 1e6
     df["network_true_ms"] = df["uplink_ms"] + df["downlink_ms"]
     df["network_err_ms"] = df["network_est_ms"] - df["network_true_ms"]

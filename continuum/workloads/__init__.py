@@ -20,7 +20,8 @@ class WorkloadKind:
     payload_limits: tuple[int, int] | None = None  # the sizes the app can make at all (None: any)
     payload_unit: str = "requests"  # what a payload is, for error messages
     builtin: bool = True  # runs as `python -m workloads endpoint|server NAME`
-    images: tuple[str, str] = ("", "")  # endpoint, server image (continuum images build)
+    images: tuple[str, str] = ("", "")  # endpoint, server image (continuum images build); empty: processes only
+    payload_from_params: bool = False  # request sizes follow the app's own params, not [workload.payload]
 
 
 REGISTRY: dict[str, WorkloadKind] = {}
@@ -55,5 +56,48 @@ register(WorkloadKind("image_classification", "W1: MobileNetV2 (TensorFlow) imag
                       images=("continuum/w1-endpoint", "continuum/w1-server")))
 register(WorkloadKind("translation", "W2: MarianMT (PyTorch) English-German translation over MQTT",
                       TranslationParams, (100, 200), (40, 2000), "phrases", images=("continuum/w2-endpoint", "continuum/w2-server")))
+class SmartStadiumParams(_Params):
+    """SMEC's SS, scaled (workloads/smart_stadium): H.264 chunks transcoded to each rendition."""
+
+    width: int = Field(default=1280, ge=64, le=3840)
+    height: int = Field(default=720, ge=64, le=2160)
+    fps: int = Field(default=60, ge=1, le=120)
+    chunk_frames: int = Field(default=6, ge=1, le=120)
+    bitrate_mbps: float = Field(default=2.2, gt=0, le=100)
+    renditions: str = Field(default="480,240", pattern=r"^[0-9]{2,4}(,[0-9]{2,4})*$")
+    bank_size: int = Field(default=4, ge=1, le=100)
+
+
+class AugmentedRealityParams(_Params):
+    """SMEC's AR, scaled (workloads/augmented_reality): 1080p frames, SSDlite at `input` x `input`."""
+
+    input: int = Field(default=224, ge=96, le=640)
+    frame_bytes: int = Field(default=33_000, ge=1000, le=2_000_000)
+    bank_size: int = Field(default=8, ge=1, le=200)
+
+
+class VideoConferencingParams(_Params):
+    """SMEC's VC, scaled (workloads/video_conferencing): 320p frames upscaled x2 by ESPCN."""
+
+    width: int = Field(default=480, ge=32, le=1920)
+    height: int = Field(default=320, ge=32, le=1080)
+    frame_bytes: int = Field(default=3300, ge=200, le=500_000)
+    bank_size: int = Field(default=16, ge=1, le=500)
+
+
+class FileTransferParams(_Params):
+    """SMEC's FT: random files of [workload.payload]'s sizes."""
+
+    bank_size: int = Field(default=4, ge=1, le=64)
+
+
+register(WorkloadKind("smart_stadium", "SMEC's smart stadium: H.264 chunks transcoded to lower resolutions (PyAV, libx264)",
+                      SmartStadiumParams, (1, 1), payload_from_params=True))
+register(WorkloadKind("augmented_reality", "SMEC's AR: object detection (SSDlite, PyTorch) on camera frames",
+                      AugmentedRealityParams, (1, 1), payload_from_params=True))
+register(WorkloadKind("video_conferencing", "SMEC's VC: x2 super-resolution (ESPCN, PyTorch) of 320p frames",
+                      VideoConferencingParams, (1, 1), payload_from_params=True))
+register(WorkloadKind("file_transfer", "SMEC's FT: best-effort file uploads (1 KB-10 MB), digested on the server",
+                      FileTransferParams, (1000, 10_000_000), (1000, 100_000_000), "files"))
 register(WorkloadKind("custom", "bring your own: images and/or commands named in [workload.custom]",
                       None, (1000, 1000), builtin=False))

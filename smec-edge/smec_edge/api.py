@@ -9,6 +9,7 @@ workload: the client side in the endpoint, the server side on the edge.
     edge = EdgeTiming(47100)                   # answers every endpoint's probes
     est = edge.request_arrived(header, rid)    # t_network (ns) of a request that just arrived
     budget = edge.processing_started(rid, app, slo_ns)   # SLO - (network + wait + median processing)
+    if edge.drop_reason(rid, app, budget) == "budget": ...  # answer at once: dropped early
     edge.processing_ended(rid, app)
     response_header.update(edge.response_sent(header))
 
@@ -25,7 +26,7 @@ import time
 from collections import OrderedDict
 from typing import Callable
 
-from smec_edge.budget import ProcessingTimes, budget_ns
+from smec_edge.budget import ProcessingTimes, budget_ns, drop
 from smec_edge.timing import ACK, PROBE, ClientClock, EdgeClock, Stamp
 
 PROBE_PERIOD_S = 1.0
@@ -161,12 +162,27 @@ class EdgeTiming:
                 pass  # the manager is gone or busy: the request is still served
         return b
 
+    def drop_reason(self, request_id: str, app: str, budget: int | None) -> str:
+        """SMEC's early drop for a request about to be processed: "budget" (drop
+        it: its budget is spent), "refresh" (spent, but the app's processing
+        estimate is stale: process it to learn again, budget.STALE_NS) or ""
+        (process it)."""
+        if budget is None or not drop(budget):
+            return ""
+        with self.lock:
+            if self.processing.stale(app, self.clock()):
+                r = self.requests.get(request_id)
+                if r is not None:
+                    r.append("refresh")
+                return "refresh"
+        return "budget"
+
     def processing_ended(self, request_id: str, app: str) -> None:
         now = self.clock()
         with self.lock:
             r = self.requests.get(request_id)
             if r is not None and r[2] is not None:
-                self.processing.add(app, now - r[2])
+                self.processing.add(app, now - r[2], now, restart=r[-1] == "refresh")
 
     def response_sent(self, header: dict) -> dict:
         """Header keys for the response to this request (T_ack_resp)."""

@@ -36,3 +36,20 @@ def test_budget_and_early_drop():
     b = budget_ns(100 * MS, network_ns=40 * MS, wait_ns=30 * MS, process_ns=h.median_ns("ar"))
     assert b == 9.5 * MS and not drop(b)
     assert drop(budget_ns(100 * MS, 60 * MS, 19 * MS, 21 * MS))  # exactly spent: dropped
+
+
+def test_an_app_urgent_within_the_last_second_keeps_its_units():
+    p = CpuPolicy({"ss": (1, 20 * MS)}, total=4)
+    assert p.request_budget("ss", -5 * MS, 0) and p.units()["ss"] == 2
+    assert not p.utilisation("ss", 0.0, 500 * MS)  # idle because its requests were dropped, not because it needs less
+    assert not p.request_budget("ss", 50 * MS, 900 * MS)  # a relaxed request does not renew the hold
+    assert p.utilisation("ss", 0.0, 1001 * MS) and p.units()["ss"] == 1
+
+
+def test_a_stale_processing_estimate_is_refreshed_not_trusted_forever():
+    h = ProcessingTimes()
+    h.add("ar", 700 * MS, now_ns=0)  # a cold start at a small CPU share
+    assert not h.stale("ar", 900 * MS) and h.stale("ar", 1001 * MS)
+    h.add("ar", 35 * MS, now_ns=1100 * MS, restart=True)  # the refresh request starts the history again
+    assert h.median_ns("ar") == 35 * MS and not h.stale("ar", 1200 * MS)
+    assert not ProcessingTimes().stale("vc", 10**12)  # nothing learnt yet: nothing to distrust

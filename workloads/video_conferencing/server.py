@@ -1,0 +1,58 @@
+"""Server side of VC: an ESPCN super-resolution network (x2), PyTorch,
+answering the upscaled frame as JPEG.
+
+No trained weights for this network are published; a state dict of it
+(`espcn_x2.pt`, e.g. trained with the ESPCN recipe) in the model cache
+($CONTINUUM_MODEL_CACHE/espcn/, see docs/workloads.md) is used when present.
+Otherwise it runs with seeded random weights: the latency is the same (the
+picture is not), and `info["weights"]` says which ran."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from workloads import media
+from workloads.contract import ServerSettings
+
+WEIGHTS = "espcn_x2.pt"
+
+
+def espcn(torch, scale: int = 2, channels: tuple[int, int] = (16, 16)):
+    nn = torch.nn
+    return nn.Sequential(nn.Conv2d(3, channels[0], 5, padding=2), nn.Tanh(),
+                         nn.Conv2d(channels[0], channels[1], 3, padding=1), nn.Tanh(),
+                         nn.Conv2d(channels[1], 3 * scale * scale, 3, padding=1), nn.PixelShuffle(scale))
+
+
+class Server:
+    def __init__(self, s: ServerSettings) -> None:
+        import torch
+
+        torch.set_num_threads(max(1, s.threads))
+        torch.manual_seed(s.seed)
+        self.torch = torch
+        model = espcn(torch)
+        cached = Path(s.model_cache) / "espcn" / WEIGHTS if s.model_cache else None
+        if cached and cached.is_file():
+            model.load_state_dict(torch.load(cached, map_location="cpu"))
+            weights = f"trained ({cached})"
+        else:
+            weights = f"random, seed {s.seed} (no espcn/{WEIGHTS} in the model cache)"
+        self.model = model.eval()
+        with torch.no_grad():
+            self.model(torch.zeros(1, 3, 320, 480))
+        self.info = {"app": "video_conferencing", "model": "ESPCN x2 (16/16 channels)", "framework": "pytorch",
+                     "torch": torch.__version__, "weights": weights, "threads": s.threads,
+                     "parameters": sum(p.numel() for p in model.parameters())}
+
+    def process(self, payload: bytes) -> bytes:
+        x = self.torch.from_numpy(media.from_jpeg(payload).astype(np.float32) / 255.0).permute(2, 0, 1)[None]
+        with self.torch.no_grad():
+            y = self.model(x)[0].clamp(0, 1).permute(1, 2, 0).numpy()
+        buf = io.BytesIO()
+        Image.fromarray((y * 255).astype(np.uint8)).save(buf, format="JPEG", quality=80)
+        return buf.getvalue()
