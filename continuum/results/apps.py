@@ -4,8 +4,9 @@ evaluation reports them.
 
 SLO satisfaction counts every measured request: one dropped early, timed
 out or lost misses its SLO just as a late one does. Goodput is the request
-bytes of answered requests over the measured window: what a best-effort app
-(file transfer) moved."""
+bytes of the measured requests that were answered, over the time from the
+first of them drawn to the last answer: what a best-effort app (file
+transfer) moved."""
 
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ def summarize(df: pd.DataFrame, apps: dict[str, dict]) -> dict | None:
                    "e2e_ms_p99": float(np.percentile(e2e, 99)) if len(e2e) else None}
         if a.get("slo_ms") and len(sent):
             s["slo_met"] = float(((sent["status"] == "ok") & (sent["e2e_ms"].astype(float) <= a["slo_ms"])).mean())
-        if len(ok) > 1:
-            window_s = (int(sent["t_drawn"].max()) - int(sent["t_drawn"].min())) / 1e9
+        if len(ok):  # from the first request drawn to the last answer in
+            window_s = (int(ok["t_received"].max()) - int(sent["t_drawn"].min())) / 1e9
             if window_s > 0:
                 s["goodput_mbps"] = float(ok["request_bytes"].sum()) * 8 / window_s / 1e6
         out[name] = s

@@ -103,7 +103,10 @@ def server_env(spec: ExperimentSpec, app: AppSpec, node: Node, raw: Path, rep: i
             Env.SMEC_SLO_MS: f"{app.slo_ms or 0:g}", Env.SMEC_EARLY_DROP: "1" if spec.smec_early_drop else "0",
             Env.SMEC_MANAGER: str(smec_manager_socket(raw.parent)) if spec.smec_quota else "",
             } if spec.edge_manager == "smec" else {}
-    return {**_common(app, "127.0.0.1", rep, spec.seed), Env.THREADS: threads, "OMP_NUM_THREADS": threads,
+    # Servers that share a node, or whose threads SMEC pins to fewer cores, must not spin-wait: OpenMP's
+    # default spinning made a 45-ms detection take 3.5 s with 2 threads on 1 core (docs/workloads.md).
+    passive = {"OMP_WAIT_POLICY": "PASSIVE"} if spec.mix or spec.edge_manager == "smec" else {}
+    return {**_common(app, "127.0.0.1", rep, spec.seed), Env.THREADS: threads, "OMP_NUM_THREADS": threads, **passive,
             Env.SERVER_LOG: str(raw / f"server-{node.name}{sfx}.csv"),
             **({Env.ENDPOINTS: ",".join(app.endpoints)} if spec.mix else {}),
             Env.READY_FILE: str(raw / f"server-ready-r{rep}{sfx}.json"), Env.MODEL_CACHE: str(model_cache()), **smec}
