@@ -165,13 +165,14 @@ def start_smec_manager(spec: ExperimentSpec, node: Node, run_dir: Path) -> subpr
     sock = smec_manager_socket(run_dir)
     argv = [sys.executable, "-m", "smec_edge.manager", "--socket", str(sock), "--mode", spec.smec_mode,
             "--log", str(run_dir / "raw" / "smec-decisions.csv")]
-    # One app starts with the node's CPUs (quota) or a core; a mix's apps with equal shares of what the manager hands out
+    # One app starts with the node's CPUs (its quota, or as many cores); a mix's apps with one step each,
+    # the rest free for whichever turns urgent first
     if spec.smec_mode == "cores":
         total = int(most)
-        start_units = {a.name: max(1, total // len(spec.apps)) if spec.mix else max(1, min(total, int(cpus))) for a in spec.apps}
+        start_units = {a.name: 1 if spec.mix else max(1, min(total, int(cpus))) for a in spec.apps}
     else:
         total = int((min(most, cpus) if spec.mix else most) / unit + 1e-9)
-        start_units = {a.name: max(1, total // len(spec.apps)) if spec.mix else round(cpus / unit) for a in spec.apps}
+        start_units = {a.name: 1 if spec.mix else round(cpus / unit) for a in spec.apps}
     if spec.smec_mode == "quota":
         argv += ["--cpu-dir", str(node.cgroup.dirs["cpu"]), "--cpuacct-dir", str(node.cgroup.dirs["cpuacct"]),
                  "--cgroup-version", str(node.cgroup.version), "--unit-cpus", f"{unit:g}"]
