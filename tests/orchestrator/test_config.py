@@ -164,7 +164,7 @@ def test_one_pass_reports_schema_and_resolution_problems_together():
     }, e.value
     assert "no-such-uplink-trace" in by_key["mobile.uplink"][0]
     assert "at least one endpoint" in by_key["nodes.endpoint.count"][0]
-    assert "valid: custom, image_classification, translation" in by_key["workload.app"][0]
+    assert "valid: augmented_reality, custom, file_transfer, image_classification" in by_key["workload.app"][0]
     assert by_key["workload.payload"] == ["min_bytes 50000 > max_bytes 20000"]
     assert "needs a limit" in by_key["mobile.uplink_queue_args"][0]
     # the bad downlink queue is reported once, not again as bad queue arguments for its default
@@ -204,10 +204,14 @@ def test_edge_manager_keys_are_checked(tmp_path):
     steps, and SMEC needs process workloads; every problem named."""
     base = HERE / "good-minimal.toml"
     f = tmp_path / "m.toml"
-    f.write_text(base.read_text() + '\n[nodes.edge]\ncpus = 0.3\n\n[edge.manager]\nkind = "smec"\nmax_cpus = 0.2\nmode = "cores"\n')
+    f.write_text(base.read_text() + '\n[nodes.edge]\ncpus = 0.3\n\n[edge.manager]\nkind = "smec"\nmax_cpus = 0.2\nmode = "gpus"\n')
     with pytest.raises(ConfigError) as e:
         config.load(f)
     assert {i.key for i in e.value.issues} == {"edge.manager.mode"}  # a schema error stops the checks on that table
+    f.write_text(base.read_text() + '\n[edge.manager]\nkind = "smec"\nmax_cpus = 1.5\nmode = "cores"\n')
+    with pytest.raises(ConfigError) as e:
+        config.load(f)
+    assert [i.key for i in e.value.issues] == ["edge.manager.max_cpus"] and "whole cores" in str(e.value)
     f.write_text(base.read_text() + '\n[nodes.edge]\ncpus = 0.3\n\n[edge.manager]\nkind = "smec"\n')
     with pytest.raises(ConfigError) as e:
         config.load(f)
@@ -219,3 +223,55 @@ def test_edge_manager_keys_are_checked(tmp_path):
     f.write_text(base.read_text() + '\n[edge.manager]\nkind = "smec"\nslo_ms = 90\n')
     spec = config.load(f)
     assert spec.edge_manager == "smec" and spec.smec_quota == (0.25, 2.0, 30.0)
+
+
+MIX = """
+[workload]
+rate = 2
+
+[workload.apps.ar]
+app = "augmented_reality"
+endpoints = 2
+rate = 5
+slo_ms = 100
+
+[workload.apps.ft]
+app = "file_transfer"
+endpoints = 1
+best_effort = true
+payload = { distribution = "fixed", mean_bytes = 3000000 }
+"""
+
+
+def test_a_mix_gives_each_app_its_endpoints_slo_and_keys(tmp_path):
+    f = tmp_path / "mix.toml"
+    f.write_text((HERE / "good-minimal.toml").read_text() + MIX + '\n[edge.manager]\nkind = "smec"\nmode = "cores"\nmax_cpus = 2\n')
+    spec = config.load(f)
+    assert spec.mix and [n.name for n in spec.role("endpoint")] == ["endpoint0", "endpoint1", "endpoint2"]
+    ar, ft = spec.apps
+    assert (ar.name, ar.endpoints, ar.slo_ms, ar.workload.rate, ar.index) == ("ar", ("endpoint0", "endpoint1"), 100.0, 5.0, 0)
+    assert ar.urgency_ms == pytest.approx(100 / 3) and ar.workload.params["input"] == 224
+    assert (ft.endpoints, ft.slo_ms, ft.urgency_ms, ft.workload.rate) == (("endpoint2",), None, None, 2.0)  # [workload]'s rate
+    assert ft.workload.payload["mean_bytes"] == 3_000_000
+    assert spec.app_of("endpoint2") is ft and spec.smec_mode == "cores"
+
+
+def test_a_mix_is_checked_group_by_group(tmp_path):
+    f = tmp_path / "mix.toml"
+    base = (HERE / "good-minimal.toml").read_text()
+    bad_mix = MIX.replace('endpoints = 2\nrate = 5', 'endpoints = 2\nrate = 5\npayload = { min_bytes = 1000 }')
+    bad_mix = bad_mix.replace("best_effort = true", "best_effort = true\nslo_ms = 50")
+    bad_mix += '\n[workload.apps.x-y]\napp = "smart_stadium"\n\n[workload.apps.z]\napp = "yolo"\n'
+    f.write_text(base.replace("[experiment]", "[nodes.endpoint]\ncount = 2\n\n[experiment]") + bad_mix
+                 + '\n[edge.manager]\nkind = "smec"\nmode = "cores"\nmax_cpus = 2\n')
+    with pytest.raises(ConfigError) as e:
+        config.load(f)
+    keys = {i.key for i in e.value.issues}
+    assert {"nodes.endpoint.count", "workload.apps.ar.payload", "workload.apps.ft.best_effort", "workload.apps.x-y",
+            "workload.apps.z.app", "edge.manager.mode"} <= keys, keys
+    messages = {i.key: i.message for i in e.value.issues}
+    assert "[workload.apps] runs 5" in messages["nodes.endpoint.count"] and "own" in messages["edge.manager.mode"]
+    f.write_text(base + MIX.replace("[workload]\nrate = 2", '[workload]\nrate = 2\nruntime = "container"'))
+    with pytest.raises(ConfigError) as e:
+        config.load(f)
+    assert "workload.runtime" in {i.key for i in e.value.issues} and "processes only" in str(e.value)
