@@ -378,7 +378,9 @@ def smec_manager(run_dir: Path, df: pd.DataFrame, tl: Timeline, xlim: tuple[floa
                 continue
             sec = np.floor(tl.seconds(d["t_drawn"]))
             met = ((d["status"] == "ok") & (d["e2e_ms"].astype(float) <= slo)).groupby(sec).mean()
-            s_ax.step(met.index + 0.5, met.to_numpy() * 100, where="mid", color=colours.get(app, "k"), label=f"{app} (SLO {slo:g} ms)")
+            bins = np.arange(met.index.min(), met.index.max() + 1)
+            s_ax.stairs(met.reindex(bins).to_numpy() * 100, np.append(bins, bins[-1] + 1), baseline=None, color=colours.get(app, "k"),
+                        label=f"{app} (SLO {slo:g} ms)")
         s_ax.set_ylabel("SLO met, per second\n(% of requests drawn)")
         s_ax.set_ylim(-3, 103)
         s_ax.legend(fontsize=8, loc="lower left", ncol=4)

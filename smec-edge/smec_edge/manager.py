@@ -29,6 +29,7 @@ Every decision is logged (t_ns, app, units, cpus, why) for the results.
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import signal
 import socket
@@ -109,13 +110,19 @@ class Cores:
         self.pids: dict[str, int] = {}
 
     def set_units(self, app: str, units: int) -> str:
+        """The cores now held, and the server's affinity read back (what the kernel took)."""
         held = self.held.setdefault(app, [])
         taken = {c for a, cs in self.held.items() if a != app for c in cs}
         while len(held) < units:
             held.append(next(c for c in self.available if c not in taken and c not in held))
         del held[units:]
         self._apply(app)
-        return ",".join(map(str, held))
+        pid = self.pids.get(app)
+        try:
+            now = ",".join(map(str, sorted(os.sched_getaffinity(pid)))) if pid else "no server yet"
+        except OSError:
+            now = "server gone"
+        return f"{','.join(map(str, held))}; server's affinity {now}"
 
     def adopt(self, app: str, pid: int) -> None:
         self.pids[app] = pid
@@ -230,14 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     os.chmod(a.socket, 0o666)  # the servers run as an unprivileged user
     sock.settimeout(a.period_ms / 1000 / 4)
     try:
-        with open(a.log, "w", buffering=1) as log:
-            log.write("t_ns,app,units,cpus,why\n")
+        with open(a.log, "w", buffering=1, newline="") as f:
+            log = csv.writer(f)
+            log.writerow(["t_ns", "app", "units", "cpus", "why"])
 
             def apply(app: str, why: str) -> None:
                 units = policy.units()[app]
                 held = holder.set_units(app, units)
                 cpus = units * a.unit_cpus if a.mode == "quota" else units
-                log.write(f"{time.time_ns()},{app},{units},{cpus:g},{why} [{a.mode} {held}]\n")
+                log.writerow([time.time_ns(), app, units, f"{cpus:g}", f"{why} [{a.mode} {held}]"])
 
             for app in apps:
                 apply(app, "start")
@@ -250,7 +258,9 @@ def main(argv: list[str] | None = None) -> int:
                     if app in apps and kind == "hello":
                         holder.adopt(app, int(value))
                         samples[app] = deque([(time.monotonic_ns(), holder.usage_ns(app))])
-                        log.write(f"{time.time_ns()},{app},{policy.units()[app]},,server pid {value} adopted\n")
+                        log.writerow([time.time_ns(), app, policy.units()[app], "", f"server pid {value} adopted"])
+                        if a.mode == "cores":
+                            apply(app, "placed")
                     elif app in apps and kind == "budget" and policy.request_budget(app, int(value), time.monotonic_ns()):
                         apply(app, f"urgent (budget {int(value) / 1e6:.1f} ms)")
                 except (TimeoutError, ValueError, UnicodeDecodeError):

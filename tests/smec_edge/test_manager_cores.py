@@ -1,0 +1,61 @@
+"""SMEC's manager in `cores` mode (the paper's): a real process's affinity,
+set by the daemon and read back from the kernel, follows the policy: one
+more core when a budget turns urgent, the core back once the app has used
+under 60% of what it holds for a while and nothing was urgent for a second.
+Needs two cores and root (it pins another process)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from continuum.runtime import wait_for
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="the manager sets another process's affinity: run as root"),
+    pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="cores mode needs two cores to move one"),
+]
+
+# One thread busy all the time: it uses one core, half of two (under the 60% that returns a core).
+SPIN = "import time\nwhile True:\n    time.perf_counter()\n"
+
+
+def test_an_urgent_app_gains_a_core_and_gives_it_back(tmp_path: Path):
+    sock, log = tmp_path / "m.sock", tmp_path / "decisions.csv"
+    cores = sorted(os.sched_getaffinity(0))[:2]
+    manager = subprocess.Popen([sys.executable, "-m", "smec_edge.manager", "--socket", str(sock), "--mode", "cores",
+                                "--app", "ar:1:30", "--max-units", "2", "--cores", ",".join(map(str, cores)),
+                                "--window-ms", "500", "--log", str(log)])
+    app = subprocess.Popen([sys.executable, "-c", SPIN])
+    try:
+        wait_for(sock.exists, 15, "the manager's socket")
+        tx = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        tx.sendto(f"hello ar {app.pid}".encode(), str(sock))
+        wait_for(lambda: os.sched_getaffinity(app.pid) == {cores[0]}, 5, "the server pinned to its one core")
+        tx.sendto(b"budget ar 50000000", str(sock))  # 50 ms: above the 30-ms threshold, not urgent
+        tx.sendto(b"budget ar 5000000", str(sock))  # 5 ms: urgent
+        t_urgent = time.monotonic()
+        wait_for(lambda: os.sched_getaffinity(app.pid) == set(cores), 5, "a second core for the urgent app")
+        gained = time.monotonic() - t_urgent
+        wait_for(lambda: os.sched_getaffinity(app.pid) == {cores[0]}, 10, "the core given back")
+        returned = time.monotonic() - t_urgent
+    finally:
+        app.kill()
+        manager.terminate()
+        manager.wait(timeout=10)
+    assert gained < 0.5, f"the core came {gained:.2f} s after the urgent budget"
+    assert returned >= 1.0, "an app urgent within the last second keeps its cores"
+    dec = pd.read_csv(log)
+    moves = dec.dropna(subset=["cpus"])
+    assert list(moves["units"]) == [1, 1, 2, 1], moves  # start, placed, urgent, idle
+    assert moves["why"].iloc[2].startswith("urgent (budget 5.0 ms)")
+    assert moves["why"].iloc[3].startswith("idle (")
+    # what the manager logged is what the kernel says the process may run on
+    assert moves["why"].iloc[2].endswith(f"[cores {cores[0]},{cores[1]}; server's affinity {cores[0]},{cores[1]}]")
