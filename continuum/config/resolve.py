@@ -322,9 +322,16 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         if groups.endpoint.count < 1 and not failed("nodes.endpoint"):
             bad("nodes.endpoint.count", "at least one endpoint is needed to send requests")
 
+    em = p["edge"].manager if p.get("edge") is not None else raw.EdgeManager()
+    by_app: dict[str, tuple[str, float]] = {}  # a mix: each endpoint's class and SLO in the cell, from its app
+    if w is not None and w.apps:
+        eps = iter(n.name for n in nodes if n.role == "endpoint")
+        for g in w.apps.values():
+            for _ in range(g.endpoints):
+                by_app[next(eps, "")] = ("be", g.slo_ms or em.slo_ms) if g.best_effort else ("lc", g.slo_ms or em.slo_ms)
     cell = None
     if p.get("cell") is not None and groups is not None:
-        cell = _cell(p["cell"], nodes, bad, failed, base, materialize)
+        cell = _cell(p["cell"], nodes, bad, failed, base, materialize, by_app)
         if cell is not None:
             b = p["cell"].bulk
             nodes += [NodeSpec(f"bulk{i}", "bulk", i, b.cpus, raw.parse_memory(b.memory)) for i in range(b.count)]
@@ -392,7 +399,6 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
 
     # workload
     workload = None
-    em = p["edge"].manager if p.get("edge") is not None else raw.EdgeManager()
     apps: list[AppSpec] = []
     if w is not None:
         workload = _workload(w, base, bad, failed, file, issues)
@@ -476,8 +482,11 @@ def _trace(given: str, base: Path, direction: str, materialize: bool) -> tuple[T
     return ref, problem
 
 
-def _cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materialize: bool) -> CellSpec | None:
-    """Members, classes and timings of the [cell] table; every problem reported."""
+def _cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materialize: bool,
+          by_app: dict[str, tuple[str, float]] | None = None) -> CellSpec | None:
+    """Members, classes and timings of the [cell] table; every problem reported.
+    by_app: in a mix, an endpoint's class and SLO come from its app unless [cell.ue.NAME] says."""
+    by_app = by_app or {}
     ok = True
     if c.uplink == "private" and c.downlink == "private":
         bad("cell", "both directions are private: name a scheduler for cell.uplink or cell.downlink "
@@ -539,7 +548,8 @@ def _cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materiali
                     bad(f"cell.ue.{name}.{d}", problem)
                     ok = False
                 own[d] = ref
-        members.append(CellMember(name, "be" if bulk_ue else (u.class_ or c.class_), u.slo_ms or c.slo_ms,
+        app_cls, app_slo = by_app.get(name, (None, None))
+        members.append(CellMember(name, "be" if bulk_ue else (u.class_ or app_cls or c.class_), u.slo_ms or app_slo or c.slo_ms,
                                   own["uplink"], own["downlink"]))
     if not ok:
         return None

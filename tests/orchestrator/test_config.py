@@ -254,6 +254,10 @@ def test_a_mix_gives_each_app_its_endpoints_slo_and_keys(tmp_path):
     assert (ft.endpoints, ft.slo_ms, ft.urgency_ms, ft.workload.rate) == (("endpoint2",), None, None, 2.0)  # [workload]'s rate
     assert ft.workload.payload["mean_bytes"] == 3_000_000
     assert spec.app_of("endpoint2") is ft and spec.smec_mode == "cores"
+    # in a shared cell each endpoint's class and SLO come from its app, unless [cell.ue] says otherwise
+    f.write_text(f.read_text() + '\n[cell]\nuplink = "smec"\nslo_ms = 300\n\n[cell.ue.endpoint1]\nslo_ms = 120\n')
+    members = {m.name: (m.cls, m.slo_ms) for m in config.load(f).cell.members}
+    assert members == {"endpoint0": ("lc", 100.0), "endpoint1": ("lc", 120.0), "endpoint2": ("be", 100.0)}
 
 
 def test_a_mix_is_checked_group_by_group(tmp_path):
