@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -28,10 +27,11 @@ import pandas as pd  # noqa: E402
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE.parent))
 from continuum.results import cell  # noqa: E402
+from points import log_cdf, run_point  # noqa: E402
 
 BASE = REPO / "configs" / "smec-ran.toml"
-CONTINUUM = REPO / ".venv" / "bin" / "continuum"
 SCHEDULERS = ("pf", "rr", "smec", "tutti")
 LABEL = {"pf": "proportional fair", "rr": "round robin", "smec": "SMEC", "tutti": "Tutti-like"}
 
@@ -51,16 +51,6 @@ def point_config(out: Path, scheduler: str, quick: bool) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
-
-
-def run_point(cfg: Path, log: Path) -> Path:
-    with open(log, "w") as f:
-        p = subprocess.run([str(CONTINUUM), "run", str(cfg)], stdout=f, stderr=subprocess.STDOUT, text=True)
-    text = log.read_text()
-    found = re.findall(r"(?m)^results: (.+)$", text)
-    if p.returncode != 0 or not found:
-        raise SystemExit(f"{cfg.name} failed ({p.returncode}); see {log}")
-    return Path(found[-1].strip())
 
 
 def point_rows(run_dir: Path) -> tuple[dict, pd.DataFrame]:
@@ -92,21 +82,6 @@ def table(points: dict[str, tuple[dict, pd.DataFrame]]) -> str:
     return "\n".join(rows)
 
 
-def _log_cdf(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
-    """The CDF figures' common finish: log x axis, labels, grid, legend, saved."""
-    ax.set_xscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_ylim(0, 1.01)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="upper left")
-    ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
 def figures(points: dict[str, tuple[dict, pd.DataFrame]], out: Path) -> list[Path]:
     made = []
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
@@ -117,7 +92,7 @@ def figures(points: dict[str, tuple[dict, pd.DataFrame]], out: Path) -> list[Pat
     for slo, y in ((100, 0.03), (150, 0.1)):
         ax.axvline(slo, color="0.3", ls="--", lw=1)
         ax.text(slo, y, f" SLO {slo} ms", fontsize=8, color="0.3")
-    made.append(_log_cdf(fig, ax, "RAN latency per latency-critical request (ms, log scale): uplink less the core's one-way delay",
+    made.append(log_cdf(fig, ax, "RAN latency per latency-critical request (ms, log scale): uplink less the core's one-way delay",
                          "fraction of requests (unanswered: never)",
                          "Latency-critical uplink in a shared 5G cell, per uplink scheduler (measured)", out / "ran_latency_cdf.png"))
 
@@ -130,7 +105,7 @@ def figures(points: dict[str, tuple[dict, pd.DataFrame]], out: Path) -> list[Pat
                         label=f"{LABEL[s]}: P50 {np.percentile(e, 50):.1f} ms, P99 {np.percentile(e, 99):.1f} ms")
     ax.axvline(10, color="0.3", ls=":", lw=1)
     ax.text(10, 0.5, " SMEC paper:\n P99 about 10 ms", fontsize=8, color="0.3")
-    made.append(_log_cdf(fig, ax, "request start estimate minus the app's send time (ms, log scale; below 0.1 drawn at 0.1)",
+    made.append(log_cdf(fig, ax, "request start estimate minus the app's send time (ms, log scale; below 0.1 drawn at 0.1)",
                          "fraction of requests", "When the uplink scheduler learns that a request started (measured)",
                          out / "start_error_cdf.png"))
 
