@@ -8,9 +8,10 @@ and figures next to the paper's numbers (report.md):
     smec-ran    SMEC uplink    + Linux's scheduler   (the RAN half alone)
     smec-edge   PF uplink      + SMEC's edge manager (the edge half alone)
     tutti       Tutti-like RAN + Linux's scheduler
+    smec-nodrop SMEC, early drop off (what early drop adds)
 
 Each point is an ordinary `continuum run` of a copy of that file with only
-cell.uplink, edge.manager.kind (and, with --quick, the timing) changed; the
+cell.uplink, edge.manager.kind, early_drop (and, with --quick, the timing) changed; the
 copies are kept with the results, so any point can be re-run by hand."""
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ POINTS = {  # name: (uplink scheduler, edge manager, label)
     "smec-ran": ("smec", "default", "SMEC RAN + Linux"),
     "smec-edge": ("pf", "smec", "PF + SMEC edge"),
     "tutti": ("tutti", "default", "Tutti-like RAN + Linux"),
+    "smec-nodrop": ("smec", "smec", "SMEC, no early drop"),
 }
 APPS = ("ss", "ar", "vc", "ft")
 KEEP = ["app", "endpoint", "status", "e2e_ms", "uplink_ms", "downlink_ms", "server_ms", "request_bytes",
@@ -53,12 +55,15 @@ def point_config(out: Path, point: str, quick: bool) -> Path:
     text = re.sub(r'(?m)^uplink = "smec"( +#.*)?$', f'uplink = "{uplink}"', text, count=1)
     text = re.sub(r'(?m)^kind = "smec"$', f'kind = "{manager}"', text)
     text = re.sub(r'(?m)^name = "smec-mix"$', f'name = "smec-{point}"', text)
+    if point == "smec-nodrop":
+        text = re.sub(r"(?m)^early_drop = true$", "early_drop = false", text)
     text = text.replace("[experiment]\n", f'[experiment]\noutput = "{out / "runs"}"\n', 1)
     if quick:
         text = re.sub(r"(?m)^duration_s = .*$", "duration_s = 20", text)
         text = re.sub(r"(?m)^warmup_s = .*$", "warmup_s = 3", text)
     parsed = tomllib.loads(text)
     assert (parsed["cell"]["uplink"], parsed["edge"]["manager"]["kind"]) == (uplink, manager), point
+    assert parsed["edge"]["manager"]["early_drop"] == (point != "smec-nodrop"), point
     path = out / "configs" / f"smec-{point}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -95,13 +100,14 @@ def figures(points: dict[str, dict], frames: dict[str, pd.DataFrame], out: Path)
     width = 0.8 / len(points)
     for i, (p, s) in enumerate(points.items()):
         met = [100 * (s["apps"][a].get("slo_met") or 0) for a in lc]
-        ax.bar(np.arange(len(lc)) + i * width, met, width, label=POINTS[p][2], color=f"C{i}")
+        bars = ax.bar(np.arange(len(lc)) + i * width, met, width, label=POINTS[p][2], color=f"C{i}")
+        ax.bar_label(bars, [f"{m:.0f}" for m in met], fontsize=7, padding=1)  # a 0% bar is still seen
     ax.set_xticks(np.arange(len(lc)) + width * (len(points) - 1) / 2,
                   [f"{a} (SLO {points[next(iter(points))]['apps'][a]['slo_ms']:g} ms)" for a in lc])
     ax.set_ylabel("requests within their SLO (%)\n(dropped and late both miss)")
     ax.set_ylim(0, 105)
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8, ncol=3, loc="upper right")
+    ax.legend(fontsize=8, ncol=3, loc="upper right", title="bar labels: % of requests", title_fontsize=7)
     ax.set_title("SLO satisfaction per latency-critical app (measured, scaled setup)", fontsize=10)
     fig.tight_layout()
     fig.savefig(out / "slo_met.png", dpi=120)
