@@ -100,7 +100,8 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
                      f"port {netplan.BULK_PORT + n.index}")
     for n in spec.nodes:
         if n.role in ("edge", "cloud"):
-            servers = "".join(f", {a.name + ': ' if spec.mix else ''}{a.workload.app} server ({_how(a.workload.server)})"
+            servers = "".join(f", {a.name + ': ' if spec.mix else ''}{a.workload.app} server ({_how(a.workload.server)}"
+                              + (f", {a.workload.workers} requests at once" if a.workload.workers > 1 else "") + ")"
                               for a in spec.apps)
             lines.append(f"  {n.name}: mosquitto :{netplan.MQTT_PORT}" + (servers if n.name == plan.offload_target else ""))
     for n in spec.role("endpoint"):

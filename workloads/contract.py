@@ -51,6 +51,7 @@ class Env:
     RECORDS = "CONTINUUM_RECORDS"
     RATE_LOG = "CONTINUUM_RATE_LOG"
     THREADS = "CONTINUUM_THREADS"
+    WORKERS = "CONTINUUM_WORKERS"  # server: requests processed at once (default 1)
     SERVER_LOG = "CONTINUUM_SERVER_LOG"
     READY_FILE = "CONTINUUM_READY_FILE"
     MODEL_CACHE = "CONTINUUM_MODEL_CACHE"
@@ -145,6 +146,7 @@ class EndpointSettings(Common):
 @dataclass
 class ServerSettings(Common):
     threads: int = 1
+    workers: int = 1
     server_log: str = ""
     ready_file: str = ""
     model_cache: str = ""
@@ -152,5 +154,5 @@ class ServerSettings(Common):
     @classmethod
     def from_env(cls) -> "ServerSettings":
         c = _common()
-        return cls(**vars(c), threads=int(_env(Env.THREADS, "1")), server_log=_env(Env.SERVER_LOG),
+        return cls(**vars(c), threads=int(_env(Env.THREADS, "1")), workers=max(1, int(_env(Env.WORKERS, "1"))), server_log=_env(Env.SERVER_LOG),
                    ready_file=_env(Env.READY_FILE), model_cache=_env(Env.MODEL_CACHE, ""))

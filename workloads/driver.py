@@ -67,12 +67,14 @@ class _CsvLog:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._f = open(path, "a", newline="")
         self._w = csv.DictWriter(self._f, fields)
+        self._lock = threading.Lock()
         if self._f.tell() == 0:
             self._w.writeheader()
 
     def write(self, row: dict) -> None:
-        self._w.writerow(row)
-        self._f.flush()
+        with self._lock:  # a server's workers share its logs
+            self._w.writerow(row)
+            self._f.flush()
 
     def close(self) -> None:
         self._f.close()
@@ -235,49 +237,66 @@ def run_server(app_cls: type[ServerApp]) -> int:
     client = mqtt.Client(client_id=f"server-{name}-{s.repetition}", clean_session=True)
     client.on_message = on_request
     client.on_connect = lambda c, *_: c.subscribe([(contract.request_topic(e), s.qos) for e in served_endpoints])
+    subscribed = threading.Event()
+    client.on_subscribe = lambda *_: subscribed.set()
     connect(client, s.broker_host, s.broker_port)
     client.loop_start()
+    if not subscribed.wait(30):  # ready means subscribed: a request sent now is not lost
+        raise SystemExit(f"the broker at {s.broker_host}:{s.broker_port} did not confirm the subscription in 30 s")
 
     tmp = Path(s.ready_file + ".tmp")
     tmp.write_text(json.dumps(app.info))
     tmp.replace(s.ready_file)  # whole or absent: the orchestrator reads it as soon as it exists
     print(f"server ready: {json.dumps(app.info)}", flush=True)
-    served = 0
-    while not stop.is_set():
-        try:
-            t_recv, message = inbox.get(timeout=0.2)
-        except queue.Empty:
-            continue
-        t_start = time.time_ns()
-        header, payload = contract.unpack(message)
-        budget = smec.processing_started(header["request_id"], name, slo_ns) if smec and slo_ns else None
-        # SMEC's early drop: a request whose budget is spent cannot make its SLO;
-        # the client is told at once (an empty answer marked smec_dropped).
-        reason = smec.drop_reason(header["request_id"], name, budget) if smec and smec_drop else ""
-        dropped = reason == "budget"
-        result = b"" if dropped else app.process(payload)
-        t_done = time.time_ns()
-        extra: dict = {"smec_dropped": True} if dropped else {}
-        if smec:
-            if not dropped:
-                smec.processing_ended(header["request_id"], name)
-            extra.update(smec.response_sent(header))
-            with smec.lock:
-                net = smec.requests.get(header["request_id"], [None, None])[1]
-            smec_log.write({"repetition": header["repetition"], "endpoint": header["endpoint"], "request_id": header["request_id"],
-                            "network_est_ns": net, "budget_ns": budget, "dropped": int(dropped), "drop_reason": reason})
-        answer = {"request_id": header["request_id"], "t_server_received": t_recv, "t_server_start": t_start,
-                  "t_server_done": t_done, "t_server_published": time.time_ns()}
-        client.publish(contract.response_topic(header["endpoint"]), contract.pack({**answer, **extra}, result), qos=s.qos)
-        log.write({"repetition": header["repetition"], "endpoint": header["endpoint"], "request_bytes": len(message), **answer})
-        served += 1
+    served = [0]
+    count = threading.Lock()
+
+    def work() -> None:
+        """One worker: takes the next request, processes it, answers."""
+        while not stop.is_set():
+            try:
+                t_recv, message = inbox.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            t_start = time.time_ns()
+            header, payload = contract.unpack(message)
+            budget = smec.processing_started(header["request_id"], name, slo_ns) if smec and slo_ns else None
+            # SMEC's early drop: a request whose budget is spent cannot make its SLO;
+            # the client is told at once (an empty answer marked smec_dropped).
+            reason = smec.drop_reason(header["request_id"], name, budget) if smec and smec_drop else ""
+            dropped = reason == "budget"
+            result = b"" if dropped else app.process(payload)
+            t_done = time.time_ns()
+            extra: dict = {"smec_dropped": True} if dropped else {}
+            if smec:
+                if not dropped:
+                    smec.processing_ended(header["request_id"], name)
+                extra.update(smec.response_sent(header))
+                with smec.lock:
+                    net = smec.requests.get(header["request_id"], [None, None])[1]
+                smec_log.write({"repetition": header["repetition"], "endpoint": header["endpoint"], "request_id": header["request_id"],
+                                "network_est_ns": net, "budget_ns": budget, "dropped": int(dropped), "drop_reason": reason})
+            answer = {"request_id": header["request_id"], "t_server_received": t_recv, "t_server_start": t_start,
+                      "t_server_done": t_done, "t_server_published": time.time_ns()}
+            client.publish(contract.response_topic(header["endpoint"]), contract.pack({**answer, **extra}, result), qos=s.qos)
+            log.write({"repetition": header["repetition"], "endpoint": header["endpoint"], "request_bytes": len(message), **answer})
+            with count:
+                served[0] += 1
+
+    # CONTINUUM_WORKERS requests at once (default 1: one at a time, in arrival order)
+    workers = [threading.Thread(target=work, name=f"worker-{i}", daemon=True) for i in range(1, s.workers)]
+    for t in workers:
+        t.start()
+    work()
+    for t in workers:
+        t.join(timeout=5)
     client.loop_stop()
     client.disconnect()
     log.close()
     if smec:
         smec.close()
         smec_log.close()
-    print(f"server stopped after {served} requests", flush=True)
+    print(f"server stopped after {served[0]} requests", flush=True)
     return 0
 
 

@@ -152,6 +152,7 @@ class Workload(Strict):
     custom: Custom | None = None
     params: dict[str, Union[int, float, str, bool]] = {}
     run_as_root: bool = False  # process-mode workloads run as `nobody` unless this is set
+    workers: int = Field(default=1, ge=1, le=64)  # requests the server processes at once
     apps: dict[str, "AppGroup"] = {}  # a mix: each group's endpoints run its app, with its own server
 
 
@@ -170,6 +171,7 @@ class AppGroup(Strict):
     congestion_control: CongestionControl | None = None
     custom: Custom | None = None
     params: dict[str, Union[int, float, str, bool]] | None = None
+    workers: int | None = Field(default=None, ge=1, le=64)
     slo_ms: float | None = Field(default=None, gt=0, le=60000)  # default edge.manager.slo_ms
     urgency_ms: float | None = Field(default=None, gt=0, le=60000)  # SMEC: urgent below this budget (default SLO/3)
     best_effort: bool = False  # no SLO: SMEC neither drops nor hurries it; counted by throughput

@@ -89,6 +89,7 @@ class WorkloadSpec:
     environment: Mapping[str, str]
     workdir: Path  # where custom commands start (the experiment file's folder)
     run_as_root: bool = False  # process sides as root (asked by the file), else as an unprivileged user
+    workers: int = 1  # requests the server processes at once
 
     @property
     def runtime(self) -> str:
@@ -621,7 +622,7 @@ def _workload(w: raw.Workload, base: Path, bad, failed, file: str, issues: list[
     return WorkloadSpec(
         w.app, w.offload, w.rate, w.timeout_s, MappingProxyType(params), w.arrivals, w.burst, w.qos,
         MappingProxyType(pl), MappingProxyType(w.congestion_control.model_dump()), sides["endpoint"], sides["server"],
-        MappingProxyType(env), base, w.run_as_root,
+        MappingProxyType(env), base, w.run_as_root, w.workers,
     )
 
 

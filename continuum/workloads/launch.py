@@ -107,6 +107,7 @@ def server_env(spec: ExperimentSpec, app: AppSpec, node: Node, raw: Path, rep: i
     # default spinning made a 45-ms detection take 3.5 s with 2 threads on 1 core (docs/workloads.md).
     passive = {"OMP_WAIT_POLICY": "PASSIVE"} if spec.mix or spec.edge_manager == "smec" else {}
     return {**_common(app, "127.0.0.1", rep, spec.seed), Env.THREADS: threads, "OMP_NUM_THREADS": threads, **passive,
+            Env.WORKERS: str(app.workload.workers),
             Env.SERVER_LOG: str(raw / f"server-{node.name}{sfx}.csv"),
             **({Env.ENDPOINTS: ",".join(app.endpoints)} if spec.mix else {}),
             Env.READY_FILE: str(raw / f"server-ready-r{rep}{sfx}.json"), Env.MODEL_CACHE: str(model_cache()), **smec}

@@ -100,3 +100,4 @@ def test_early_drop_fires_exactly_when_the_budget_is_spent_and_the_urgent_app_ga
     ar = dec[dec["app"] == "ar"]
     assert ar["why"].str.startswith("urgent").any() and ar["units"].max() >= 2, ar
     assert not dec.query("app == 'ft'")["why"].str.startswith("urgent").any()
+
