@@ -71,7 +71,10 @@ class NetnsProvider(Provider):
         if not mahimahi_link_binary().exists():
             problems.append(f"{mahimahi_link_binary()} missing: build it with ./setup.sh")
         try:
-            cgroups.detect()
+            version, _ = cgroups.detect()
+            if version == 2 and spec.smec_mode == "quota" and spec.mix:
+                problems.append("SMEC's quota mode for several apps needs cgroup v1 here (this host has v2): set "
+                                "[edge.manager] mode = \"cores\" (a core per app), or run one app (docs/smec.md)")
         except ProviderError as e:
             problems.append(str(e))
         if spec.workload.runtime == "container":
