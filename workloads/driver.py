@@ -223,6 +223,7 @@ def run_server(app_cls: type[ServerApp]) -> int:
     log = _CsvLog(s.server_log, contract.SERVER_FIELDS)
 
     smec, smec_log, slo_ns = _smec_edge()
+    urgency_ns = int(float(os.environ.get(contract.Env.SMEC_URGENCY_MS, "0")) * 1e6)
     smec_drop = os.environ.get(contract.Env.SMEC_EARLY_DROP, "1") == "1"
 
     def on_request(_c, _u, m) -> None:
@@ -265,7 +266,12 @@ def run_server(app_cls: type[ServerApp]) -> int:
             # the client is told at once (an empty answer marked smec_dropped).
             reason = smec.drop_reason(header["request_id"], name, budget) if smec and smec_drop else ""
             dropped = reason == "budget"
-            result = b"" if dropped else app.process(payload)
+            if dropped:
+                result = b""
+            elif smec and hasattr(app, "process_with_budget"):  # SMEC's GPU path: the stream follows the budget
+                result = app.process_with_budget(payload, budget, urgency_ns)
+            else:
+                result = app.process(payload)
             t_done = time.time_ns()
             extra: dict = {"smec_dropped": True} if dropped else {}
             if smec:

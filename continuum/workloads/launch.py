@@ -100,7 +100,8 @@ def server_env(spec: ExperimentSpec, app: AppSpec, node: Node, raw: Path, rep: i
     threads = str(max(1, math.floor(_limits(spec, node).cpus)))
     sfx = suffix(spec, app)
     smec = {Env.SMEC_EDGE: f"0.0.0.0:{netplan.SMEC_PORT + app.index}", Env.SMEC_LOG: str(raw / f"smec-{node.name}{sfx}.csv"),
-            Env.SMEC_SLO_MS: f"{app.slo_ms or 0:g}", Env.SMEC_EARLY_DROP: "1" if spec.smec_early_drop else "0",
+            Env.SMEC_SLO_MS: f"{app.slo_ms or 0:g}", Env.SMEC_URGENCY_MS: f"{app.urgency_ms or 0:g}",
+            Env.SMEC_EARLY_DROP: "1" if spec.smec_early_drop else "0",
             Env.SMEC_MANAGER: str(smec_manager_socket(raw.parent)) if spec.smec_quota else "",
             } if spec.edge_manager == "smec" else {}
     # Servers that share a node, or whose threads SMEC pins to fewer cores, must not spin-wait: OpenMP's

@@ -45,6 +45,8 @@ def test_ar_frames_are_pre_processed_to_the_detector_input_and_detected():
     assert srv.info["weights"].startswith("random")  # no weights in an empty cache: said so
     answer = json.loads(srv.process(request))
     assert set(answer) == {"boxes", "labels", "scores"} and len(answer["boxes"]) == len(answer["scores"]) <= 20
+    # SMEC's GPU path picks a CUDA stream by the budget; on a CPU the answer is the same either way
+    assert srv.info["device"] == "cpu" and json.loads(srv.process_with_budget(request, 1_000_000, 30_000_000)) == answer
 
 
 def test_vc_frames_come_back_twice_as_large():

@@ -17,6 +17,7 @@ from PIL import Image
 
 from workloads import media
 from workloads.contract import ServerSettings
+from workloads.device import Device
 
 WEIGHTS = "espcn_x2.pt"
 
@@ -42,17 +43,22 @@ class Server:
             weights = f"trained ({cached})"
         else:
             weights = f"random, seed {s.seed} (no espcn/{WEIGHTS} in the model cache)"
-        self.model = model.eval()
+        self.device = Device(torch)
+        self.model = self.device.to(model.eval())
         with torch.no_grad():
-            self.model(torch.zeros(1, 3, 320, 480))
+            self.device.run(self.model, torch.zeros(1, 3, 320, 480))
         self.info = {"app": "video_conferencing", "model": "ESPCN x2 (16/16 channels)", "framework": "pytorch",
-                     "torch": torch.__version__, "weights": weights, "threads": s.threads,
+                     "torch": torch.__version__, "weights": weights, "threads": s.threads, "device": self.device.name,
                      "parameters": sum(p.numel() for p in model.parameters())}
 
     def process(self, payload: bytes) -> bytes:
+        return self.process_with_budget(payload, None, 0)
+
+    def process_with_budget(self, payload: bytes, budget_ns: int | None, threshold_ns: int) -> bytes:
+        """With a GPU, the request's CUDA stream follows its SMEC budget (workloads/device.py)."""
         x = self.torch.from_numpy(media.from_jpeg(payload).astype(np.float32) / 255.0).permute(2, 0, 1)[None]
         with self.torch.no_grad():
-            y = self.model(x)[0].clamp(0, 1).permute(1, 2, 0).numpy()
+            y = self.device.run(self.model, x, budget_ns, threshold_ns)[0].clamp(0, 1).permute(1, 2, 0).cpu().numpy()
         buf = io.BytesIO()
         Image.fromarray((y * 255).astype(np.uint8)).save(buf, format="JPEG", quality=80)
         return buf.getvalue()
