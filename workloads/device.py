@@ -31,3 +31,16 @@ class Device:
             out = fn(x.to(self.name, non_blocking=True))
         stream.synchronize()
         return out
+
+
+def load_weights(torch: Any, model: Any, model_cache: str, relative: str, kind: str, seed: int) -> str:
+    """The state dict at model_cache/relative into model when it is there (nothing
+    is downloaded at run time); what ran, for the manifest: `kind (path)`, or
+    the seeded random weights the model was built with."""
+    from pathlib import Path
+
+    cached = Path(model_cache) / relative if model_cache else None
+    if cached and cached.is_file():
+        model.load_state_dict(torch.load(cached, map_location="cpu"))
+        return f"{kind} ({cached})"
+    return f"random, seed {seed} (no {relative} in the model cache)"

@@ -63,3 +63,15 @@ def test_file_transfer_files_have_the_drawn_sizes_and_their_digest_comes_back():
     data = ep.preprocess(ep.draw(2))
     assert len(data) == 3_000_000 and ep.draw(0) != ep.draw(1)
     assert ft_srv.Server(settings()).process(data) == hashlib.sha256(data).hexdigest().encode()
+
+
+def test_vc_uses_a_state_dict_from_the_model_cache(tmp_path):
+    import torch
+
+    trained = vc_srv.espcn(torch)
+    torch.nn.init.constant_(trained[0].bias, 0.25)  # weights no seed would draw
+    (tmp_path / "espcn").mkdir()
+    torch.save(trained.state_dict(), tmp_path / "espcn" / vc_srv.WEIGHTS)
+    srv = vc_srv.Server(SimpleNamespace(params={}, seed=3, payload={}, threads=1, model_cache=str(tmp_path)))
+    assert srv.info["weights"] == f"trained ({tmp_path / 'espcn' / vc_srv.WEIGHTS})"
+    assert torch.equal(srv.model[0].bias, trained[0].bias)

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 from workloads.contract import ServerSettings
-from workloads.device import Device
+from workloads.device import Device, load_weights
 
 WEIGHTS = "ssdlite320_mobilenet_v3_large_coco-a79551df.pth"
 
@@ -34,12 +33,7 @@ class Server:
         self.torch = torch
         size = int(s.params.get("input", 224))
         model = torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None)
-        cached = Path(s.model_cache) / "ssdlite" / WEIGHTS if s.model_cache else None
-        if cached and cached.is_file():
-            model.load_state_dict(torch.load(cached, map_location="cpu"))
-            weights = f"coco ({cached})"
-        else:
-            weights = f"random, seed {s.seed} (no {WEIGHTS} in the model cache)"
+        weights = load_weights(torch, model, s.model_cache, f"ssdlite/{WEIGHTS}", "coco", s.seed)
         model.transform.fixed_size = (size, size)
         self.device = Device(torch)
         self.model = self.device.to(model.eval())

@@ -10,14 +10,13 @@ picture is not), and `info["weights"]` says which ran."""
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 from workloads import media
 from workloads.contract import ServerSettings
-from workloads.device import Device
+from workloads.device import Device, load_weights
 
 WEIGHTS = "espcn_x2.pt"
 
@@ -37,12 +36,7 @@ class Server:
         torch.manual_seed(s.seed)
         self.torch = torch
         model = espcn(torch)
-        cached = Path(s.model_cache) / "espcn" / WEIGHTS if s.model_cache else None
-        if cached and cached.is_file():
-            model.load_state_dict(torch.load(cached, map_location="cpu"))
-            weights = f"trained ({cached})"
-        else:
-            weights = f"random, seed {s.seed} (no espcn/{WEIGHTS} in the model cache)"
+        weights = load_weights(torch, model, s.model_cache, f"espcn/{WEIGHTS}", "trained", s.seed)
         self.device = Device(torch)
         self.model = self.device.to(model.eval())
         with torch.no_grad():
