@@ -38,3 +38,12 @@ def log_cdf(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def chosen(ap, option: str, given: str, valid) -> list[str]:
+    """The comma-separated points asked for, each one checked (argparse's error otherwise)."""
+    picked = [p for p in given.split(",") if p]
+    bad = [p for p in picked if p not in valid]
+    if bad:
+        ap.error(f"{option}: {', '.join(bad)} unknown; valid: {', '.join(valid)}")
+    return picked

@@ -29,7 +29,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
 from continuum.results import cell  # noqa: E402
-from points import log_cdf, run_point  # noqa: E402
+from points import chosen, log_cdf, run_point  # noqa: E402
 
 BASE = REPO / "configs" / "smec-ran.toml"
 SCHEDULERS = ("pf", "rr", "smec", "tutti")
@@ -140,12 +140,9 @@ def main() -> int:
     (out / "logs").mkdir(parents=True, exist_ok=True)
     index = out / "points.json"
     runs: dict[str, str] = json.loads(index.read_text()) if index.exists() else {}
-    chosen = [s for s in a.schedulers.split(",") if s]
-    bad = [s for s in chosen if s not in SCHEDULERS]
-    if bad:
-        ap.error(f"--schedulers: {', '.join(bad)} unknown; valid: {', '.join(SCHEDULERS)}")
+    picked = chosen(ap, "--schedulers", a.schedulers, SCHEDULERS)
     if not a.analyze_only:
-        for s in chosen:
+        for s in picked:
             print(f"smec-ran: uplink scheduler {s} ...", flush=True)
             run_dir = run_point(point_config(out, s, a.quick), out / "logs" / f"{s}.log")
             runs[s] = str(run_dir.relative_to(out)) if run_dir.is_relative_to(out) else str(run_dir)
@@ -155,7 +152,7 @@ def main() -> int:
         if s not in runs:
             continue
         extract, cell_json = out / f"lc-requests-{s}.csv", out / f"cell-{s}.json"
-        if (not a.analyze_only and s in chosen) or not extract.exists():
+        if (not a.analyze_only and s in picked) or not extract.exists():
             # Extracts beside the runs: the link and cell logs (tens of MB) are not committed.
             summary, df = point_rows(out / runs[s])
             df.to_csv(extract, index=False)

@@ -33,7 +33,7 @@ import pandas as pd  # noqa: E402
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
-from points import log_cdf, run_point  # noqa: E402
+from points import chosen, log_cdf, run_point  # noqa: E402
 
 BASE = REPO / "configs" / "smec-mix.toml"
 POINTS = {  # name: (uplink scheduler, edge manager, label)
@@ -139,12 +139,9 @@ def main() -> int:
     a = ap.parse_args()
     out = a.out.resolve()
     (out / "logs").mkdir(parents=True, exist_ok=True)
-    chosen = [p for p in a.points.split(",") if p]
-    bad = [p for p in chosen if p not in POINTS]
-    if bad:
-        ap.error(f"--points: {', '.join(bad)} unknown; valid: {', '.join(POINTS)}")
+    picked = chosen(ap, "--points", a.points, POINTS)
     if not a.analyze_only:
-        for p in chosen:
+        for p in picked:
             print(f"smec: {POINTS[p][2]} ...", flush=True)
             extract(run_point(point_config(out, p, a.quick), out / "logs" / f"{p}.log"), out, p)
     points = {p: json.loads((out / f"summary-{p}.json").read_text()) for p in POINTS if (out / f"summary-{p}.json").exists()}
