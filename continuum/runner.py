@@ -296,6 +296,12 @@ def _run(ctx: Run, provider) -> None:
         how = f"cores (affinity), up to {most:g}" if spec.smec_mode == "cores" else f"quota in {unit:g}-CPU steps up to {most:g}"
         urgent = ", ".join(f"{a.name} below {a.urgency_ms:g} ms" if a.urgency_ms is not None else f"{a.name} best effort" for a in spec.apps)
         ctx.phase(f"SMEC's edge manager on {target.name}: {how}; urgent: {urgent}")
+    if spec.smec_mps != "off":
+        daemon, said = launch.start_mps(spec, run_dir, ctx.run_id)
+        if daemon is not None:
+            ctx.undo.callback(daemon.stop)
+        man.edge_manager = {**(man.edge_manager or {}), "mps": said}
+        ctx.phase(f"SMEC's GPU path: CUDA MPS {said}")
 
     ctx.undo.callback(launch.hand_over(run_dir / "raw", spec))
     man.workload.user = launch.user_note(spec)

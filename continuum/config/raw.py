@@ -237,6 +237,7 @@ class EdgeManager(Strict):
     unit_cpus: float = Field(default=0.25, gt=0, le=64)  # quota mode: CPU bandwidth per step
     max_cpus: float = Field(default=2.0, gt=0, le=256)  # quota mode: the most the server may get
     urgency_ms: float | None = Field(default=None, gt=0, le=60000)  # urgent below this budget (default: a third of the SLO)
+    mps: Literal["auto", "on", "off"] = "auto"  # smec, several apps on a GPU: share it through CUDA MPS (auto: when there is one)
 
 
 class Edge(Strict):

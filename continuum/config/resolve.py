@@ -166,6 +166,7 @@ class ExperimentSpec:
     smec_early_drop: bool = True
     smec_quota: tuple[float, float, float] | None = None  # quota mode: (unit, max, urgency ms); None: off
     smec_mode: str = "off"  # quota | cores | off (the manager daemon runs in quota and cores modes)
+    smec_mps: str = "off"  # auto | on | off: several apps' servers share the GPU through CUDA MPS (smec_edge.mps)
     apps: tuple[AppSpec, ...] = ()  # never empty once resolved
     mix: bool = False  # [workload.apps]: the servers' files carry their app's name
 
@@ -471,6 +472,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         smec_quota=((em.unit_cpus if em.mode == "quota" else 1.0, em.max_cpus, em.urgency_ms or em.slo_ms / 3)
                     if em.kind == "smec" and em.mode != "off" else None),
         smec_mode=em.mode if em.kind == "smec" else "off", apps=tuple(apps), mix=mix,
+        smec_mps=em.mps if em.kind == "smec" and mix and workload.server.runtime == "process" else "off",
     )
 
 

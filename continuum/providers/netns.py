@@ -21,6 +21,7 @@ from continuum.network.plan import Plan
 from continuum.providers.base import Deployment, Provider, register
 from continuum.runtime import Node
 from continuum.traces import mahimahi_link_binary
+from smec_edge import mps
 
 if TYPE_CHECKING:
     from continuum.config import ExperimentSpec
@@ -77,6 +78,9 @@ class NetnsProvider(Provider):
                                 "[edge.manager] mode = \"cores\" (a core per app), or run one app (docs/smec.md)")
         except ProviderError as e:
             problems.append(str(e))
+        if spec.smec_mps == "on" and mps.unavailable():
+            problems.append(f"[edge.manager] mps = \"on\", but CUDA MPS cannot run here: {mps.unavailable()} "
+                            "(\"auto\" uses it only where it can)")
         if spec.workload.runtime == "container":
             problem = containers.engine_problem()
             if problem:
@@ -220,5 +224,9 @@ class NetnsProvider(Provider):
                 cg.remove()
                 removed += 1
         removed += len(cgroups.prune(run_id))
+        for folder in mps.leftovers(run_id):
+            say(f"stopping the CUDA MPS daemon of {folder}")
+            mps.Mps(folder).stop()
+            removed += 1
         return removed
 

@@ -20,6 +20,7 @@ from continuum.network import plan as netplan
 from continuum.runtime import Node, Sandbox
 from continuum import REPO
 from continuum.workloads import REGISTRY
+from smec_edge import mps
 from workloads.contract import Env
 
 
@@ -96,6 +97,31 @@ def smec_manager_socket(run_dir: Path) -> Path:
     return run_dir / "raw" / "smec-manager.sock"
 
 
+def start_mps(spec: ExperimentSpec, run_dir: Path, run_id: str) -> tuple[mps.Mps | None, str]:
+    """CUDA MPS for a mix of apps under SMEC on a GPU (smec_edge.mps: without
+    it, one app's urgent CUDA stream cannot overtake another app's kernels);
+    the daemon, or None, and what was done, for the manifest and console."""
+    if spec.smec_mps == "off":
+        return None, "off"
+    why = mps.unavailable()
+    if why is not None:
+        if spec.smec_mps == "on":  # checked before anything was built; the GPU went away since
+            raise ProviderError(f"[edge.manager] mps = \"on\": {why}")
+        return None, f"not used: {why}"
+    daemon = mps.Mps(mps_folder(run_dir))
+    daemon.start(owner=run_id)
+    return daemon, f"on: the servers share one CUDA context through MPS ({daemon.folder})"
+
+
+def mps_folder(run_dir: Path) -> Path:
+    """In raw/, which the sandboxed servers may reach; MPS's pipes are unix sockets, whose paths are short."""
+    folder = run_dir / "raw" / mps.MARK
+    if len(str(folder)) > mps.MAX_PIPE_PATH:
+        raise ProviderError(f"the run folder's path is too long for CUDA MPS's pipes ({len(str(folder))} > {mps.MAX_PIPE_PATH} "
+                            f"characters): {folder}; set experiment.output to a shorter folder, or [edge.manager] mps = \"off\"")
+    return folder
+
+
 def server_env(spec: ExperimentSpec, app: AppSpec, node: Node, raw: Path, rep: int) -> dict[str, str]:
     threads = str(max(1, math.floor(_limits(spec, node).cpus)))
     sfx = suffix(spec, app)
@@ -111,7 +137,8 @@ def server_env(spec: ExperimentSpec, app: AppSpec, node: Node, raw: Path, rep: i
             Env.WORKERS: str(app.workload.workers),
             Env.SERVER_LOG: str(raw / f"server-{node.name}{sfx}.csv"),
             **({Env.ENDPOINTS: ",".join(app.endpoints)} if spec.mix else {}),
-            Env.READY_FILE: str(raw / f"server-ready-r{rep}{sfx}.json"), Env.MODEL_CACHE: str(model_cache()), **smec}
+            Env.READY_FILE: str(raw / f"server-ready-r{rep}{sfx}.json"), Env.MODEL_CACHE: str(model_cache()), **smec,
+            **(mps.Mps(mps_folder(raw.parent)).env if (raw / mps.MARK / "control").exists() else {})}
 
 
 def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: int) -> dict[str, str]:

@@ -22,6 +22,8 @@ datagram socket (api.EdgeTiming(manager=...)): `hello APP PID` when a server
 starts, `budget APP NS` when a request's processing starts. Every period it
 reads each application's CPU use to tell how much of what it holds it used.
 Every decision is logged (t_ns, app, units, cpus, why) for the results.
+It exits when the process that started it is gone (a run killed with -9
+leaves no daemon holding cores or quota behind).
 
     python -m smec_edge.manager --socket S --mode cores --app ar:1:30 --app ft:1:be \\
         --max-units 2 --cores 0,1 --log decisions.csv"""
@@ -252,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
             # utilisation is averaged over the last `window` (requests of tens of ms make 100-ms samples all or nothing)
             last_t = time.monotonic_ns()
             samples = {app: deque([(last_t, holder.usage_ns(app))]) for app in apps}
+            parent = os.getppid()
             while True:
                 try:
                     kind, app, value = sock.recv(128).decode().split()
@@ -268,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
                 now = time.monotonic_ns()
                 if now - last_t < a.period_ms * 1e6:
                     continue
+                if os.getppid() != parent:  # whoever started us is gone (a crashed run): nothing is left to manage
+                    log.writerow([time.time_ns(), "", "", "", f"parent {parent} gone: exiting"])
+                    break
                 for app in apps:
                     window = samples[app]
                     window.append((now, holder.usage_ns(app)))

@@ -59,3 +59,33 @@ def test_an_urgent_app_gains_a_core_and_gives_it_back(tmp_path: Path):
     assert moves["why"].iloc[3].startswith("idle (")
     # what the manager logged is what the kernel says the process may run on
     assert moves["why"].iloc[2].endswith(f"[cores {cores[0]},{cores[1]}; server's affinity {cores[0]},{cores[1]}]")
+
+
+def test_the_manager_exits_when_its_parent_is_gone(tmp_path: Path):
+    """A run killed with -9 must leave no daemon holding cores behind: started
+    by a shell that is then killed, the manager exits within a period."""
+    sock, log = tmp_path / "m.sock", tmp_path / "decisions.csv"
+    core = sorted(os.sched_getaffinity(0))[0]
+    manager = (f"{sys.executable} -m smec_edge.manager --socket {sock} --mode cores --app ar:1:30 --max-units 1 "
+               f"--cores {core} --log {log}")
+    shell = subprocess.Popen(["sh", "-c", f"{manager} & echo $!; read x"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert shell.stdout is not None
+    pid = int(shell.stdout.readline())
+    try:
+        wait_for(sock.exists, 15, "the manager's socket")
+        assert _alive(pid)
+        shell.kill()
+        shell.wait()
+        wait_for(lambda: not _alive(pid), 5, "the orphaned manager to exit")
+    finally:
+        if _alive(pid):
+            os.kill(pid, 9)
+    assert "gone: exiting" in log.read_text().splitlines()[-1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
