@@ -1,7 +1,8 @@
 """Where a PyTorch server of SMEC's apps runs: the GPU when torch sees one,
 else the CPU. On the GPU a request runs on the CUDA stream its SMEC budget
 calls for (smec_edge.gpu, SMEC's GPU path: urgent requests on the
-highest-priority stream). UNTESTED ON A GPU: the project's machine has none."""
+highest-priority stream). Run on an H100 (experiments/smec/gpu/README.md);
+the project's own machine has none."""
 
 from __future__ import annotations
 

@@ -174,7 +174,7 @@ def start(spec: ExperimentSpec, app: AppSpec, side: str, node: Node, env: dict[s
         return node.start(argv, log, contained=False), name
     if REGISTRY[w.app].builtin:  # started in the repository: the experiment's folder is not in its view
         argv, cwd = [sys.executable, "-m", "workloads", side, w.app], REPO
-        env = {**env, "PYTHONPATH": str(REPO)}
+        env = {**env, "PYTHONPATH": os.pathsep.join((str(REPO), str(REPO / "smec-edge")))}
     else:
         argv, cwd = [sys.executable if a == "{python}" else a for a in s.command], w.workdir
     return node.start(argv, log, env, cwd=cwd, sandbox=sandbox(spec, run_dir)), None

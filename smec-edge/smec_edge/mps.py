@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -80,6 +81,9 @@ class Mps:
                 time.sleep(0.1)
         for pid in _daemons(self.folder):
             _kill(pid)
+        for f in self.folder.glob("*") if self.folder.is_dir() else ():
+            if stat.S_ISSOCK(f.lstat().st_mode):  # its pipes; the logs stay, with the run's results
+                f.unlink()
 
     def __enter__(self) -> "Mps":
         self.start()

@@ -253,11 +253,32 @@ def test_a_mix_gives_each_app_its_endpoints_slo_and_keys(tmp_path):
     assert ar.urgency_ms == pytest.approx(100 / 3) and ar.workload.params["input"] == 224
     assert (ft.endpoints, ft.slo_ms, ft.urgency_ms, ft.workload.rate) == (("endpoint2",), None, None, 2.0)  # [workload]'s rate
     assert ft.workload.payload["mean_bytes"] == 3_000_000
-    assert spec.app_of("endpoint2") is ft and spec.smec_mode == "cores"
+    assert spec.app_of("endpoint2") is ft and spec.smec_mode == "cores" and spec.smec_mps == "auto"
     # in a shared cell each endpoint's class and SLO come from its app, unless [cell.ue] says otherwise
     f.write_text(f.read_text() + '\n[cell]\nuplink = "smec"\nslo_ms = 300\n\n[cell.ue.endpoint1]\nslo_ms = 120\n')
     members = {m.name: (m.cls, m.slo_ms) for m in config.load(f).cell.members}
     assert members == {"endpoint0": ("lc", 100.0), "endpoint1": ("lc", 120.0), "endpoint2": ("be", 100.0)}
+
+
+def test_mps_on_without_a_gpu_is_refused_before_anything_is_built(tmp_path):
+    """`mps = "on"` asks for CUDA MPS; where it cannot run, the host check says why (this
+    machine has no GPU; on one with MPS the check passes and the run starts a daemon)."""
+    from continuum.providers.netns import NetnsProvider
+    from smec_edge import mps
+
+    f = tmp_path / "mix.toml"
+    f.write_text((HERE / "good-minimal.toml").read_text() + MIX + '\n[edge.manager]\nkind = "smec"\nmode = "cores"\nmax_cpus = 2\nmps = "on"\n')
+    spec = config.load(f)
+    assert spec.smec_mps == "on"
+    problems = [p for p in NetnsProvider().check(spec) if "MPS" in p]
+    if mps.unavailable() is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and mps.unavailable() in problems[0] and '"auto"' in problems[0]
+    f.write_text(f.read_text().replace('mps = "on"', 'mps = "sometimes"'))
+    with pytest.raises(ConfigError) as e:
+        config.load(f)
+    assert "edge.manager.mps" in {i.key for i in e.value.issues}
 
 
 def test_a_mix_is_checked_group_by_group(tmp_path):

@@ -7,7 +7,7 @@ COCO weights are used when torchvision's weight file is in the model cache
 downloaded at run time. Otherwise the same network runs with seeded random
 weights: the latency is the same, and `info["weights"]` says which ran.
 On a GPU (`info["device"]`) each request runs on the CUDA stream its SMEC
-budget calls for; that path is untested (no GPU here)."""
+budget calls for (run on an H100: experiments/smec/gpu/README.md)."""
 
 from __future__ import annotations
 
