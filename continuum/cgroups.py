@@ -55,15 +55,19 @@ def detect() -> tuple[int, dict[str, Path]]:
     )
 
 
+LEAF = "rest"  # v2, a node with child cgroups: where its own processes live (cgroup v2 keeps processes in leaves)
+
+
 @dataclass
 class Cgroup:
     version: int
     dirs: dict[str, Path]  # controller -> this cgroup's directory
+    leaf: bool = False  # v2: the node's processes join <dir>/LEAF, so that child cgroups may sit beside it
 
     @property
     def procs_files(self) -> list[Path]:
         """What a process joining the node writes its pid to."""
-        return sorted({d / "cgroup.procs" for d in self.dirs.values()})
+        return sorted({(d / LEAF if self.leaf else d) / "cgroup.procs" for d in self.dirs.values()})
 
     def pids(self) -> set[int]:
         """The node's processes, its child cgroups' too (SMEC's manager makes one per app in quota mode)."""
@@ -143,9 +147,13 @@ def _enable_v2_controllers(path: Path, root: Path) -> None:
             ctl.write_text(" ".join(missing))
 
 
-def create(relative: str, cpus: float, memory_bytes: int) -> Cgroup:
-    """Make the cgroup and set its limits; raises ProviderError if the kernel refuses."""
+def create(relative: str, cpus: float, memory_bytes: int, leaf: bool = False) -> Cgroup:
+    """Make the cgroup and set its limits; raises ProviderError if the kernel refuses.
+    `leaf`: the node will get child cgroups (SMEC's manager makes one per app). Under
+    v2 a cgroup whose children use a controller may hold no process itself, so the
+    node's own processes go into a leaf child (LEAF); v1 has no such rule."""
     version, roots = detect()
+    leaf = leaf and version == 2
     dirs = {c: roots[c] / relative for c in V1_CONTROLLERS}
     try:
         for d in set(dirs.values()):
@@ -157,6 +165,9 @@ def create(relative: str, cpus: float, memory_bytes: int) -> Cgroup:
             swap = dirs["memory"] / "memory.swap.max"
             if swap.exists():
                 swap.write_text("0")
+            if leaf:
+                (dirs["cpu"] / LEAF).mkdir(exist_ok=True)
+                (dirs["cpu"] / "cgroup.subtree_control").write_text("+cpu +memory")
         else:
             (dirs["cpu"] / "cpu.cfs_period_us").write_text(str(PERIOD_US))
             (dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(int(cpus * PERIOD_US)))
@@ -171,7 +182,7 @@ def create(relative: str, cpus: float, memory_bytes: int) -> Cgroup:
         except OSError:
             pass
         raise ProviderError(f"cannot set up cgroup {relative} (v{version}): {e}") from e
-    return Cgroup(version, dirs)
+    return Cgroup(version, dirs, leaf)
 
 
 def existing(run_id: str | None = None) -> dict[str, list[Cgroup]]:

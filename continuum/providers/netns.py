@@ -72,10 +72,7 @@ class NetnsProvider(Provider):
         if not mahimahi_link_binary().exists():
             problems.append(f"{mahimahi_link_binary()} missing: build it with ./setup.sh")
         try:
-            version, _ = cgroups.detect()
-            if version == 2 and spec.smec_mode == "quota" and spec.mix:
-                problems.append("SMEC's quota mode for several apps needs cgroup v1 here (this host has v2): set "
-                                "[edge.manager] mode = \"cores\" (a core per app), or run one app (docs/smec.md)")
+            cgroups.detect()
         except ProviderError as e:
             problems.append(str(e))
         if spec.smec_mps == "on" and mps.unavailable():
@@ -151,7 +148,8 @@ class NetnsProvider(Provider):
         undo.callback(cgroups.prune, run_id)  # after the nodes' own cgroups: what containers added elsewhere
         for n in plan.nodes:
             if n.limits is not None:
-                cg = cgroups.create(naming.cgroup(run_id, n.name), n.limits.cpus, n.limits.memory_bytes)
+                leaf = plan.per_app_cgroups and n.name == plan.offload_target
+                cg = cgroups.create(naming.cgroup(run_id, n.name), n.limits.cpus, n.limits.memory_bytes, leaf=leaf)
                 undo.callback(cg.remove)
                 dep.nodes[n.name].cgroup = cg
         return dep

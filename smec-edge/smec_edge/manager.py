@@ -8,13 +8,12 @@ on the edge node, in one of two modes.
   application holds CPU bandwidth in steps of `--unit-cpus`. One
   application: the node's own cgroup's CPU quota (v1 cpu.cfs_quota_us or v2
   cpu.max). Several: a child cgroup per application under the node's, whose
-  CPU weight (v1 cpu.shares) is its steps: the node's CPUs are shared in
-  proportion to what each holds when they compete, and an application alone
-  may use all of them. Caps would idle CPU one app leaves while its
-  neighbour waits: measured on a 4-app mix on 1 CPU, 0% of SLOs met against
-  90-100% under Linux's scheduler alone. (cgroup v1 only: under v2 the
-  node's other processes would have to move out first, which this daemon
-  does not do: it says so and exits.)
+  CPU weight (v1 cpu.shares, v2 cpu.weight) is its steps: the node's CPUs
+  are shared in proportion to what each holds when they compete, and an
+  application alone may use all of them. Caps would idle CPU one app leaves
+  while its neighbour waits: measured on a 4-app mix on 1 CPU, 0% of SLOs
+  met against 90-100% under Linux's scheduler alone. (Under v2 the node's
+  own processes live in a leaf child, `rest`, which continuum makes.)
 
 It runs as root on the host, outside the node's cgroup (its own work must not
 count against what it hands out). The servers talk to it over a UNIX
@@ -146,18 +145,27 @@ class Cores:
         return 0 if pid is None else sum(process_cpu_ns(p) for p in descendants(pid))
 
 
+LEAF = "rest"  # v2: the node's own processes, beside the apps' cgroups (continuum.cgroups.LEAF)
+
+
 class Quotas:
-    """`quota` mode: each app's CPU quota, in its own cgroup (or the node's, for one app)."""
+    """`quota` mode: each app's CPU quota, in its own cgroup (or the node's, for one app).
+    Several apps under v2: the node's processes must already live in its LEAF
+    child (continuum creates the node so), since v2 lets a cgroup whose
+    children share its CPU hold no process of its own."""
 
     def __init__(self, cpu_dir: Path, cpuacct_dir: Path, version: int, apps: list[str], unit_cpus: float) -> None:
         self.unit, self.version = unit_cpus, version
         self.children: list[Path] = []
+        self.home = cpu_dir  # where close() gives the apps' processes back
         if len(apps) == 1:
             self.q = {apps[0]: Quota(cpu_dir, cpuacct_dir, version)}
             return
         if version == 2:
-            raise SystemExit("quota mode for several apps needs cgroup v1 on this host (under v2 the node's other "
-                             "processes would have to leave its cgroup first); use mode = \"cores\"")
+            self.home = cpu_dir / LEAF
+            if not self.home.is_dir() or "cpu" not in (cpu_dir / "cgroup.subtree_control").read_text().split():
+                raise SystemExit(f"quota mode for several apps under cgroup v2 needs the node's processes in {self.home} "
+                                 f"and the cpu controller enabled for its children (continuum creates it so)")
         self.q = {}
         for app in apps:
             dirs = [d / f"smec-{app}" for d in dict.fromkeys((cpu_dir, cpuacct_dir))]
@@ -167,9 +175,10 @@ class Quotas:
             self.q[app] = Quota(dirs[0], dirs[-1], version)
 
     def set_units(self, app: str, units: int) -> str:
-        if self.children:  # a mix: weights (work-conserving), not caps
-            (self.q[app].dir / "cpu.shares").write_text(str(1024 * units))
-            return f"weight {1024 * units}"
+        if self.children:  # a mix: weights (work-conserving), not caps; v1 shares default 1024, v2 weights 100
+            weight, name = (1024 * units, "cpu.shares") if self.version == 1 else (min(10000, 100 * units), "cpu.weight")
+            (self.q[app].dir / name).write_text(str(weight))
+            return f"weight {weight}"
         self.q[app].set_cpus(units * self.unit)
         return f"{units * self.unit:g}"
 
@@ -177,7 +186,7 @@ class Quotas:
         if not self.children:
             return  # one app: it runs in the node's cgroup already
         for d in dict.fromkeys((self.q[app].dir, self.q[app].acct)):
-            (d / "cgroup.procs").write_text(str(pid))  # v1: the whole process, and what it starts later
+            (d / "cgroup.procs").write_text(str(pid))  # the whole process, and what it starts later
 
     def usage_ns(self, app: str) -> int:
         return self.q[app].usage_ns()
@@ -189,7 +198,7 @@ class Quotas:
                 pids = (d / "cgroup.procs").read_text().split()
                 for pid in pids:
                     try:
-                        (d.parent / "cgroup.procs").write_text(pid)
+                        ((self.home if self.version == 2 else d.parent) / "cgroup.procs").write_text(pid)
                     except OSError:
                         pass
                 d.rmdir()
