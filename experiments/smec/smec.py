@@ -10,9 +10,15 @@ and figures next to the paper's numbers (report.md):
     tutti       Tutti-like RAN + Linux's scheduler
     smec-nodrop SMEC, early drop off (what early drop adds)
 
+Two workloads, as in the paper: `dynamic` (the file as written: Poisson
+arrivals, bursts) into results/, and `static` (--workload static: constant
+arrivals) into results/static/. FT sends 3-MB files in both: the paper's
+static size; its dynamic 1 KB-10 MB sizes are not run here.
+
 Each point is an ordinary `continuum run` of a copy of that file with only
-cell.uplink, edge.manager.kind, early_drop (and, with --quick, the timing) changed; the
-copies are kept with the results, so any point can be re-run by hand."""
+cell.uplink, edge.manager.kind, early_drop, the arrivals (and, with --quick,
+the timing) changed; the copies are kept with the results, so any point can
+be re-run by hand."""
 
 from __future__ import annotations
 
@@ -49,12 +55,14 @@ KEEP = ["app", "endpoint", "status", "e2e_ms", "uplink_ms", "downlink_ms", "serv
         "network_err_ms", "budget_ms", "drop_reason", "t_drawn", "t_received"]
 
 
-def point_config(out: Path, point: str, quick: bool) -> Path:
+def point_config(out: Path, point: str, quick: bool, workload: str = "dynamic") -> Path:
     uplink, manager, _ = POINTS[point]
     text = BASE.read_text()
+    if workload == "static":
+        text = re.sub(r'(?m)^arrivals = "poisson"(.*)$', 'arrivals = "constant"   # SMEC\'s static workload', text, count=1)
     text = re.sub(r'(?m)^uplink = "smec"( +#.*)?$', f'uplink = "{uplink}"', text, count=1)
     text = re.sub(r'(?m)^kind = "smec"$', f'kind = "{manager}"', text)
-    text = re.sub(r'(?m)^name = "smec-mix"$', f'name = "smec-{point}"', text)
+    text = re.sub(r'(?m)^name = "smec-mix"$', f'name = "smec-{point}{"-static" if workload == "static" else ""}"', text)
     if point == "smec-nodrop":
         text = re.sub(r"(?m)^early_drop = true$", "early_drop = false", text)
     text = text.replace("[experiment]\n", f'[experiment]\noutput = "{out / "runs"}"\n', 1)
@@ -64,6 +72,7 @@ def point_config(out: Path, point: str, quick: bool) -> Path:
     parsed = tomllib.loads(text)
     assert (parsed["cell"]["uplink"], parsed["edge"]["manager"]["kind"]) == (uplink, manager), point
     assert parsed["edge"]["manager"]["early_drop"] == (point != "smec-nodrop"), point
+    assert parsed["workload"]["arrivals"] == ("constant" if workload == "static" else "poisson"), workload
     path = out / "configs" / f"smec-{point}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -133,17 +142,19 @@ def figures(points: dict[str, dict], frames: dict[str, pd.DataFrame], out: Path)
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="20 s measured per point instead of 60")
-    ap.add_argument("--out", type=Path, default=HERE / "results")
+    ap.add_argument("--workload", choices=("dynamic", "static"), default="dynamic",
+                    help="dynamic: Poisson arrivals (the file as written); static: constant arrivals")
+    ap.add_argument("--out", type=Path, help="default: results/ (dynamic), results/static/ (static)")
     ap.add_argument("--points", default=",".join(POINTS), help=f"which to (re-)run (default: all of {', '.join(POINTS)})")
     ap.add_argument("--analyze-only", action="store_true", help="redraw from the extracts already in --out")
     a = ap.parse_args()
-    out = a.out.resolve()
+    out = (a.out or (HERE / "results" / ("static" if a.workload == "static" else ""))).resolve()
     (out / "logs").mkdir(parents=True, exist_ok=True)
     picked = chosen(ap, "--points", a.points, POINTS)
     if not a.analyze_only:
         for p in picked:
             print(f"smec: {POINTS[p][2]} ...", flush=True)
-            extract(run_point(point_config(out, p, a.quick), out / "logs" / f"{p}.log"), out, p)
+            extract(run_point(point_config(out, p, a.quick, a.workload), out / "logs" / f"{p}.log"), out, p)
     points = {p: json.loads((out / f"summary-{p}.json").read_text()) for p in POINTS if (out / f"summary-{p}.json").exists()}
     frames = {p: pd.read_csv(out / f"requests-{p}.csv") for p in points}
     t = table(points)
