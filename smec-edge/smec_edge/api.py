@@ -28,6 +28,7 @@ from typing import Callable
 
 from smec_edge.budget import ProcessingTimes, budget_ns, drop
 from smec_edge.timing import ACK, PROBE, ClientClock, EdgeClock, Stamp
+from smec_edge.unixpath import short
 
 PROBE_PERIOD_S = 1.0
 
@@ -99,10 +100,10 @@ class EdgeTiming:
         self.manager = None
         if manager:
             self.manager = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-            self.manager_path = manager
+            self.manager_path = short(manager)
             if app:
                 try:
-                    self.manager.sendto(f"hello {app} {os.getpid()}".encode(), manager)
+                    self.manager.sendto(f"hello {app} {os.getpid()}".encode(), self.manager_path)
                 except OSError as e:  # served all the same, but the manager cannot place this server
                     print(f"smec: the edge manager at {manager} did not take this server's hello: {e}", flush=True)
         self.clients: dict[str, EdgeClock] = {}

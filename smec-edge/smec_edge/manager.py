@@ -40,6 +40,7 @@ from collections import deque
 from pathlib import Path
 
 from smec_edge.policy import CpuPolicy
+from smec_edge.unixpath import short
 
 PERIOD_US = 100_000
 TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
@@ -244,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     if os.path.exists(a.socket):
         os.unlink(a.socket)
-    sock.bind(a.socket)
+    sock.bind(short(a.socket))  # a deep run folder makes a path too long for a socket address
     os.chmod(a.socket, 0o666)  # the servers run as an unprivileged user
     sock.settimeout(a.period_ms / 1000 / 4)
     try:

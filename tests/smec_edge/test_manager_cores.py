@@ -89,3 +89,28 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_a_run_folder_too_deep_for_a_socket_address_still_works(tmp_path: Path):
+    """A socket path over 107 bytes cannot be bound as it is (a run under
+    experiments/smec/results/static/runs/ failed so): the manager and the
+    servers' API reach it through their folder's descriptor."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    sock, log = deep / "smec-manager.sock", deep / "decisions.csv"
+    assert len(str(sock)) > 108
+    core = sorted(os.sched_getaffinity(0))[0]
+    manager = subprocess.Popen([sys.executable, "-m", "smec_edge.manager", "--socket", str(sock), "--mode", "cores",
+                                "--app", "ar:1:30", "--max-units", "1", "--cores", str(core), "--log", str(log)])
+    server = None
+    try:
+        wait_for(sock.exists, 15, "the manager's socket")
+        # a server's side of the API says hello with its process id
+        server = subprocess.Popen([sys.executable, "-c", "from smec_edge.api import EdgeTiming\nimport time\n"
+                                   f"EdgeTiming(0, bind='127.0.0.1', manager={str(sock)!r}, app='ar')\ntime.sleep(60)"])
+        wait_for(lambda: f"server pid {server.pid} adopted" in log.read_text(), 10, "the hello through the long path")
+    finally:
+        if server is not None:
+            server.kill()
+        manager.terminate()
+        manager.wait(timeout=10)
