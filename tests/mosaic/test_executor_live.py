@@ -1,0 +1,67 @@
+"""MOSAIC on real co-located tasks (issue #20): an executor on a 1-CPU node
+cgroup runs a memory-heavy class (analytics_batch, pandas) and a
+compute-bound one (model_update, torch) in warm workers, each task in its
+own cgroup. MOSAIC first admits the pair together (nothing learned yet),
+measures how much each slows the other, and from then on queues the pair
+(rule 2, tau_ipc) where FCFS keeps co-running it. Needs root (cgroups)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from continuum import cgroups, naming
+from continuum.runtime import wrapped
+from mosaic import policies
+from mosaic.classes import Task
+from mosaic.executor import Executor
+from mosaic.interference import Interference
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the executor makes cgroups: run as root")
+MS = 1_000_000
+A, B = "analytics_batch", "model_update"
+
+
+def arrivals(t0: int, plan: list[tuple[float, str]], prefix: str) -> list[Task]:
+    return [Task(f"{prefix}{i}", cls, t0 + int(at * 1000 * MS), 60_000) for i, (at, cls) in enumerate(plan)]
+
+
+def test_mosaic_learns_the_pair_interferes_and_stops_co_running_it_while_fcfs_does_not():
+    version, _ = cgroups.detect()
+    cg = cgroups.create(naming.cgroup(naming.new_run_id(), "edge0"), 1.0, 3 << 30, leaf=True)
+    matrix = Interference([A, B], prior=0.2)
+    mosaic = policies.Mosaic(matrix, n_max=4)
+    ex = Executor(mosaic, matrix, [A, B], workers_per_class=1, node_cpu_dir=cg.dirs["cpu"], cgroup_version=version,
+                  worker_args=["--scale", "0.5"], wrap=lambda argv: wrapped(argv, cgroup=cg))
+    try:
+        # learn: each class alone, twice, then the pair arriving together three times: the first
+        # pair co-runs (nothing learned yet: the prior 0.2 is under tau), and teaches the matrix
+        t0 = time.monotonic_ns()
+        learn = [(0, A), (1.2, B), (2.4, A), (3.6, B)] + [(5 + 1.6 * k, c) for k in range(3) for c in (A, B)]
+        done = ex.run(arrivals(t0, learn, "learn"))
+        assert all(d.ok for d in done)
+        seen = [(d.task.id, round(d.service_ms), d.taught) for d in done]
+        slow_ab, slow_ba = matrix.get(A, B), matrix.get(B, A)
+        assert matrix.alone_n[A] >= 2 and matrix.alone_n[B] >= 2, seen
+        assert matrix.count(A, B) >= 1 and matrix.count(B, A) >= 1, seen
+        assert slow_ab > 0.35 and slow_ba > 0.35, f"on one CPU the pair slows each other: {slow_ab:.2f}, {slow_ba:.2f}; {seen}"
+        assert any(d.rule == "ipc" for d in mosaic.decisions)  # the later pairs of the learning phase were already queued
+        # now MOSAIC queues the second of a pair: no task of it runs beside the other class
+        n = len(ex.done)
+        ex.run(arrivals(time.monotonic_ns(), [(1.6 * k, c) for k in range(3) for c in (A, B)], "mosaic"))
+        after = ex.done[n:]
+        assert any(d.rule == "ipc" for d in mosaic.decisions), [d.rule for d in mosaic.decisions]
+        assert all(sum(d.beside.values()) < 0.2 for d in after), [(d.task.id, d.beside) for d in after]
+        # FCFS on the same executor and the same arrivals co-runs them
+        ex.policy = policies.make("fcfs", slots=4)
+        n = len(ex.done)
+        ex.run(arrivals(time.monotonic_ns(), [(1.6 * k, c) for k in range(3) for c in (A, B)], "fcfs"))
+        fcfs = ex.done[n:]
+        assert sum(d.beside.get(B if d.task.cls == A else A, 0) > 0.5 for d in fcfs) >= 4, [(d.task.id, d.beside) for d in fcfs]
+        assert max(d.service_ms for d in fcfs) > 1.3 * max(d.service_ms for d in after)  # and each pays for it
+    finally:
+        ex.close()
+        cg.remove()
+    assert not list(cg.dirs["cpu"].glob("task-*")) if cg.dirs["cpu"].exists() else True
