@@ -98,6 +98,7 @@ class TaskCgroups:
 class Executor:
     def __init__(self, policy: Policy, matrix: Interference, classes: Iterable[str], *, workers_per_class: int = 2,
                  node_cpu_dir: Path | None = None, cgroup_version: int = 1, worker_args: list[str] | None = None,
+                 class_args: dict[str, list[str]] | None = None,
                  wrap: Callable[[list[str]], list[str]] = lambda argv: argv, on_done: Callable[[Done], None] | None = None) -> None:
         self.policy, self.matrix = policy, matrix
         self.queue: list[Task] = []
@@ -113,7 +114,8 @@ class Executor:
         argv = worker_args or []
         for cls in classes:
             for _ in range(workers_per_class):
-                p = subprocess.Popen(wrap([sys.executable, "-m", "mosaic.worker", "--classes", cls, *argv]),
+                extra = (class_args or {}).get(cls, [])  # e.g. a class's own --scale, after the common one
+                p = subprocess.Popen(wrap([sys.executable, "-m", "mosaic.worker", "--classes", cls, *argv, *extra]),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO,
                                      env={**os.environ, "PYTHONPATH": os.pathsep.join((str(REPO), str(REPO / "smec-edge")))})
                 self.workers.append(Worker(cls, p))
