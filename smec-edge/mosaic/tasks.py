@@ -24,6 +24,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import random
 from typing import Any, Callable
 
@@ -103,7 +104,7 @@ class Jobs:
     def sensor_fusion(self, seed: int) -> dict:
         rng = random.Random(seed)
         r, ops = self.state["redis"], self.n("sensor_fusion")
-        keys = [f"sensor:{seed}:{i}" for i in range(ops // 2)]
+        keys = [f"sensor:{os.getpid()}:{seed}:{i}" for i in range(ops // 2)]  # workers share one Redis
         pipe = r.pipeline(transaction=False)
         for i, k in enumerate(keys):
             pipe.set(k, f"{rng.gauss(20, 2):.3f}")
