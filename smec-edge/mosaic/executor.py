@@ -69,9 +69,12 @@ class TaskCgroups:
         self.home = (node_cpu_dir / "rest" if version == 2 else node_cpu_dir) if node_cpu_dir else None
 
     def enter(self, task: Task, pid: int, weight: float) -> Path | None:
+        return self.enter_named(task.id, pid, weight)
+
+    def enter_named(self, task_id: str, pid: int, weight: float) -> Path | None:
         if self.dir is None:
             return None
-        d = self.dir / f"task-{task.id}"
+        d = self.dir / f"task-{task_id}"
         d.mkdir(exist_ok=True)
         if self.version == 2:
             (d / "cpu.weight").write_text(str(max(1, min(10000, int(100 * weight)))))
@@ -98,7 +101,7 @@ class TaskCgroups:
 class Executor:
     def __init__(self, policy: Policy, matrix: Interference, classes: Iterable[str], *, workers_per_class: int = 2,
                  node_cpu_dir: Path | None = None, cgroup_version: int = 1, worker_args: list[str] | None = None,
-                 class_args: dict[str, list[str]] | None = None,
+                 class_args: dict[str, list[str]] | None = None, task_cgroups=None,
                  wrap: Callable[[list[str]], list[str]] = lambda argv: argv, on_done: Callable[[Done], None] | None = None) -> None:
         self.policy, self.matrix = policy, matrix
         self.queue: list[Task] = []
@@ -106,7 +109,8 @@ class Executor:
         self.history: list[Task] = []  # started tasks, for co-runner shares
         self.done: list[Done] = []
         self.on_done = on_done
-        self.cgroups = TaskCgroups(node_cpu_dir, cgroup_version)
+        # the tasks' cgroups: made here (root, the host's /sys), or through mosaic.agent (inside continuum run)
+        self.cgroups = task_cgroups or TaskCgroups(node_cpu_dir, cgroup_version)
         self.sel = selectors.DefaultSelector()
         self.workers: list[Worker] = []
         self.paused: set[int] = set()
