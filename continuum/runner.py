@@ -296,6 +296,15 @@ def _run(ctx: Run, provider) -> None:
         how = f"cores (affinity), up to {most:g}" if spec.smec_mode == "cores" else f"quota in {unit:g}-CPU steps up to {most:g}"
         urgent = ", ".join(f"{a.name} below {a.urgency_ms:g} ms" if a.urgency_ms is not None else f"{a.name} best effort" for a in spec.apps)
         ctx.phase(f"SMEC's edge manager on {target.name}: {how}; urgent: {urgent}")
+    if spec.admission is not None:
+        target = dep.nodes[plan.offload_target]
+        agent = launch.start_mosaic_agent(target, run_dir)
+        ctx.undo.callback(launch.mosaic_agent_socket(run_dir).unlink, missing_ok=True)
+        ctx.undo.callback(stop_process, agent)
+        ctx.vital.append(Vital("MOSAIC's cgroup agent", agent, run_dir / "logs" / "mosaic-agent.log"))
+        a = spec.admission
+        how = (f"n_max {a['n_max']}, tau_ipc {a['tau_ipc']:g}" if a["policy"].startswith("mosaic") else f"{a['slots']} task(s) at once")
+        ctx.phase(f"edge admission on {target.name}: {a['policy']} ({how}); a cgroup per task through MOSAIC's agent")
     if spec.smec_mps != "off":
         daemon, said = launch.start_mps(spec, run_dir, ctx.run_id)
         if daemon is not None:

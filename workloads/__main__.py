@@ -6,7 +6,7 @@ import sys
 
 from workloads import driver
 
-APPS = ("image_classification", "translation", "smart_stadium", "augmented_reality", "video_conferencing", "file_transfer")
+APPS = ("image_classification", "translation", "smart_stadium", "augmented_reality", "video_conferencing", "file_transfer", "edge_tasks")
 
 
 def main(argv: list[str]) -> int:

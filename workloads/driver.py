@@ -289,8 +289,10 @@ def run_server(app_cls: type[ServerApp]) -> int:
             with count:
                 served[0] += 1
 
-    # CONTINUUM_WORKERS requests at once (default 1: one at a time, in arrival order)
-    workers = [threading.Thread(target=work, name=f"worker-{i}", daemon=True) for i in range(1, s.workers)]
+    # CONTINUUM_WORKERS requests at once (default 1: one at a time, in arrival order); an app that
+    # queues work itself (edge_tasks: MOSAIC's executor) asks for as many as may wait at once
+    workers = [threading.Thread(target=work, name=f"worker-{i}", daemon=True)
+               for i in range(1, max(s.workers, getattr(app, "concurrency", 1)))]
     for t in workers:
         t.start()
     work()
@@ -299,6 +301,8 @@ def run_server(app_cls: type[ServerApp]) -> int:
     client.loop_stop()
     client.disconnect()
     log.close()
+    if hasattr(app, "close"):  # an app with its own processes and records to finish
+        app.close()
     if smec:
         smec.close()
         smec_log.close()

@@ -240,8 +240,22 @@ class EdgeManager(Strict):
     mps: Literal["auto", "on", "off"] = "auto"  # smec, several apps on a GPU: share it through CUDA MPS (auto: when there is one)
 
 
+class EdgeAdmission(Strict):
+    """Which queued task starts on the edge node: MOSAIC or a classic scheduler (docs/mosaic.md);
+    for workload.app = "edge_tasks"."""
+
+    policy: Literal["mosaic", "mosaic-nomatrix", "fcfs", "rr", "sjf", "priority", "edf"] = "mosaic"
+    n_max: int = Field(default=8, ge=1, le=64)  # mosaic: tasks at once (rule 1)
+    tau_ipc: float = Field(default=0.35, gt=0, le=10)  # mosaic: the slowdown a candidate may cause (rule 2)
+    prior: float = Field(default=0.2, ge=0, le=10)  # mosaic: the slowdown taken for a pair never observed
+    slots: int | None = Field(default=None, ge=1, le=64)  # the baselines' tasks at once (default: the edge's CPUs)
+    workers_per_class: int = Field(default=3, ge=1, le=16)  # warm worker processes per task class
+    scale: float = Field(default=1.0, gt=0, le=10)  # the tasks' size (mosaic/tasks.py's SCALE times this)
+
+
 class Edge(Strict):
     manager: EdgeManager = EdgeManager()
+    admission: EdgeAdmission | None = None
 
 
 class ExperimentFile(Strict):

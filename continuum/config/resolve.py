@@ -167,6 +167,7 @@ class ExperimentSpec:
     smec_quota: tuple[float, float, float] | None = None  # quota mode: (unit, max, urgency ms); None: off
     smec_mode: str = "off"  # quota | cores | off (the manager daemon runs in quota and cores modes)
     smec_mps: str = "off"  # auto | on | off: several apps' servers share the GPU through CUDA MPS (smec_edge.mps)
+    admission: dict | None = None  # [edge.admission] for edge_tasks (MOSAIC or a baseline), slots resolved
     apps: tuple[AppSpec, ...] = ()  # never empty once resolved
     mix: bool = False  # [workload.apps]: the servers' files carry their app's name
 
@@ -436,6 +437,20 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     if em.kind == "smec" and workload is not None and workload.runtime == "container" and not failed("edge.manager.kind"):
         bad("edge.manager.kind", "SMEC's edge manager runs with process workloads so far; set workload.runtime = \"process\"")
     mix = w is not None and bool(w.apps)
+    adm = p["edge"].admission if p.get("edge") is not None else None
+    tasks = workload is not None and not mix and workload.app == "edge_tasks"
+    admission = None
+    if adm is not None and not tasks and not failed("edge.admission") and workload is not None:
+        bad("edge.admission", "admission control runs MOSAIC's task classes: set workload.app = \"edge_tasks\" (one app, no [workload.apps])")
+    elif tasks and workload is not None:
+        adm = adm or raw.EdgeAdmission(policy="fcfs")  # no section: tasks start in arrival order, as Linux would take them
+        server = next((n for n in nodes if n.role == workload.offload), None)
+        slots = adm.slots or max(1, int(server.cpus if server else 1))
+        if workload.runtime != "process" and not failed("workload.runtime"):
+            bad("workload.runtime", "edge_tasks runs as processes so far (its executor manages task cgroups through a root agent)")
+        if em.kind == "smec" and not failed("edge.manager.kind"):
+            bad("edge.manager.kind", "SMEC's manager and MOSAIC's admission both manage the edge's CPU: choose one")
+        admission = {**adm.model_dump(), "slots": slots}
     if em.kind == "smec" and em.mode == "cores" and not failed("edge.manager"):
         cores = len(os.sched_getaffinity(0))
         if em.max_cpus != int(em.max_cpus):
@@ -473,6 +488,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
                     if em.kind == "smec" and em.mode != "off" else None),
         smec_mode=em.mode if em.kind == "smec" else "off", apps=tuple(apps), mix=mix,
         smec_mps=em.mps if em.kind == "smec" and mix and workload.server.runtime == "process" else "off",
+        admission=admission,
     )
 
 

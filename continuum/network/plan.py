@@ -141,7 +141,7 @@ class Plan:
     probe_addresses: dict  # endpoint name -> probe address (bypasses the trace, keeps the core delay)
     offload_target: str  # node name that serves the workload (edge0 or cloud0)
     cell: CellSpec | None = None  # the shared cell; its members are cell_links by name
-    # SMEC's quota mode for a mix: the offload node's cgroup gets a child per app (cgroups.create's `leaf`)
+    # SMEC's quota mode for a mix, or MOSAIC's per-task cgroups: the offload node's cgroup gets children (cgroups.create's `leaf`)
     per_app_cgroups: bool = False
 
     @property
@@ -223,5 +223,5 @@ def build(spec: ExperimentSpec) -> Plan:
         probe_addresses=probes,
         offload_target=offload_target,
         cell=spec.cell,
-        per_app_cgroups=spec.smec_mode == "quota" and spec.mix,
+        per_app_cgroups=(spec.smec_mode == "quota" and spec.mix) or spec.admission is not None,
     )

@@ -99,5 +99,11 @@ register(WorkloadKind("video_conferencing", "SMEC's VC: x2 super-resolution (ESP
                       VideoConferencingParams, (1, 1), payload_from_params=True))
 register(WorkloadKind("file_transfer", "SMEC's FT: best-effort file uploads (1 KB-10 MB), digested on the server",
                       FileTransferParams, (1000, 10_000_000), (1000, 100_000_000), "files"))
+class EdgeTasksParams(_Params):
+    """MOSAIC's edge tasks (workloads/edge_tasks): the policy and its settings are in [edge.admission]."""
+
+
+register(WorkloadKind("edge_tasks", "MOSAIC's six task classes, queued and admitted on the edge node ([edge.admission])",
+                      EdgeTasksParams, (1, 1), payload_from_params=True, payload_unit="tasks"))
 register(WorkloadKind("custom", "bring your own: images and/or commands named in [workload.custom]",
                       None, (1000, 1000), builtin=False))

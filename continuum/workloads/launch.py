@@ -122,6 +122,34 @@ def mps_folder(run_dir: Path) -> Path:
     return folder
 
 
+def mosaic_agent_socket(run_dir: Path) -> Path:
+    return run_dir / "raw" / "mosaic-agent.sock"
+
+
+def start_mosaic_agent(node: Node, run_dir: Path) -> subprocess.Popen:
+    """MOSAIC's cgroup agent (mosaic.agent) for the executor on `node`: root, on the
+    host, where the node's cgroup is in view; listening when this returns."""
+    from continuum.runtime import wait_for
+
+    assert node.cgroup is not None
+    sock = mosaic_agent_socket(run_dir)
+    argv = [sys.executable, "-m", "mosaic.agent", "--socket", str(sock), "--cpu-dir", str(node.cgroup.dirs["cpu"]),
+            "--cgroup-version", str(node.cgroup.version)]
+    log = open(run_dir / "logs" / "mosaic-agent.log", "ab")
+    try:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    finally:
+        log.close()
+
+    def listening() -> bool:
+        if proc.poll() is not None:
+            raise ProviderError(f"MOSAIC's cgroup agent exited ({proc.returncode}); see {run_dir}/logs/mosaic-agent.log")
+        return sock.exists()
+
+    wait_for(listening, 15, "MOSAIC's cgroup agent")
+    return proc
+
+
 def server_env(spec: ExperimentSpec, app: AppSpec, node: Node, raw: Path, rep: int) -> dict[str, str]:
     threads = str(max(1, math.floor(_limits(spec, node).cpus)))
     sfx = suffix(spec, app)
@@ -138,7 +166,9 @@ def server_env(spec: ExperimentSpec, app: AppSpec, node: Node, raw: Path, rep: i
             Env.SERVER_LOG: str(raw / f"server-{node.name}{sfx}.csv"),
             **({Env.ENDPOINTS: ",".join(app.endpoints)} if spec.mix else {}),
             Env.READY_FILE: str(raw / f"server-ready-r{rep}{sfx}.json"), Env.MODEL_CACHE: str(model_cache()), **smec,
-            **(mps.Mps(mps_folder(raw.parent)).env if (raw / mps.MARK / "control").exists() else {})}
+            **(mps.Mps(mps_folder(raw.parent)).env if (raw / mps.MARK / "control").exists() else {}),
+            **({"CONTINUUM_ADMISSION": json.dumps(spec.admission), "CONTINUUM_MOSAIC_AGENT": str(mosaic_agent_socket(raw.parent))}
+               if spec.admission is not None else {})}
 
 
 def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: int) -> dict[str, str]:

@@ -11,7 +11,8 @@ leaf (continuum.cgroups.create(leaf=True)).
 What is measured, per task: its wait, its service time (the worker's wall
 time for the job), its CPU time, and which classes ran beside it for what
 share of its life. The last two teach the interference matrix. Decisions
-are made on every 100-ms tick and on every completion. Round robin runs
+are made when a task arrives (the spec's admission is per arriving task),
+on every completion, and on every 100-ms tick, when urgencies change. Round robin runs
 its admitted tasks in 50-ms turns by stopping and continuing their workers
 (SIGSTOP / SIGCONT).
 
@@ -22,10 +23,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -206,6 +209,9 @@ class Executor:
             if not events:
                 return
             for key, _ in events:
+                if key.data is None:  # the wake pipe: a task arrived
+                    os.read(key.fd, 4096)
+                    return
                 w: Worker = key.data
                 line = key.fileobj.readline()  # type: ignore[union-attr]
                 if not line:
@@ -224,8 +230,12 @@ class Executor:
             now = time.monotonic_ns()
             if until_ns is not None and now >= until_ns:
                 break
+            arrived = False
             while pending and pending[0].arrival_ns <= now:
                 self.submit(pending.pop(0))
+                arrived = True
+            if arrived:
+                self.decide(now)
             if now >= next_tick:
                 self.queue_depth.append((now, len(self.queue)))
                 self.decide(now)
@@ -235,6 +245,32 @@ class Executor:
             horizon = min(next_tick, pending[0].arrival_ns if pending else next_tick)
             self.step(now, horizon)
         return self.done
+
+    def serve(self, inbox: "queue.Queue[Task]", stop: threading.Event, wake_fd: int) -> None:
+        """Like run, with tasks coming from `inbox` as they arrive (another thread puts
+        them there and writes a byte to the pipe whose read end is wake_fd), until stop."""
+        self.sel.register(wake_fd, selectors.EVENT_READ, None)
+        tick = int(TICK_MS * MS)
+        quantum = int(self.policy.quantum_ms * MS) if isinstance(self.policy, RoundRobin) else tick
+        next_tick = time.monotonic_ns()
+        while not stop.is_set():
+            now = time.monotonic_ns()
+            arrived = False
+            while True:
+                try:
+                    self.submit(inbox.get_nowait())
+                    arrived = True
+                except queue.Empty:
+                    break
+            if arrived:
+                self.decide(now)
+            if now >= next_tick:
+                self.queue_depth.append((now, len(self.queue)))
+                self.decide(now)
+                if isinstance(self.policy, RoundRobin):
+                    self._turn()
+                next_tick += quantum
+            self.step(now, next_tick)
 
     def close(self) -> None:
         for w in self.workers:

@@ -157,7 +157,14 @@ def test_the_matrix_learns_from_clean_observations_only(tmp_path):
     m.observe("dispatch_api", 48.5, {"model_update": 1.0})  # no slowdown this time
     assert m.get("model_update", "dispatch_api") == pytest.approx(0.85 * 1.0)
     assert m.count("model_update", "dispatch_api") == 2
-    assert m.observe("dispatch_api", 90, {"model_update": 0.5, "log_archive": 0.5}) == "unattributed"
+    assert m.observe("sensor_fusion", 20, {"dispatch_api": 0.5}) == "no alone time yet"
+    # beside two classes, half its life each: slowdown 97/48.5 - 1 = 1.0 against a model of
+    # 0.5 x 0.85 + 0.5 x 0.2 (the prior) = 0.525; the error 0.475 is spread by share (NLMS, step alpha)
+    assert m.observe("dispatch_api", 97, {"model_update": 0.5, "log_archive": 0.5}) == "mixed (2 classes)"
+    step = 0.15 * 0.5 * 0.475 / 0.5
+    assert m.get("model_update", "dispatch_api") == pytest.approx(0.85 + step)
+    assert m.get("log_archive", "dispatch_api") == pytest.approx(0.2 + step)
+    assert m.count("log_archive", "dispatch_api") == 0.5
     assert m.get("analytics_batch", "dispatch_api") == 0.2 and m.margin("analytics_batch", "dispatch_api") == 1.5  # the prior
     db = tmp_path / "matrix.sqlite"
     m.save(db)

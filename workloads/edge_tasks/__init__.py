@@ -1,0 +1,4 @@
+"""MOSAIC's edge tasks (issue #20): endpoints submit tasks of MOSAIC's six
+classes over MQTT; the edge node's server queues them and runs them under
+an admission policy (smec-edge/mosaic), each in a warm worker and its own
+cgroup, and answers when the task is done."""

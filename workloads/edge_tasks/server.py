@@ -1,0 +1,134 @@
+"""Server side of edge_tasks: MOSAIC's executor (smec-edge/mosaic/executor.py)
+on the edge node. Redis and the dispatch API run beside it as the node's
+services. Warm workers run the tasks, under the policy named in
+[edge.admission] (CONTINUUM_ADMISSION, JSON). A request's answer is sent
+when its task is done: its class, wait, service time, and whether it met
+its deadline.
+
+Per-task cgroups come from MOSAIC's root agent (CONTINUUM_MOSAIC_AGENT, its
+socket), because this process is unprivileged and its /sys shows no cgroup.
+Without an agent the tasks run in the node's cgroup, all with the same
+weight, and `info` says so.
+
+The executor's own records go beside the server's log: mosaic-tasks.csv,
+mosaic-decisions.csv, mosaic-queue.csv and the learned matrix,
+mosaic-matrix.sqlite."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import queue
+import threading
+import time
+from pathlib import Path
+
+from workloads.contract import ServerSettings
+
+MS = 1_000_000
+
+
+class Server:
+    concurrency = 256  # requests waiting at once: each waits for its task, which the executor queues
+
+    def __init__(self, s: ServerSettings) -> None:
+        from mosaic import policies
+        from mosaic.agent import AgentCgroups
+        from mosaic.classes import CLASSES
+        from mosaic.executor import Executor, TaskCgroups
+        from mosaic.interference import Interference
+        from mosaic.services import Services
+
+        cfg = json.loads(os.environ.get("CONTINUUM_ADMISSION", "{}"))
+        names = [c.name for c in CLASSES]
+        self.matrix = Interference(names, prior=float(cfg.get("prior", 0.2)))
+        name = cfg.get("policy", "mosaic")
+        if name.startswith("mosaic"):
+            self.policy: policies.Policy = policies.Mosaic(self.matrix, n_max=int(cfg.get("n_max", 8)), tau_ipc=float(cfg.get("tau_ipc", 0.35)),
+                                                           use_matrix=name == "mosaic")
+        else:
+            self.policy = policies.make(name, int(cfg.get("slots", 1)))
+        self.services = Services().start()
+        agent = os.environ.get("CONTINUUM_MOSAIC_AGENT", "")
+        cgroups = AgentCgroups(agent) if agent else TaskCgroups(None, 1)
+        self.out = Path(s.server_log).parent if s.server_log else Path(".")
+        self.done_log = open(self.out / "mosaic-tasks.csv", "w", newline="")
+        self.rows = csv.writer(self.done_log)
+        self.rows.writerow(["id", "cls", "tier", "deadline_ms", "wait_ms", "service_ms", "cpu_ms", "response_ms", "hit", "ok", "beside", "taught"])
+        self.waiting: dict[str, tuple[threading.Event, list]] = {}
+        self.lock = threading.Lock()
+        self.executor = Executor(self.policy, self.matrix, names, workers_per_class=int(cfg.get("workers_per_class", 3)),
+                                 worker_args=["--scale", str(cfg.get("scale", 1.0)), "--redis-port", str(self.services.redis_port),
+                                              "--api-port", str(self.services.api_port), "--model-cache", s.model_cache],
+                                 task_cgroups=cgroups, on_done=self._done)
+        self.inbox: queue.Queue = queue.Queue()
+        self.stop = threading.Event()
+        self.wake_r, self.wake_w = os.pipe()
+        self.loop = threading.Thread(target=self._serve, name="mosaic-executor", daemon=True)
+        self.loop.start()
+        self.info = {"app": "edge_tasks", "model": f"MOSAIC's six task classes under {name}", "weights": "none (no model)",
+                     "policy": name, "admission": cfg, "task_cgroups": "per task, through MOSAIC's agent" if agent else
+                     "none: no agent, every task in the node's cgroup with one weight",
+                     "interference": "measured slowdown of service time (no PMU)", "power": "not measured"}
+
+    def close(self) -> None:
+        """Stop the executor and the services; write the decisions, the queue depth and the matrix."""
+        import csv as _csv
+
+        self.stop.set()
+        os.write(self.wake_w, b"x")
+        self.loop.join(timeout=10)
+        for w in self.executor.workers:  # a task still running at the end is stopped, not waited for
+            if w.task is not None:
+                w.proc.kill()
+        self.executor.close()
+        self.services.stop()
+        self.done_log.close()
+        with open(self.out / "mosaic-decisions.csv", "w", newline="") as f:
+            w_ = _csv.writer(f)
+            w_.writerow(["task", "admit", "rule", "detail", "us"])
+            for d in getattr(self.policy, "decisions", []):
+                w_.writerow([d.task, int(d.admit), d.rule, d.detail, f"{d.ns / 1000:.2f}"])
+        with open(self.out / "mosaic-queue.csv", "w", newline="") as f:
+            w_ = _csv.writer(f)
+            w_.writerow(["t_ns", "queued"])
+            w_.writerows(self.executor.queue_depth)
+        self.matrix.save(self.out / "mosaic-matrix.sqlite")
+
+    def _serve(self) -> None:
+        try:
+            self.executor.serve(self.inbox, self.stop, self.wake_r)
+        finally:
+            with self.lock:
+                for ev, _ in self.waiting.values():
+                    ev.set()
+
+    def _done(self, d) -> None:
+        t = d.task
+        with self.lock:
+            self.rows.writerow([t.id, t.cls, t.tier, f"{t.deadline_ms:.1f}", f"{(t.started_ns - t.arrival_ns) / MS:.3f}",
+                                f"{d.service_ms:.3f}", f"{d.cpu_ms:.3f}", f"{(t.finished_ns - t.arrival_ns) / MS:.3f}",
+                                int(t.finished_ns <= t.due_ns), int(d.ok), json.dumps({k: round(v, 3) for k, v in d.beside.items()}), d.taught])
+            self.done_log.flush()
+            ev, slot = self.waiting.pop(t.id, (None, None))
+        if ev is not None:
+            slot.append(d)
+            ev.set()
+
+    def process(self, payload: bytes) -> bytes:
+        from mosaic.classes import Task
+
+        req = json.loads(payload)
+        task = Task(req["id"], req["cls"], time.monotonic_ns(), float(req["deadline_ms"]))
+        ev, slot = threading.Event(), []
+        with self.lock:
+            self.waiting[task.id] = (ev, slot)
+        self.inbox.put(task)
+        os.write(self.wake_w, b"x")
+        ev.wait()
+        if not slot:
+            return json.dumps({"id": task.id, "error": "the executor stopped"}).encode()
+        d = slot[0]
+        return json.dumps({"id": task.id, "cls": task.cls, "ok": d.ok, "hit": task.finished_ns <= task.due_ns,
+                           "wait_ms": round((task.started_ns - task.arrival_ns) / MS, 3), "service_ms": round(d.service_ms, 3)}).encode()
