@@ -300,3 +300,26 @@ def test_a_mix_is_checked_group_by_group(tmp_path):
     with pytest.raises(ConfigError) as e:
         config.load(f)
     assert "workload.runtime" in {i.key for i in e.value.issues} and "processes only" in str(e.value)
+
+
+def test_edge_admission_goes_with_edge_tasks_and_alone(tmp_path):
+    f = tmp_path / "tasks.toml"
+    base = (HERE / "good-minimal.toml").read_text()
+    f.write_text(base + '\n[workload]\napp = "edge_tasks"\nrate = 3\n')
+    spec = config.load(f)
+    assert spec.admission is not None and spec.admission["policy"] == "fcfs" and spec.admission["slots"] >= 1  # no section: FCFS
+    f.write_text(base + '\n[workload]\napp = "edge_tasks"\nrate = 3\n\n[edge.admission]\npolicy = "mosaic"\nn_max = 4\n')
+    a = config.load(f).admission
+    assert a is not None and (a["policy"], a["n_max"], a["tau_ipc"]) == ("mosaic", 4, 0.35)
+    f.write_text(base + '\n[edge.admission]\npolicy = "edf"\n')  # the default app is W1: nothing to admit
+    with pytest.raises(ConfigError) as e:
+        config.load(f)
+    assert "edge.admission" in {i.key for i in e.value.issues} and "edge_tasks" in str(e.value)
+    f.write_text(base + '\n[workload]\napp = "edge_tasks"\n\n[edge.admission]\npolicy = "lottery"\n')
+    with pytest.raises(ConfigError) as e:
+        config.load(f)
+    assert "edge.admission.policy" in {i.key for i in e.value.issues}
+    f.write_text(base + '\n[workload]\napp = "edge_tasks"\n\n[edge.manager]\nkind = "smec"\nmode = "off"\n')
+    with pytest.raises(ConfigError) as e:
+        config.load(f)
+    assert "choose one" in str(e.value)
