@@ -61,6 +61,8 @@ class Env:
     SMEC_LOG = "CONTINUUM_SMEC_LOG"  # server: one row per request with SMEC's estimates
     SMEC_SLO_MS = "CONTINUUM_SMEC_SLO_MS"  # server: the app's SLO, for budgets (0: best effort, no budgets)
     SMEC_URGENCY_MS = "CONTINUUM_SMEC_URGENCY_MS"  # server: the app's urgency threshold (GPU stream priorities)
+    ADMISSION = "CONTINUUM_ADMISSION"  # server, edge_tasks: [edge.admission] as JSON
+    MOSAIC_AGENT = "CONTINUUM_MOSAIC_AGENT"  # server, edge_tasks: the socket of MOSAIC's root cgroup agent
     SMEC_EARLY_DROP = "CONTINUUM_SMEC_EARLY_DROP"  # server: 1 (default) drops a request whose budget is spent
     SMEC_MANAGER = "CONTINUUM_SMEC_MANAGER"  # server: the edge manager daemon's socket (told each budget)
 

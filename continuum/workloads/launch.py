@@ -167,7 +167,7 @@ def server_env(spec: ExperimentSpec, app: AppSpec, node: Node, raw: Path, rep: i
             **({Env.ENDPOINTS: ",".join(app.endpoints)} if spec.mix else {}),
             Env.READY_FILE: str(raw / f"server-ready-r{rep}{sfx}.json"), Env.MODEL_CACHE: str(model_cache()), **smec,
             **(mps.Mps(mps_folder(raw.parent)).env if (raw / mps.MARK / "control").exists() else {}),
-            **({"CONTINUUM_ADMISSION": json.dumps(spec.admission), "CONTINUUM_MOSAIC_AGENT": str(mosaic_agent_socket(raw.parent))}
+            **({Env.ADMISSION: json.dumps(spec.admission), Env.MOSAIC_AGENT: str(mosaic_agent_socket(raw.parent))}
                if spec.admission is not None else {})}
 
 

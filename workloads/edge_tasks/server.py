@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from workloads.contract import ServerSettings
+from workloads.contract import Env, ServerSettings
 
 MS = 1_000_000
 
@@ -40,7 +40,7 @@ class Server:
         from mosaic.interference import Interference
         from mosaic.services import Services
 
-        cfg = json.loads(os.environ.get("CONTINUUM_ADMISSION", "{}"))
+        cfg = json.loads(os.environ.get(Env.ADMISSION, "{}"))
         names = [c.name for c in CLASSES]
         self.matrix = Interference(names, prior=float(cfg.get("prior", 0.2)))
         name = cfg.get("policy", "mosaic")
@@ -50,7 +50,7 @@ class Server:
         else:
             self.policy = policies.make(name, int(cfg.get("slots", 1)))
         self.services = Services().start()
-        agent = os.environ.get("CONTINUUM_MOSAIC_AGENT", "")
+        agent = os.environ.get(Env.MOSAIC_AGENT, "")
         cgroups = AgentCgroups(agent) if agent else TaskCgroups(None, 1)
         self.out = Path(s.server_log).parent if s.server_log else Path(".")
         self.done_log = open(self.out / "mosaic-tasks.csv", "w", newline="")
