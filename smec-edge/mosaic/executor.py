@@ -234,17 +234,23 @@ class Executor:
             while pending and pending[0].arrival_ns <= now:
                 self.submit(pending.pop(0))
                 arrived = True
-            if arrived:
-                self.decide(now)
-            if now >= next_tick:
-                self.queue_depth.append((now, len(self.queue)))
-                self.decide(now)
-                if isinstance(self.policy, RoundRobin):
-                    self._turn()
-                next_tick += quantum
+            next_tick = self._decide_due(now, arrived, next_tick, quantum)
             horizon = min(next_tick, pending[0].arrival_ns if pending else next_tick)
             self.step(now, horizon)
         return self.done
+
+    def _decide_due(self, now: int, arrived: bool, next_tick: int, quantum: int) -> int:
+        """Decide on arrivals, and on the tick (urgencies change; round robin's turn);
+        returns the next tick."""
+        if arrived:
+            self.decide(now)
+        if now >= next_tick:
+            self.queue_depth.append((now, len(self.queue)))
+            self.decide(now)
+            if isinstance(self.policy, RoundRobin):
+                self._turn()
+            next_tick += quantum
+        return next_tick
 
     def serve(self, inbox: "queue.Queue[Task]", stop: threading.Event, wake_fd: int) -> None:
         """Like run, with tasks coming from `inbox` as they arrive (another thread puts
@@ -262,14 +268,7 @@ class Executor:
                     arrived = True
                 except queue.Empty:
                     break
-            if arrived:
-                self.decide(now)
-            if now >= next_tick:
-                self.queue_depth.append((now, len(self.queue)))
-                self.decide(now)
-                if isinstance(self.policy, RoundRobin):
-                    self._turn()
-                next_tick += quantum
+            next_tick = self._decide_due(now, arrived, next_tick, quantum)
             self.step(now, next_tick)
 
     def close(self) -> None:
