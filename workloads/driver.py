@@ -290,18 +290,28 @@ def run_server(app_cls: type[ServerApp]) -> int:
                 served[0] += 1
 
     # CONTINUUM_WORKERS requests at once (default 1: one at a time, in arrival order); an app that
-    # queues work itself (edge_tasks: MOSAIC's executor) asks for as many as may wait at once
+    # queues work itself (edge_tasks: MOSAIC's executor) asks for as many as may wait at once: then
+    # every worker is a thread, as any may wait long in the app, and this
+    # one only waits for the stop. Such an app closes first: that answers the requests still waiting
+    # in it (their threads return) and writes its records within the runner's grace period.
+    queueing = hasattr(app, "close") and getattr(app, "concurrency", 1) > 1
     workers = [threading.Thread(target=work, name=f"worker-{i}", daemon=True)
-               for i in range(1, max(s.workers, getattr(app, "concurrency", 1)))]
+               for i in range(0 if queueing else 1, max(s.workers, getattr(app, "concurrency", 1)))]
     for t in workers:
         t.start()
-    work()
+    if queueing:
+        while not stop.wait(0.2):
+            pass
+        app.close()
+    else:
+        work()
+    end = time.monotonic() + 5  # for all of them together
     for t in workers:
-        t.join(timeout=5)
+        t.join(timeout=max(0.0, end - time.monotonic()))
     client.loop_stop()
     client.disconnect()
     log.close()
-    if hasattr(app, "close"):  # an app with its own processes and records to finish
+    if hasattr(app, "close") and not queueing:  # an app with its own processes and records to finish
         app.close()
     if smec:
         smec.close()

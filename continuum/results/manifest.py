@@ -122,6 +122,8 @@ class Manifest(BaseModel):
     cell: dict[str, Any] | None = None  # the shared cell as run (schedulers, timings, members with class and SLO)
     edge_manager: dict[str, Any] | None = None  # what managed the edge node: default (Linux) or smec
     apps: dict[str, dict[str, Any]] = {}  # each application: its app, endpoints, SLO (None: best effort)
+    admission: dict[str, Any] | None = None  # [edge.admission] as run (edge_tasks: MOSAIC or a baseline)
+    duration_s: float | None = None  # the measured window of each repetition
 
 
 def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> Manifest:
@@ -150,6 +152,8 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
                           else dict(zip(("unit_cpus", "max_cpus", "urgency_ms"), spec.smec_quota)),
                           "max_cores": int(spec.smec_quota[1]) if spec.smec_quota and spec.smec_mode == "cores" else None}
                          if spec.edge_manager == "smec" else {})},
+        admission=spec.admission,
+        duration_s=spec.duration_s,
         apps={a.name: {"app": a.workload.app, "endpoints": list(a.endpoints), "slo_ms": a.slo_ms,
                        "urgency_ms": a.urgency_ms, "rate": a.workload.rate} for a in spec.apps},
         cell=None if spec.cell is None else {

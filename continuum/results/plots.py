@@ -243,6 +243,10 @@ def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5
         made.append(plots / "nodes.png")
     if smec_manager(run_dir, df, tl, xlim, plots / "smec_manager.png"):
         made.append(plots / "smec_manager.png")
+    if summary.get("admission"):
+        from continuum.results import admission
+
+        made += admission.plots(run_dir, summary["admission"], tl, xlim, plots)
     if cell_share(run_dir, tl, xlim, plots / "cell_share.png", bin_s):
         made.append(plots / "cell_share.png")
     c = summary.get("cell")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from continuum.errors import ContinuumError
-from continuum.results import apps, cell, plots, tables, timeline
+from continuum.results import admission, apps, cell, plots, tables, timeline
 
 
 def build(run_dir: Path) -> tuple[dict, list[Path]]:
@@ -26,6 +26,9 @@ def build(run_dir: Path) -> tuple[dict, list[Path]]:
     smec = tables.smec_summary(df)
     if smec is not None:
         summary["smec"] = smec
+    adm = admission.summarize(run_dir, df)
+    if adm is not None:
+        summary["admission"] = adm
     c = cell.summarize(run_dir, df, timeline.of_requests(df))
     if c is not None:
         summary["cell"] = c

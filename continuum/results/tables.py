@@ -165,12 +165,14 @@ def write(df: pd.DataFrame, summary: dict, run_dir: Path) -> None:
 
 
 def render(summary: dict):
-    """The summary as rich tables: the metrics, then per application (a mix) and the shared cell's classes, if the run had them."""
+    """The summary as rich tables: the metrics, then per application (a mix), admission control's classes (edge_tasks) and the shared cell's classes, if the run had them."""
     from rich.console import Group
 
-    from continuum.results import apps, cell
+    from continuum.results import admission, apps, cell
 
     parts = [_metrics_table(summary)]
+    if "admission" in summary:
+        parts.append(admission.render(summary["admission"]))
     if "apps" in summary:
         parts.append(apps.render(summary["apps"]))
     if "cell" in summary:

@@ -17,10 +17,11 @@ DIR/summary.json:
   finished ones;
 - starved: the share that waited longer than 3 x their deadline to start, or
   never started;
-- tps: tasks finished within the window, per second;
+- tps: tasks finished, over the window's seconds;
 - mission: the share of tiers 1-2 (three classes) that finished at all;
-- queue_max: the deepest queue seen at a tick;
-- decision_us: the median and P99 time of an admission decision.
+- queue: the deepest and the median queue at a tick;
+- decisions: the median and P99 time of an admission decision;
+- per_class: the same for each class (continuum/results/admission.py).
 
 Needs root (the node's and the tasks' cgroups)."""
 
@@ -30,7 +31,6 @@ import argparse
 import csv
 import json
 import random
-import statistics
 import time
 from pathlib import Path
 
@@ -57,29 +57,26 @@ def draw_arrivals(rate: float, window_s: float, seed: int, t0_ns: int) -> list[T
         i += 1
 
 
-def summarize(arrived: list[Task], policy: policies.Policy, ex: Executor, window_s: float, t0_ns: int) -> dict:
+def summarize(arrived: list[Task], policy: policies.Policy, ex: Executor, window_s: float) -> dict:
+    """continuum.results.admission's numbers (the same as `continuum run`'s)."""
+    import pandas as pd
+
+    from continuum.results import admission
+
     done = {d.task.id: d for d in ex.done if d.ok}
-    resp = [(t.finished_ns - t.arrival_ns) / MS for t in arrived if t.id in done and t.finished_ns is not None]
-    hit = sum(1 for t in arrived if t.id in done and t.finished_ns is not None and t.finished_ns <= t.due_ns)
-    starved = sum(1 for t in arrived if t.started_ns is None or (t.started_ns - t.arrival_ns) / MS > 3 * t.deadline_ms)
-    mission = [t for t in arrived if t.tier <= 2]
-    in_window = sum(1 for t in arrived if t.id in done and t.finished_ns is not None and t.finished_ns <= t0_ns + window_s * 1e9)
-    dec = [d.ns / 1000 for d in getattr(policy, "decisions", []) if d.rule != "starving"]
-    per_class = {}
-    for c in CLASSES:
-        ts = [t for t in arrived if t.cls == c.name]
-        if ts:
-            ok = [t for t in ts if t.id in done and t.finished_ns is not None]
-            per_class[c.name] = {"arrived": len(ts), "finished": len(ok), "hit": sum(t.finished_ns <= t.due_ns for t in ok) / len(ts)}
-    return {
-        "policy": policy.name, "arrived": len(arrived), "finished": len(done),
-        "hit": hit / max(1, len(arrived)), "p99_ms": statistics.quantiles(resp, n=100)[98] if len(resp) >= 2 else None,
-        "starved": starved / max(1, len(arrived)), "tps": in_window / window_s,
-        "mission": sum(t.id in done for t in mission) / max(1, len(mission)),
-        "queue_max": max((q for _, q in ex.queue_depth), default=0),
-        "decision_us": {"p50": statistics.median(dec), "p99": statistics.quantiles(dec, n=100)[98]} if len(dec) >= 2 else None,
-        "per_class": per_class,
-    }
+    rows = [{"cls": t.cls, "tier": t.tier, "deadline_ms": t.deadline_ms,
+             "wait_ms": None if t.started_ns is None else (t.started_ns - t.arrival_ns) / MS,
+             "response_ms": (t.finished_ns - t.arrival_ns) / MS if t.id in done and t.finished_ns is not None else None,
+             "service_ms": done[t.id].service_ms if t.id in done else None,
+             "hit": int(t.id in done and t.finished_ns is not None and t.finished_ns <= t.due_ns), "ok": int(t.id in done)}
+            for t in arrived]
+    out = admission.task_metrics(pd.DataFrame(rows, columns=["cls", "tier", "deadline_ms", "wait_ms", "response_ms", "service_ms", "hit", "ok"]),
+                                 window_s)
+    out["policy"] = policy.name
+    out["queue"] = admission.queue_metrics(pd.DataFrame(ex.queue_depth, columns=["t_ns", "queued"]))
+    dec = getattr(policy, "decisions", [])
+    out["decisions"] = admission.decision_metrics(pd.DataFrame([(d.rule, d.ns / 1000) for d in dec], columns=["rule", "us"]))
+    return out
 
 
 def main() -> None:
@@ -125,7 +122,7 @@ def main() -> None:
         arrived = draw_arrivals(a.rate, a.window, a.seed, t0)
         print(f"mosaic.run: {a.policy}, {len(arrived)} tasks over {a.window:g} s (seed {a.seed}), node {a.cpus:g} CPU", flush=True)
         ex.run(arrived, until_ns=t0 + int((a.window + a.drain) * 1e9))
-        summary = summarize(arrived, policy, ex, a.window, t0)
+        summary = summarize(arrived, policy, ex, a.window)
         with open(a.out / "tasks.csv", "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["id", "cls", "tier", "deadline_ms", "arrival_ms", "wait_ms", "response_ms", "service_ms", "cpu_ms", "hit", "beside", "taught"])
@@ -152,10 +149,10 @@ def main() -> None:
         summary.update({"rate": a.rate, "window_s": a.window, "seed": a.seed, "cpus": a.cpus, "scale": a.scale,
                         "interference_source": "measured slowdown of service time (no PMU here)", "power": "not measured (no RAPL here)"})
         (a.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        dus = summary["decision_us"]
+        dus = summary["decisions"]
         print(f"hit {summary['hit']:.1%}  P99 {summary['p99_ms'] or float('nan'):.0f} ms  starved {summary['starved']:.1%}  "
-              f"TPS {summary['tps']:.2f}  mission {summary['mission']:.1%}  queue max {summary['queue_max']}"
-              + (f"  decision {dus['p50']:.1f}/{dus['p99']:.1f} us" if dus else ""))
+              f"TPS {summary['tps']:.2f}  mission {summary['mission']:.1%}  queue max {summary['queue']['max']}"
+              + (f"  decision {dus['us_p50']:.1f}/{dus['us_p99']:.1f} us" if dus else ""))
     finally:
         if ex is not None:
             for w_ in ex.workers:  # what the drain left running is stopped, not waited for

@@ -3,7 +3,8 @@ task classes over MQTT through the emulated link; the edge's server runs
 them under MOSAIC, each task in its own cgroup through the root agent. Every
 request is answered when its task is done, the executor's records are in
 raw/, and nothing is left behind. Small tasks and one worker per class keep
-it short; the numbers are the experiment's business, not this test's."""
+it short; the numbers are the experiment's business, not this test's,
+but the summary must count every measured task and the plots must be made."""
 
 from __future__ import annotations
 
@@ -67,6 +68,32 @@ def test_tasks_arrive_over_mqtt_run_under_mosaic_in_their_cgroups_and_are_answer
     assert (req["server_ms"] >= 0).all()
     dec = pd.read_csv(run / "raw" / "mosaic-decisions.csv")
     assert len(dec) >= len(tasks) and dec["us"].median() < 1000
+    # the results: the measured tasks in summary.json, plots of them
+    adm = json.loads((run / "summary.json").read_text())["admission"]
+    measured = req[req["phase"] == "measure"]
+    assert adm["policy"] == "mosaic" and adm["arrived"] == len(measured) == adm["finished"] and adm["unseen"] == 0
+    assert sum(c["arrived"] for c in adm["per_class"].values()) == len(measured)
+    assert 0 <= adm["hit"] <= 1 and adm["mission"] == 1.0 and adm["p99_ms"] > 0 and adm["decisions"]["count"] > 0
+    assert "admission (mosaic)" in (run / "summary.txt").read_text()
+    for name in ("admission_classes", "admission_queue", "admission_decisions"):
+        assert (run / "plots" / f"{name}.png").stat().st_size > 10_000, name
     man = json.loads((run / "manifest.json").read_text())
+    assert man["admission"]["n_max"] == 2 and man["duration_s"] == 8
     assert re.search("through MOSAIC's agent", json.dumps(man))
     assert not cgroups.existing(man.get("run_id")) if man.get("run_id") else True
+
+
+def test_a_run_that_ends_with_tasks_queued_still_counts_them(tmp_path, continuum_run):
+    """Overload under FCFS with one slot and a short timeout: the run stops with
+    tasks still queued. The server writes its records within the runner's grace
+    (the queued tasks get rows with ok = 0), and the summary counts them as missed."""
+    cfg = tmp_path / "over.toml"
+    text = CONFIG.format(out=tmp_path / "runs").replace('name = "tasks"', 'name = "over"').replace("rate = 2", "rate = 6")
+    text = text.replace("timeout_s = 30", "timeout_s = 2").replace('policy = "mosaic"', 'policy = "fcfs"\nslots = 1').replace("scale = 0.25", "scale = 1.0")
+    cfg.write_text(text)
+    run = continuum_run(cfg, tmp_path, "over")
+    tasks = pd.read_csv(run / "raw" / "mosaic-tasks.csv")
+    assert (tasks["ok"] == 0).any() and (tasks["ok"] == 1).any(), tasks["ok"].value_counts()
+    assert (run / "raw" / "mosaic-queue.csv").exists() and (run / "raw" / "mosaic-decisions.csv").exists()
+    adm = json.loads((run / "summary.json").read_text())["admission"]
+    assert adm["unseen"] == 0 and adm["finished"] < adm["arrived"] and adm["queue"]["max"] > 0

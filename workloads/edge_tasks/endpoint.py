@@ -14,13 +14,13 @@ class Endpoint:
     def __init__(self, s: EndpointSettings) -> None:
         from mosaic.classes import CLASSES
 
-        self.rng = random.Random(s.seed)
+        self.rng = random.Random(s.seed + 7919 * s.repetition)
         self.classes = CLASSES
-        self.endpoint = s.endpoint
+        self.prefix = f"{s.endpoint}-{s.repetition}-"  # the task's id is its request's (workloads/driver.py)
 
     def draw(self, seq: int) -> dict:
         c = self.rng.choices(self.classes, [k.share for k in self.classes])[0]
-        return {"id": f"{self.endpoint}.{seq}", "cls": c.name, "deadline_ms": round(self.rng.uniform(*c.deadline_ms), 1)}
+        return {"id": f"{self.prefix}{seq}", "cls": c.name, "deadline_ms": round(self.rng.uniform(*c.deadline_ms), 1)}
 
     def preprocess(self, item: dict) -> bytes:
         return json.dumps(item).encode()

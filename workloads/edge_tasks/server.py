@@ -27,6 +27,10 @@ from pathlib import Path
 from workloads.contract import Env, ServerSettings
 
 MS = 1_000_000
+# mosaic-tasks.csv: one row per task the server got. A task still queued or running
+# when the server stops gets a row too, with ok = 0 (and no wait if it never started).
+TASK_COLUMNS = ["id", "cls", "tier", "deadline_ms", "t_arrival_ns", "wait_ms", "service_ms", "cpu_ms", "response_ms", "hit", "ok",
+                "beside", "taught"]
 
 
 class Server:
@@ -55,7 +59,8 @@ class Server:
         self.out = Path(s.server_log).parent if s.server_log else Path(".")
         self.done_log = open(self.out / "mosaic-tasks.csv", "w", newline="")
         self.rows = csv.writer(self.done_log)
-        self.rows.writerow(["id", "cls", "tier", "deadline_ms", "wait_ms", "service_ms", "cpu_ms", "response_ms", "hit", "ok", "beside", "taught"])
+        self.rows.writerow(TASK_COLUMNS)
+        self.wall = time.time_ns() - time.monotonic_ns()  # the executor's clock -> the run's (wall clock, as the records)
         self.waiting: dict[str, tuple[threading.Event, list]] = {}
         self.lock = threading.Lock()
         self.executor = Executor(self.policy, self.matrix, names, workers_per_class=int(cfg.get("workers_per_class", 3)),
@@ -73,28 +78,31 @@ class Server:
                      "interference": "measured slowdown of service time (no PMU)", "power": "not measured"}
 
     def close(self) -> None:
-        """Stop the executor and the services; write the decisions, the queue depth and the matrix."""
-        import csv as _csv
-
+        """Stop the executor; write the records first (the runner gives the server
+        5 s), then stop the workers and the services."""
         self.stop.set()
         os.write(self.wake_w, b"x")
-        self.loop.join(timeout=10)
-        for w in self.executor.workers:  # a task still running at the end is stopped, not waited for
-            if w.task is not None:
-                w.proc.kill()
+        self.loop.join(timeout=2)
+        with self.lock:
+            for t in [*self.executor.running, *self.executor.queue]:
+                wait = "" if t.started_ns is None else f"{(t.started_ns - t.arrival_ns) / MS:.3f}"
+                self.rows.writerow([t.id, t.cls, t.tier, f"{t.deadline_ms:.1f}", t.arrival_ns + self.wall, wait, "", "", "", 0, 0, "", ""])
+            self.done_log.close()
+            with open(self.out / "mosaic-decisions.csv", "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(["task", "admit", "rule", "detail", "us"])
+                for d in list(getattr(self.policy, "decisions", [])):
+                    w.writerow([d.task, int(d.admit), d.rule, d.detail, f"{d.ns / 1000:.2f}"])
+            with open(self.out / "mosaic-queue.csv", "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(["t_ns", "queued"])  # wall clock
+                w.writerows((ns + self.wall, q) for ns, q in list(self.executor.queue_depth))
+            self.matrix.save(self.out / "mosaic-matrix.sqlite")
+        for wk in self.executor.workers:  # a task still running at the end is stopped, not waited for
+            if wk.task is not None:
+                wk.proc.kill()
         self.executor.close()
         self.services.stop()
-        self.done_log.close()
-        with open(self.out / "mosaic-decisions.csv", "w", newline="") as f:
-            w_ = _csv.writer(f)
-            w_.writerow(["task", "admit", "rule", "detail", "us"])
-            for d in getattr(self.policy, "decisions", []):
-                w_.writerow([d.task, int(d.admit), d.rule, d.detail, f"{d.ns / 1000:.2f}"])
-        with open(self.out / "mosaic-queue.csv", "w", newline="") as f:
-            w_ = _csv.writer(f)
-            w_.writerow(["t_ns", "queued"])
-            w_.writerows(self.executor.queue_depth)
-        self.matrix.save(self.out / "mosaic-matrix.sqlite")
 
     def _serve(self) -> None:
         try:
@@ -107,7 +115,9 @@ class Server:
     def _done(self, d) -> None:
         t = d.task
         with self.lock:
-            self.rows.writerow([t.id, t.cls, t.tier, f"{t.deadline_ms:.1f}", f"{(t.started_ns - t.arrival_ns) / MS:.3f}",
+            if self.done_log.closed:
+                return
+            self.rows.writerow([t.id, t.cls, t.tier, f"{t.deadline_ms:.1f}", t.arrival_ns + self.wall, f"{(t.started_ns - t.arrival_ns) / MS:.3f}",
                                 f"{d.service_ms:.3f}", f"{d.cpu_ms:.3f}", f"{(t.finished_ns - t.arrival_ns) / MS:.3f}",
                                 int(t.finished_ns <= t.due_ns), int(d.ok), json.dumps({k: round(v, 3) for k, v in d.beside.items()}), d.taught])
             self.done_log.flush()

@@ -1,0 +1,229 @@
+"""Admission control's results (workload edge_tasks: MOSAIC or a baseline on
+the edge node), as MOSAIC's evaluation reports them, overall and per class.
+
+The same definitions serve `continuum run` (tasks of the measured requests)
+and `python -m mosaic.run` (every task drawn), so their numbers compare:
+
+- hit: finished within its deadline, of all tasks that arrived (one never
+  started or never finished misses);
+- p99_ms: response time (arrival at the edge to finish) of the finished;
+- starved: waited longer than 3 x its deadline to start, or never started;
+- tps: tasks finished, over the window the tasks arrived in;
+- mission: finished at all, of the tiers 1-2 (MOSAIC's three
+  mission-critical classes);
+- queue: the queue's depth at each 100-ms tick;
+- decisions: the time of each admission decision (MOSAIC's; the
+  starvation guard's bypass is not a decision and is left out).
+
+A request that never reached the edge (lost on the link) has no task row:
+it counts as arrived and missed, in no class."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+TIERS = {"inference_critical": 1, "dispatch_api": 2, "sensor_fusion": 2, "analytics_batch": 3, "model_update": 3, "log_archive": 4}
+
+
+def _p(x: pd.Series, q: float) -> float | None:
+    x = x.dropna().astype(float)
+    return float(np.percentile(x, q)) if len(x) else None
+
+
+def task_metrics(tasks: pd.DataFrame, window_s: float, unseen: int = 0) -> dict:
+    """The overall and per-class numbers of a tasks table (columns cls,
+    tier, deadline_ms, wait_ms: empty if never started, response_ms: empty
+    if unfinished, hit, ok); `unseen` tasks arrived but have no row."""
+    ok = tasks["ok"].astype(int) == 1
+    hit = ok & (tasks["hit"].astype(int) == 1)
+    wait = tasks["wait_ms"].astype(float)
+    starved = wait.isna() | (wait > 3 * tasks["deadline_ms"].astype(float))
+    n = len(tasks) + unseen
+    mission = tasks["tier"].astype(int) <= 2
+    out: dict = {
+        "arrived": int(n), "finished": int(ok.sum()), "unseen": int(unseen),
+        "hit": float(hit.sum() / n) if n else None,
+        "p99_ms": _p(tasks.loc[ok, "response_ms"], 99), "p50_ms": _p(tasks.loc[ok, "response_ms"], 50),
+        "starved": float((starved.sum() + unseen) / n) if n else None,
+        "tps": float(ok.sum() / window_s) if window_s > 0 else None,
+        "mission": float(ok[mission].mean()) if mission.any() else None,
+        "window_s": float(window_s),
+        "per_class": {},
+    }
+    for cls in TIERS:
+        m = tasks["cls"] == cls
+        if not m.any():
+            continue
+        out["per_class"][cls] = {
+            "tier": TIERS[cls], "arrived": int(m.sum()), "finished": int((ok & m).sum()), "hit": float((hit & m).sum() / m.sum()),
+            "starved": float((starved & m).sum() / m.sum()), "p99_ms": _p(tasks.loc[ok & m, "response_ms"], 99),
+            "wait_ms_p50": _p(wait[m], 50), "service_ms_p50": _p(tasks.loc[ok & m, "service_ms"].astype(float), 50),
+        }
+    return out
+
+
+def queue_metrics(queue: pd.DataFrame) -> dict:
+    q = queue["queued"].astype(int)
+    return {"max": int(q.max()) if len(q) else 0, "p50": float(q.median()) if len(q) else 0.0}
+
+
+def decision_metrics(dec: pd.DataFrame) -> dict | None:
+    """Decision time (µs) and, for MOSAIC, what its rules did."""
+    d = dec[dec["rule"] != "starving"]
+    if len(d) < 2:
+        return None
+    us = d["us"].astype(float)
+    return {"count": int(len(d)), "us_p50": float(np.median(us)), "us_p99": float(np.percentile(us, 99)),
+            "by_rule": {str(k): int(v) for k, v in dec.groupby("rule").size().items()}}
+
+
+def summarize(run_dir: Path, df: pd.DataFrame) -> dict | None:
+    """summary.json's `admission`; None for a run without edge_tasks' records."""
+    raw = run_dir / "raw"
+    paths = sorted(raw.glob("mosaic-tasks*.csv"))
+    if not paths:
+        return None
+    tasks = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    if "t_arrival_ns" not in tasks:  # a run from before the results knew the records
+        return None
+    tasks["id"] = tasks["id"].astype(str)
+    tasks = tasks.drop_duplicates("id")  # one row per task
+    measured = df[df["phase"] == "measure"]
+    ids = set(measured["request_id"].astype(str))
+    mine = tasks[tasks["id"].isin(ids)]
+    man = json.loads((run_dir / "manifest.json").read_text()) if (run_dir / "manifest.json").exists() else {}
+    reps = max(1, int(measured["repetition"].nunique())) if len(measured) else 1
+    window = float(man.get("duration_s") or 0) * reps
+    if window <= 0 and len(measured):
+        window = (int(measured["t_drawn"].max()) - int(measured["t_drawn"].min())) / 1e9
+    out = task_metrics(mine, window, unseen=len(ids) - len(mine))
+    adm = man.get("admission") or {}
+    out["policy"] = adm.get("policy", "fcfs")
+    out["config"] = adm
+    q = sorted(raw.glob("mosaic-queue*.csv"))
+    if q:
+        queue = pd.concat([pd.read_csv(p) for p in q], ignore_index=True)
+        if len(measured):  # the measured window, on the requests' clock
+            queue = queue[(queue["t_ns"] >= measured["t_drawn"].min()) & (queue["t_ns"] <= measured["t_drawn"].max())]
+        out["queue"] = queue_metrics(queue)
+    d = sorted(raw.glob("mosaic-decisions*.csv"))
+    if d:
+        out["decisions"] = decision_metrics(pd.concat([pd.read_csv(p) for p in d], ignore_index=True))
+    out["interference_source"] = "measured slowdown of service time beside another class (no PMU counters here)"
+    out["power"] = "not measured (no RAPL here)"
+    return out
+
+
+def render(a: dict):
+    from rich.table import Table
+
+    def f(v, fmt="{:.1f}"):
+        return "-" if v is None else fmt.format(v)
+
+    dec = a.get("decisions") or {}
+    t = Table(title=f"admission ({a['policy']}): hit {f(a['hit'], '{:.1%}')}, P99 {f(a['p99_ms'], '{:.0f}')} ms, "
+                    f"starved {f(a['starved'], '{:.1%}')}, {f(a['tps'], '{:.2f}')} tasks/s, mission-critical finished "
+                    f"{f(a['mission'], '{:.1%}')}, queue max {(a.get('queue') or {}).get('max', '-')}"
+                    + (f", decision {dec['us_p50']:.1f}/{dec['us_p99']:.1f} us (P50/P99)" if dec else ""))
+    for h in ("class", "tier", "tasks", "finished", "deadline hit", "starved", "P99 ms", "wait P50 ms", "service P50 ms"):
+        t.add_column(h, justify="left" if h == "class" else "right")
+    for cls, c in a["per_class"].items():
+        t.add_row(cls, str(c["tier"]), str(c["arrived"]), str(c["finished"]), f(c["hit"], "{:.1%}"), f(c["starved"], "{:.1%}"),
+                  f(c["p99_ms"], "{:.0f}"), f(c["wait_ms_p50"], "{:.0f}"), f(c["service_ms_p50"], "{:.0f}"))
+    if a.get("unseen"):
+        t.add_row("(never reached the edge)", "", str(a["unseen"]), "0", "0.0%", "100.0%", "-", "-", "-")
+    return t
+
+
+CLASS_COLOURS = {c: f"C{i}" for i, c in enumerate(TIERS)}
+
+
+def plots(run_dir: Path, a: dict, tl, xlim: tuple[float, float], plots_dir: Path) -> list[Path]:
+    """Per-class completion; queue depth and each task's response time over
+    the run's time axis; decision times. All measured."""
+    import matplotlib.pyplot as plt
+
+    from continuum.results.plots import TIME_LABEL, _shade
+
+    made = []
+    # 1. per class: met its deadline, finished late, never finished
+    out = plots_dir / "admission_classes.png"
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    names = list(a["per_class"])[::-1]
+    met = np.array([a["per_class"][c]["hit"] for c in names]) * 100
+    fin = np.array([a["per_class"][c]["finished"] / a["per_class"][c]["arrived"] for c in names]) * 100
+    ax.barh(names, met, color="C2", label="met its deadline")
+    ax.barh(names, fin - met, left=met, color="C1", label="finished late")
+    ax.barh(names, 100 - fin, left=fin, color="C3", label="never finished")
+    for i, c in enumerate(names):
+        pc = a["per_class"][c]
+        ax.text(101, i, f"n={pc['arrived']}, P99 {pc['p99_ms']:.0f} ms" if pc["p99_ms"] is not None else f"n={pc['arrived']}",
+                va="center", fontsize=8)
+    ax.set_xlim(0, 135)
+    ax.set_xticks(range(0, 101, 20))
+    ax.set_xlabel("% of the class's measured tasks")
+    ax.set_title(f"{a['policy']}: per-class completion (tier 1 at the top); hit {a['hit']:.1%} overall", fontsize=10)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.4, -0.18), ncol=3)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    made.append(out)
+
+    # 2. the queue and each task's response time, on the run's time axis
+    raw = run_dir / "raw"
+    q = sorted(raw.glob("mosaic-queue*.csv"))
+    tasks = pd.concat([pd.read_csv(p) for p in sorted(raw.glob("mosaic-tasks*.csv"))], ignore_index=True)
+    if q and tl is not None:
+        queue = pd.concat([pd.read_csv(p) for p in q], ignore_index=True)
+        out = plots_dir / "admission_queue.png"
+        fig, (qa, ra) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+        qa.step(tl.seconds(queue["t_ns"]), queue["queued"], where="post", color="k", lw=0.8)
+        qa.set_ylabel("tasks queued\n(at each 100-ms tick)")
+        qa.set_title(f"{a['policy']}: queue depth (max {a.get('queue', {}).get('max', '-')} in the measured window) "
+                     "and each task's response time", fontsize=10)
+        fin = tasks[tasks["ok"] == 1]
+        for cls, g in fin.groupby("cls"):
+            ra.plot(tl.seconds(g["t_arrival_ns"]), g["response_ms"] / 1000, ".", ms=3, color=CLASS_COLOURS.get(cls), label=str(cls))
+        lost = tasks[tasks["ok"] != 1]
+        if len(lost):
+            top = float(fin["response_ms"].max() / 1000) if len(fin) else 1.0
+            ra.plot(tl.seconds(lost["t_arrival_ns"]), [top * 1.3] * len(lost), "rx", ms=4, label="never finished (at the top)")
+        ra.set_yscale("log")
+        ra.set_ylabel("response time (s, log)\narrival at the edge to finish")
+        ra.set_xlabel(TIME_LABEL)
+        ra.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+        for ax in (qa, ra):
+            _shade(ax, tl, xlim, legend=False)
+            ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out, dpi=120)
+        plt.close(fig)
+        made.append(out)
+
+    # 3. decision times
+    d = sorted(raw.glob("mosaic-decisions*.csv"))
+    dec = a.get("decisions")
+    if d and dec:
+        us = pd.concat([pd.read_csv(p) for p in d], ignore_index=True)
+        us = us[us["rule"] != "starving"]["us"].astype(float)
+        out = plots_dir / "admission_decisions.png"
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        ax.hist(us, bins=np.logspace(np.log10(max(0.1, us.min())), np.log10(us.max() * 1.01), 50), color="C0")
+        ax.set_xscale("log")
+        ax.axvline(dec["us_p50"], color="k", ls="--", lw=1, label=f"median {dec['us_p50']:.1f} us")
+        ax.axvline(dec["us_p99"], color="C3", ls="--", lw=1, label=f"P99 {dec['us_p99']:.1f} us")
+        ax.axvline(280, color="0.5", ls=":", lw=1, label="MOSAIC's paper: ~280 us (its machine)")
+        ax.set_xlabel("time of one admission decision (us, log; measured in the executor)")
+        ax.set_ylabel("decisions")
+        ax.set_title(f"{a['policy']}: {dec['count']} decisions", fontsize=10)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out, dpi=120)
+        plt.close(fig)
+        made.append(out)
+    return made

@@ -1,0 +1,262 @@
+"""MOSAIC's evaluation on real tasks: configs/mosaic-paper.toml (2 endpoints
+submitting MOSAIC's six task classes over the emulated link to a 2-CPU edge,
+lambda calibrated to the overload of MOSAIC's own runs) under every policy
+and seed, the ablation without the matrix, and the tau_ipc sweep; then a
+table next to the paper's and the original code's numbers, and figures
+(README.md here says how to read them).
+
+    points   mosaic, fcfs, rr, sjf, priority, edf, mosaic-nomatrix  x seeds 42-46
+    sweep    mosaic at tau_ipc 0.10, 0.20, 0.50, 0.60 (seed 42; 0.35 is the main point)
+
+Each point is an ordinary `continuum run` of a copy of that file with only
+the policy, the seed and tau_ipc changed; the copies are kept with the
+results, so any point can be re-run by hand."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tomllib
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE.parent))
+from points import chosen, run_point  # noqa: E402
+
+BASE = REPO / "configs" / "mosaic-paper.toml"
+POLICIES = {"fcfs": "FCFS", "rr": "Round robin (50 ms)", "sjf": "SJF", "priority": "PriorityStrict", "edf": "EDF",
+            "mosaic": "MOSAIC", "mosaic-nomatrix": "MOSAIC without the matrix"}
+SEEDS = ("42", "43", "44", "45", "46")
+TAUS = ("0.10", "0.20", "0.50", "0.60")
+# SPEC-mosaic.md: the paper's table (lambda = 6/s, 60 s, 5 seeds); mission completion only given for MOSAIC and the ablation
+PAPER = {"fcfs": (71.4, 3449, 4.8, 2.2), "rr": (55.8, 4300, 0, 2.3), "sjf": (57.1, 4100, 0, 2.2), "priority": (80.0, 3449, 0, 2.5),
+         "mosaic": (51.2, 2538, 0, 4.3), "mosaic-nomatrix": (None, 3449, None, None)}
+PAPER_MISSION = {"mosaic": 100.0, "mosaic-nomatrix": 85.7}
+CLASSES = ("inference_critical", "dispatch_api", "sensor_fusion", "analytics_batch", "model_update", "log_archive")
+
+
+def point_name(policy: str, seed: str, tau: str = "0.35") -> str:
+    return f"{policy}-s{seed}" + ("" if tau == "0.35" else f"-tau{tau}")
+
+
+def point_config(out: Path, policy: str, seed: str, tau: str, quick: bool) -> Path:
+    name = point_name(policy, seed, tau)
+    text = BASE.read_text()
+    text = re.sub(r'(?m)^policy = "mosaic"', f'policy = "{policy}"', text, count=1)
+    text = re.sub(r"(?m)^seed = 42$", f"seed = {seed}", text, count=1)
+    text = re.sub(r"(?m)^tau_ipc = 0.35$", f"tau_ipc = {tau}", text, count=1)
+    text = re.sub(r'(?m)^name = "mosaic-paper"$', f'name = "mosaic-{name}"', text, count=1)
+    text = text.replace("[experiment]\n", f'[experiment]\noutput = "{out / "runs"}"\n', 1)
+    if quick:
+        text = re.sub(r"(?m)^duration_s = .*$", "duration_s = 20", text)
+    parsed = tomllib.loads(text)
+    adm = parsed["edge"]["admission"]
+    assert (adm["policy"], parsed["experiment"]["seed"], adm["tau_ipc"]) == (policy, int(seed), float(tau)), name
+    path = out / "configs" / f"{name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def extract(run_dir: Path, out: Path, name: str) -> None:
+    """What the report needs, beside the runs (their logs are not committed)."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    req = pd.read_csv(run_dir / "requests.csv")
+    measured = req[req["phase"] == "measure"]
+    origin = int(measured["t_drawn"].min())
+    tasks = pd.read_csv(run_dir / "raw" / "mosaic-tasks.csv")
+    tasks = tasks[tasks["id"].astype(str).isin(set(measured["request_id"].astype(str)))].copy()
+    tasks["t_s"] = (tasks["t_arrival_ns"] - origin) / 1e9
+    tasks.drop(columns=["t_arrival_ns", "taught"]).to_csv(out / f"tasks-{name}.csv", index=False)
+    q = pd.read_csv(run_dir / "raw" / "mosaic-queue.csv")
+    q["t_s"] = ((q["t_ns"] - origin) / 1e9).round(2)
+    q[["t_s", "queued"]].to_csv(out / f"queue-{name}.csv", index=False)
+    keep = {"admission": summary["admission"], "e2e_ms": summary["metrics"]["e2e_ms"], "run": str(run_dir)}
+    (out / f"summary-{name}.json").write_text(json.dumps(keep, indent=2) + "\n")
+
+
+def mean_sd(xs: list[float]) -> tuple[float, float]:
+    return statistics.mean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.0
+
+
+def aggregate(points: dict[str, dict]) -> dict[str, dict]:
+    """Per policy (tau 0.35): each metric's mean and SD over the seeds run."""
+    out = {}
+    for pol in POLICIES:
+        runs = [points[point_name(pol, s)]["admission"] for s in SEEDS if point_name(pol, s) in points]
+        if not runs:
+            continue
+        agg = {"seeds": len(runs)}
+        for k, f in (("hit", 100), ("p99_ms", 1), ("starved", 100), ("tps", 1), ("mission", 100)):
+            agg[k] = mean_sd([r[k] * f for r in runs if r[k] is not None])
+        agg["queue_max"] = mean_sd([r["queue"]["max"] for r in runs])
+        dec = [r["decisions"]["us_p50"] for r in runs if r.get("decisions")]
+        agg["decision_us_p50"] = statistics.median(dec) if dec else None
+        agg["per_class_hit"] = {c: statistics.mean([r["per_class"][c]["hit"] * 100 for r in runs if c in r["per_class"]]) for c in CLASSES}
+        out[pol] = agg
+    return out
+
+
+def original(path: Path) -> dict:
+    """original.json (original.py): what MOSAIC's own harness computes, per pattern and scheduler."""
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def table(agg: dict[str, dict], orig: dict) -> str:
+    f = lambda v, fmt="{:.1f}": "-" if v is None else fmt.format(v)  # noqa: E731
+    ms = lambda m: f"{m[0]:.1f} ± {m[1]:.1f}"  # noqa: E731
+    head = ("| policy | seeds | hit % | P99 ms | starved % | TPS | mission-critical finished % | queue max | decision P50 us "
+            "| paper: hit / P99 / starved / TPS | original code (Poisson 6/s): hit / P99 / starved / TPS |")
+    rows = [head, "|---" * (head.count("|") - 1) + "|"]
+    po = orig.get("poisson", {})
+    for pol, a in agg.items():
+        p = PAPER.get(pol)
+        paper = " / ".join(f(v, "{:g}") for v in p) if p else "-"
+        o = po.get(pol)
+        code = f"{o['hit']:.1f} / {o['p99_ms']:.0f} / {o['starved']:.1f} / {o['tps']:.2f}" if o else "-"
+        rows.append(f"| {POLICIES[pol]} | {a['seeds']} | {ms(a['hit'])} | {a['p99_ms'][0]:.0f} ± {a['p99_ms'][1]:.0f} | {ms(a['starved'])} "
+                    f"| {a['tps'][0]:.2f} ± {a['tps'][1]:.2f} | {ms(a['mission'])} | {a['queue_max'][0]:.0f} ± {a['queue_max'][1]:.0f} "
+                    f"| {f(a['decision_us_p50'])} | {paper} | {code} |")
+    return "\n".join(rows)
+
+
+def class_table(agg: dict[str, dict]) -> str:
+    head = "| policy | " + " | ".join(CLASSES) + " |"
+    rows = [head, "|---" * (len(CLASSES) + 1) + "|"]
+    for pol, a in agg.items():
+        rows.append(f"| {POLICIES[pol]} | " + " | ".join(f"{a['per_class_hit'][c]:.1f}" for c in CLASSES) + " |")
+    return "\n".join(rows)
+
+
+def sweep_table(points: dict[str, dict]) -> str:
+    rows = ["| tau_ipc | hit % | P99 ms | starved % | TPS | mission % | rule 2 refusals |", "|---|---|---|---|---|---|---|"]
+    for tau in sorted({"0.35", *TAUS}):
+        s = points.get(point_name("mosaic", "42", tau))
+        if s is None:
+            continue
+        a = s["admission"]
+        r2 = sum(v for k, v in ((a.get("decisions") or {}).get("by_rule") or {}).items() if "ipc" in k or k == "2")
+        rows.append(f"| {tau} | {a['hit'] * 100:.1f} | {a['p99_ms']:.0f} | {a['starved'] * 100:.1f} | {a['tps']:.2f} | {a['mission'] * 100:.1f} | {r2} |")
+    return "\n".join(rows)
+
+
+def figures(points: dict[str, dict], agg: dict[str, dict], out: Path) -> list[Path]:
+    made = []
+    pols = list(agg)
+    # 1. the headline metrics, seed by seed
+    fig, axes = plt.subplots(1, 4, figsize=(14, 4))
+    for ax, (k, f, label) in zip(axes, (("hit", 100, "deadline hit (% of tasks)"), ("p99_ms", 1e-3, "P99 response (s)"),
+                                        ("starved", 100, "starved (% of tasks)"), ("mission", 100, "mission-critical finished (%)"))):
+        for i, pol in enumerate(pols):
+            vals = [points[point_name(pol, s)]["admission"][k] for s in SEEDS if point_name(pol, s) in points]
+            vals = [v * f for v in vals if v is not None]
+            ax.bar(i, np.mean(vals), color=f"C{i}", alpha=0.6)
+            ax.plot([i] * len(vals), vals, "k.", ms=4)
+        ax.set_xticks(range(len(pols)), [POLICIES[p].replace(" (50 ms)", "").replace(" without the matrix", "\nno matrix") for p in pols],
+                      rotation=45, ha="right", fontsize=8)
+        ax.set_title(label, fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("Measured on real tasks (2-CPU edge, 14.8 tasks/s, 60 s): bars = mean over seeds 42-46, dots = each seed", fontsize=10)
+    fig.tight_layout()
+    made.append(out / "policies.png")
+    fig.savefig(made[-1], dpi=120)
+    plt.close(fig)
+    # 2. per-class deadline hit
+    fig, ax = plt.subplots(figsize=(11, 4))
+    w = 0.8 / len(pols)
+    for i, pol in enumerate(pols):
+        ax.bar(np.arange(len(CLASSES)) + i * w, [agg[pol]["per_class_hit"][c] for c in CLASSES], w, color=f"C{i}", label=POLICIES[pol])
+    ax.set_xticks(np.arange(len(CLASSES)) + 0.4 - w / 2, [f"{c}\n(tier {t})" for c, t in zip(CLASSES, (1, 2, 2, 3, 3, 4))], fontsize=8)
+    ax.set_ylabel("deadline hit (% of the class's tasks,\nmean over seeds)")
+    ax.set_ylim(0, 105)
+    ax.legend(fontsize=7, ncol=4, loc="upper left")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title("Per-class deadline hit, measured", fontsize=10)
+    fig.tight_layout()
+    made.append(out / "classes.png")
+    fig.savefig(made[-1], dpi=120)
+    plt.close(fig)
+    # 3. queue depth over time, seed 42, one shared axis
+    qs = {pol: out / f"queue-{point_name(pol, '42')}.csv" for pol in pols}
+    qs = {p: pd.read_csv(q) for p, q in qs.items() if q.exists()}
+    if qs:
+        fig, ax = plt.subplots(figsize=(10, 4))
+        for pol, q in qs.items():
+            ax.step(q["t_s"], q["queued"], where="post", lw=0.9, color=f"C{pols.index(pol)}", label=POLICIES[pol])
+        ax.axvspan(0, 60, color="0.93", zorder=0, label="measured window (arrivals)")
+        ax.set_xlabel("time since the first measured task (s)")
+        ax.set_ylabel("tasks queued at the edge")
+        ax.set_title("Queue depth over time, seed 42 (measured at each 100-ms tick)", fontsize=10)
+        ax.legend(fontsize=7, loc="upper left")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        made.append(out / "queue.png")
+        fig.savefig(made[-1], dpi=120)
+        plt.close(fig)
+    # 4. the tau_ipc sweep
+    sw = [(float(t), points[point_name("mosaic", "42", t)]["admission"]) for t in sorted({"0.35", *TAUS})
+          if point_name("mosaic", "42", t) in points]
+    if len(sw) > 1:
+        fig, ax = plt.subplots(figsize=(6, 3.8))
+        ax.plot([t for t, _ in sw], [a["hit"] * 100 for _, a in sw], "o-", label="deadline hit (%)")
+        ax.set_xlabel("tau_ipc")
+        ax.set_ylabel("deadline hit (%)")
+        ax2 = ax.twinx()
+        ax2.plot([t for t, _ in sw], [a["p99_ms"] / 1000 for _, a in sw], "s--", color="C3", label="P99 response (s)")
+        ax2.set_ylabel("P99 response (s)", color="C3")
+        ax.set_ylim(0, 100)
+        ax2.set_ylim(0, max(a["p99_ms"] for _, a in sw) / 1000 * 1.2)
+        ax.set_title("MOSAIC's tau_ipc sweep, seed 42 (measured)", fontsize=10)
+        ax.grid(alpha=0.3)
+        fig.legend(fontsize=8, loc="lower right")
+        fig.tight_layout()
+        made.append(out / "tau_sweep.png")
+        fig.savefig(made[-1], dpi=120)
+        plt.close(fig)
+    return made
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="20 s windows instead of 60")
+    ap.add_argument("--policies", default=",".join(POLICIES), help=f"default: all of {', '.join(POLICIES)}")
+    ap.add_argument("--seeds", default=",".join(SEEDS))
+    ap.add_argument("--taus", default=",".join(TAUS), help="mosaic's sweep, seed 42 ('' for none)")
+    ap.add_argument("--out", type=Path, default=HERE / "results")
+    ap.add_argument("--analyze-only", action="store_true", help="redraw from the extracts already in --out")
+    a = ap.parse_args()
+    out = a.out.resolve()
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    pols = chosen(ap, "--policies", a.policies, POLICIES)
+    seeds = chosen(ap, "--seeds", a.seeds, SEEDS)
+    taus = chosen(ap, "--taus", a.taus, TAUS)
+    todo = [(p, s, "0.35") for s in seeds for p in pols] + [("mosaic", "42", t) for t in taus]
+    if not a.analyze_only:
+        for i, (p, s, t) in enumerate(todo, 1):
+            name = point_name(p, s, t)
+            print(f"mosaic [{i}/{len(todo)}]: {name} ...", flush=True)
+            extract(run_point(point_config(out, p, s, t, a.quick), out / "logs" / f"{name}.log"), out, name)
+    points = {p.name[len("summary-"):-len(".json")]: json.loads(p.read_text()) for p in sorted(out.glob("summary-*.json"))}
+    agg = aggregate(points)
+    orig = original(out / "original.json")
+    text = "\n\n".join([table(agg, orig), class_table(agg), sweep_table(points)])
+    (out / "table.md").write_text(text + "\n")
+    made = figures(points, agg, out)
+    print(text)
+    print("figures: " + ", ".join(str(p) for p in made))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
