@@ -251,6 +251,7 @@ class EdgeAdmission(Strict):
     slots: int | None = Field(default=None, ge=1, le=64)  # the baselines' tasks at once (default: the edge's CPUs)
     workers_per_class: int = Field(default=3, ge=1, le=16)  # warm worker processes per task class
     scale: float = Field(default=1.0, gt=0, le=10)  # the tasks' size (mosaic/tasks.py's SCALE times this)
+    profile: int = Field(default=1, ge=0, le=10)  # mosaic: tasks per class run alone before the run (its time alone); 0: none
 
 
 class Edge(Strict):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from mosaic.classes import BY_NAME, Task
-from mosaic.interference import Interference
+from mosaic.interference import ALPHA, Interference
 from mosaic.policies import Mosaic, Policy, RoundRobin
 from mosaic.urgency import TICK_MS
 
@@ -118,6 +118,7 @@ class Executor:
         self.workers: list[Worker] = []
         self.paused: set[int] = set()
         self.queue_depth: list[tuple[int, int]] = []  # (ns, queued) at each tick
+        self.seen_ms: dict[str, float] = {}  # per class: EMA of service time, whatever ran beside
         argv = worker_args or []
         for cls in classes:
             for _ in range(workers_per_class):
@@ -134,9 +135,11 @@ class Executor:
             self.sel.register(w.proc.stdout, selectors.EVENT_READ, w)
 
     def submit(self, task: Task) -> None:
-        alone = self.matrix.alone_ms.get(task.cls)
-        if alone:
-            task.expected_ms = alone
+        # its class's service time alone, as learned; until a task of the class has run alone
+        # (rare under overload), its service time as seen, beside whatever ran (SJF orders by it)
+        expected = self.matrix.alone_ms.get(task.cls) or self.seen_ms.get(task.cls)
+        if expected:
+            task.expected_ms = expected
         self.queue.append(task)
 
     def _idle(self, cls: str) -> Worker | None:
@@ -196,10 +199,39 @@ class Executor:
         self.running.remove(t)
         beside = self._beside(t)
         taught = self.matrix.observe(t.cls, report["wall_ms"], beside) if report["ok"] else "failed"
+        if report["ok"]:
+            old = self.seen_ms.get(t.cls)
+            self.seen_ms[t.cls] = report["wall_ms"] if old is None else (1 - ALPHA) * old + ALPHA * report["wall_ms"]
         d = Done(t, report["wall_ms"], report["cpu_ms"], beside, taught, report["ok"], report.get("out", {}))
         self.done.append(d)
         if self.on_done:
             self.on_done(d)
+
+    def profile(self, classes: Iterable[str], repeats: int = 1) -> dict[str, float]:
+        """Run `repeats` tasks of each class alone, one after another, before any
+        arrival: the matrix learns each class's service time alone. Slowdown is
+        measured against it, and under sustained overload no task ever runs
+        alone, so without this the matrix learns nothing (MOSAIC's own code
+        profiles its classes offline, profiler/build_db.py). Returns the times."""
+        for cls in classes:
+            for i in range(repeats):
+                w = self._idle(cls)
+                if w is None:
+                    raise RuntimeError(f"no idle {cls} worker to profile")
+                t = Task(f"profile-{cls}-{i}", cls, time.monotonic_ns(), 1e9)
+                t.started_ns = t.arrival_ns
+                w.task = t
+                self.running.append(t)
+                assert w.proc.stdin is not None and w.proc.stdout is not None
+                w.proc.stdin.write(json.dumps({"id": t.id, "cls": cls, "seed": i}) + "\n")
+                w.proc.stdin.flush()
+                report = json.loads(w.proc.stdout.readline())
+                t.finished_ns = time.monotonic_ns()
+                w.task = None
+                self.running.remove(t)
+                if report["ok"]:
+                    self.matrix.observe(cls, report["wall_ms"], {})
+        return dict(self.matrix.alone_ms)
 
     def step(self, now_ns: int, next_tick_ns: int) -> None:
         """Wait for reports until the next tick; decide on each completion."""

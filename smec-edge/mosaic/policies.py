@@ -118,6 +118,10 @@ class Mosaic(Policy):
     n_max: int = 8
     tau_ipc: float = 0.35
     squeeze: float = 0.4
+    # rule 3 passes over a running task with under this left (late already, or about to be), as
+    # MOSAIC's code does: read literally, a late task's remaining time (<= 0) refuses every
+    # candidate, and under overload MOSAIC then runs one task at a time (experiments/mosaic)
+    squeeze_skip_ms: float = 50.0
     infeasible: float = 0.6
     use_matrix: bool = True  # False: the ablation without the matrix (rule 1 only)
     decisions: list[Decision] = field(default_factory=list)
@@ -142,8 +146,10 @@ class Mosaic(Policy):
             if m.get(c.cls, r.cls) > self.tau_ipc:
                 return Decision(c.id, False, "ipc", f"{c.cls} slows {r.cls} by {m.get(c.cls, r.cls):.2f} > {self.tau_ipc}")
         for r in running:
+            left = r.remaining_ms(now_ns)
+            if left < self.squeeze_skip_ms:
+                continue
             added = m.get(c.cls, r.cls) * m.margin(c.cls, r.cls) * r.expected_ms
-            left = max(0.0, r.remaining_ms(now_ns))
             if added > 0 and added > self.squeeze * left:
                 return Decision(c.id, False, "squeeze", f"adds {added:.0f} ms to {r.id} with {left:.0f} ms left")
         total = sum(m.get(r.cls, c.cls) * m.margin(r.cls, c.cls) for r in running) * c.expected_ms

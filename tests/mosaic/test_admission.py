@@ -86,6 +86,9 @@ def test_rule_3_no_squeeze_of_a_running_tasks_remaining_time():
     assert (d.admit, d.rule) == (False, "squeeze") and "71 ms" in d.detail
     r.deadline_ms = 200  # 40% of 200 ms = 80 ms > 71 ms: admitted
     assert policies.Mosaic(m).check(task("c", "analytics_batch"), [r], 0).admit
+    # a running task with under 50 ms left (here: 10 ms past its deadline) is passed over, as in MOSAIC's code
+    late = task("r", "inference_critical", arrival_ms=0, deadline_ms=150, expected_ms=200)
+    assert policies.Mosaic(m).check(task("c", "analytics_batch"), [late], 160 * 1_000_000).admit
     # rule 2 comes first: a pair over tau reports "ipc", not "squeeze"
     m2 = matrix({("analytics_batch", "inference_critical"): (0.5, 10)})
     assert policies.Mosaic(m2).check(task("c", "analytics_batch"), [task("r", "inference_critical", deadline_ms=10)], 0).rule == "ipc"

@@ -67,6 +67,27 @@ def test_mosaic_learns_the_pair_interferes_and_stops_co_running_it_while_fcfs_do
     assert not list(cg.dirs["cpu"].glob("task-*")) if cg.dirs["cpu"].exists() else True
 
 
+def test_profiling_gives_the_matrix_its_alone_times_so_the_first_pair_already_teaches():
+    """Under sustained overload no task runs alone, and slowdown is measured against
+    the time alone: the profiling pass (one task per class, alone, before arrivals)
+    is what lets the first co-running pair teach the matrix."""
+    version, _ = cgroups.detect()
+    cg = cgroups.create(naming.cgroup(naming.new_run_id(), "edge0"), 1.0, 3 << 30, leaf=True)
+    matrix = Interference([A, B], prior=0.2)
+    ex = Executor(policies.make("fcfs", slots=2), matrix, [A, B], workers_per_class=1, node_cpu_dir=cg.dirs["cpu"],
+                  cgroup_version=version, worker_args=["--scale", "0.25"], wrap=lambda argv: wrapped(argv, cgroup=cg))
+    try:
+        alone = ex.profile([A, B])
+        assert set(alone) == {A, B} and all(ms > 0 for ms in alone.values()) and not ex.running, alone
+        assert matrix.alone_n == {A: 1, B: 1}
+        done = ex.run(arrivals(time.monotonic_ns(), [(0, A), (0, B)], "pair"))
+        assert [d.taught.split()[0] for d in done] == ["pair", "pair"], [(d.task.id, d.taught) for d in done]
+        assert matrix.count(A, B) >= 1 and matrix.count(B, A) >= 1
+    finally:
+        ex.close()
+        cg.remove()
+
+
 def test_under_sustained_overload_no_task_waits_longer_than_three_deadlines_and_a_tick():
     """One task at a time, a dispatch_api burst (~10 ms of work, 100-ms deadline) every
     5 ms for 2 s: twice what the node can serve, so the queue only grows. Background
