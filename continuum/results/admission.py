@@ -20,13 +20,57 @@ it counts as arrived and missed, in no class."""
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
+import os
+import platform
+import struct
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 TIERS = {"inference_critical": 1, "dispatch_api": 2, "sensor_fusion": 2, "analytics_batch": 3, "model_update": 3, "log_archive": 4}
+
+
+PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}  # the syscall's number
+
+
+def hardware_counters() -> tuple[bool, str]:
+    """Whether this kernel lets a process count its own instructions
+    (perf_event_open, PERF_TYPE_HARDWARE, user space only), and why not."""
+    nr = PERF_EVENT_OPEN.get(platform.machine())
+    if nr is None:
+        return False, f"perf_event_open not probed on {platform.machine()}"
+    attr = bytearray(128)  # struct perf_event_attr: type 0 (hardware), size, config 1 (instructions)
+    struct.pack_into("IIQ", attr, 0, 0, len(attr), 1)
+    struct.pack_into("Q", attr, 40, (1 << 0) | (1 << 5) | (1 << 6))  # disabled, exclude_kernel, exclude_hv
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.syscall(nr, ctypes.create_string_buffer(bytes(attr)), 0, -1, -1, 0)
+    if fd >= 0:
+        os.close(fd)
+        return True, "perf_event_open counts instructions here"
+    e = ctypes.get_errno()
+    return False, f"perf_event_open(instructions) failed: {errno.errorcode.get(e, e)}" + (" (no PMU exposed)" if e == errno.ENOENT else "")
+
+
+def rapl() -> tuple[bool, str]:
+    path = Path("/sys/class/powercap/intel-rapl:0/energy_uj")
+    try:
+        int(path.read_text())
+        return True, f"{path} is readable"
+    except (OSError, ValueError) as e:
+        return False, f"{path}: {e.strerror if isinstance(e, OSError) else e}"
+
+
+def sources() -> dict[str, str]:
+    """What the results rest on, probed on this host rather than assumed."""
+    pmu, why = hardware_counters()
+    power, pwhy = rapl()
+    return {"interference_source": "measured slowdown of service time beside another class; "
+                                   + ("hardware counters exist here, but the executor does not read them" if pmu else f"no hardware counters: {why}"),
+            "power": "not measured (the executor does not read RAPL)" if power else f"not measured: no RAPL ({pwhy})"}
 
 
 def _p(x: pd.Series, q: float) -> float | None:
@@ -113,8 +157,7 @@ def summarize(run_dir: Path, df: pd.DataFrame) -> dict | None:
     d = sorted(raw.glob("mosaic-decisions*.csv"))
     if d:
         out["decisions"] = decision_metrics(pd.concat([pd.read_csv(p) for p in d], ignore_index=True))
-    out["interference_source"] = "measured slowdown of service time beside another class (no PMU counters here)"
-    out["power"] = "not measured (no RAPL here)"
+    out.update(sources())
     return out
 
 

@@ -97,6 +97,7 @@ def main() -> None:
     a = ap.parse_args()
 
     from continuum import cgroups, naming
+    from continuum.results import admission
     from continuum.runtime import wrapped
 
     a.out.mkdir(parents=True, exist_ok=True)
@@ -147,7 +148,7 @@ def main() -> None:
             w.writerows([(f"{(ns - t0) / MS:.1f}", q) for ns, q in ex.queue_depth])
         matrix.save(a.out / "matrix.sqlite")
         summary.update({"rate": a.rate, "window_s": a.window, "seed": a.seed, "cpus": a.cpus, "scale": a.scale,
-                        "interference_source": "measured slowdown of service time (no PMU here)", "power": "not measured (no RAPL here)"})
+                        **admission.sources()})
         (a.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         dus = summary["decisions"]
         print(f"hit {summary['hit']:.1%}  P99 {summary['p99_ms'] or float('nan'):.0f} ms  starved {summary['starved']:.1%}  "

@@ -62,7 +62,10 @@ def test_a_run_folder_counts_only_measured_requests(tmp_path):
     assert (a["arrived"], a["finished"], a["unseen"]) == (5, 2, 1)  # e-1-0 was warm-up; e-1-9 never reached the edge
     assert a["hit"] == pytest.approx(1 / 5) and a["tps"] == pytest.approx(2 / 4.0)
     assert a["queue"] == {"max": 3, "p50": 2.0}  # only the ticks inside the measured window
-    assert "no PMU" in a["interference_source"] and "not measured" in a["power"]
+    # where the numbers come from is probed on the host, not assumed
+    pmu, why = admission.hardware_counters()
+    assert a["interference_source"].startswith("measured slowdown") and ("no hardware counters" in a["interference_source"]) == (not pmu)
+    assert a["power"].startswith("not measured") and (pmu or why in a["interference_source"])
 
 
 def test_no_records_no_section(tmp_path):
