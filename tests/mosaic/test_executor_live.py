@@ -81,8 +81,10 @@ def test_profiling_gives_the_matrix_its_alone_times_so_the_first_pair_already_te
         assert set(alone) == {A, B} and all(ms > 0 for ms in alone.values()) and not ex.running, alone
         assert matrix.alone_n == {A: 1, B: 1}
         done = ex.run(arrivals(time.monotonic_ns(), [(0, A), (0, B)], "pair"))
-        assert [d.taught.split()[0] for d in done] == ["pair", "pair"], [(d.task.id, d.taught) for d in done]
-        assert matrix.count(A, B) >= 1 and matrix.count(B, A) >= 1
+        # each taught the matrix (beside one class for most of its life: "pair", or for less: "mixed"), none
+        # lacked the time alone it is measured against
+        assert all(d.taught.split()[0] in ("pair", "mixed") for d in done), [(d.task.id, d.taught) for d in done]
+        assert matrix.count(A, B) > 0 and matrix.count(B, A) > 0  # a mixed observation counts as the share it co-ran
     finally:
         ex.close()
         cg.remove()
