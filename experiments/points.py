@@ -23,6 +23,15 @@ def run_point(cfg: Path, log: Path) -> Path:
     return Path(found[-1].strip())
 
 
+def flat(d: dict, prefix: str = "") -> dict:
+    """A parsed config as dotted keys ("edge.admission.policy": ...), to compare point copies key by key."""
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        out.update(flat(v, key + ".") if isinstance(v, dict) else {key: v})
+    return out
+
+
 def log_cdf(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
     """The CDF figures' common finish: log x axis, labels, grid, legend, saved."""
     import matplotlib.pyplot as plt

@@ -19,23 +19,16 @@ from continuum import config
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "experiments" / "mosaic"))
 sys.path.insert(0, str(REPO / "experiments"))
+from points import flat  # noqa: E402
 import mosaic_exp  # noqa: E402
 import original  # noqa: E402
 
 
-def _flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        out.update(_flat(v, key + ".") if isinstance(v, dict) else {key: v})
-    return out
-
-
 @pytest.mark.parametrize("policy,seed,tau", [(p, "43", "0.35") for p in mosaic_exp.POLICIES] + [("mosaic", "42", "0.10")])
 def test_each_point_changes_only_its_own_keys(tmp_path, policy, seed, tau):
-    base = _flat(tomllib.loads(mosaic_exp.BASE.read_text()))
+    base = flat(tomllib.loads(mosaic_exp.BASE.read_text()))
     path = mosaic_exp.point_config(tmp_path, policy, seed, tau, False)
-    got = _flat(tomllib.loads(path.read_text()))
+    got = flat(tomllib.loads(path.read_text()))
     changed = {k for k in base.keys() | got.keys() if base.get(k) != got.get(k)}
     assert changed <= {"edge.admission.policy", "edge.admission.tau_ipc", "experiment.seed", "experiment.name", "experiment.output"}, changed
     assert (got["edge.admission.policy"], got["experiment.seed"], got["edge.admission.tau_ipc"]) == (policy, int(seed), float(tau))

@@ -17,24 +17,17 @@ from continuum import config
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "experiments" / "smec"))
 sys.path.insert(0, str(REPO / "experiments"))
+from points import flat  # noqa: E402
 import smec  # noqa: E402
-
-
-def _flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        out.update(_flat(v, key + ".") if isinstance(v, dict) else {key: v})
-    return out
 
 
 @pytest.mark.parametrize("workload", ["dynamic", "static"])
 def test_each_point_changes_only_its_own_keys(tmp_path, workload):
-    base = _flat(tomllib.loads(smec.BASE.read_text()))
+    base = flat(tomllib.loads(smec.BASE.read_text()))
     allowed = {"cell.uplink", "edge.manager.kind", "edge.manager.early_drop", "experiment.name", "experiment.output", "workload.arrivals"}
     for point, (uplink, manager, _) in smec.POINTS.items():
         path = smec.point_config(tmp_path, point, False, workload)
-        got = _flat(tomllib.loads(path.read_text()))
+        got = flat(tomllib.loads(path.read_text()))
         changed = {k for k in base.keys() | got.keys() if base.get(k) != got.get(k)}
         assert changed <= allowed, (point, changed - allowed)
         assert (got["cell.uplink"], got["edge.manager.kind"]) == (uplink, manager)
