@@ -30,7 +30,8 @@ APT_PACKAGES=(iproute2 iperf3 ethtool iputils-ping python3 python3-venv python3-
   python3-torch python3-torchvision python3-av
   redis-server python3-redis python3-aiohttp python3-zstandard
   python3-protobuf python3-requests python3-six python3-packaging python3-astunparse python3-oauthlib
-  python3-markupsafe python3-yaml python3-tomli-w python3-hypothesis)
+  python3-markupsafe python3-yaml python3-tomli-w python3-hypothesis
+  ansible-core ansible-lint openssh-client rsync)
 if [ "$CONTAINERS" = 1 ]; then APT_PACKAGES+=(docker.io mmdebstrap); fi
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

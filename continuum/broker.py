@@ -45,6 +45,7 @@ def start(node: Node, run_dir: Path) -> subprocess.Popen:
     conf = run_dir / "brokers" / f"{node.name}.conf"
     conf.parent.mkdir(parents=True, exist_ok=True)
     conf.write_text(config_text(broker_user().pw_name))
+    node.push([conf])
     proc = node.start(["mosquitto", "-c", str(conf)], run_dir / "logs" / f"mosquitto-{node.name}.log")
 
     def listening() -> bool:

@@ -100,6 +100,10 @@ class Cgroup:
                 return int(v)
         return 0
 
+    def sample(self) -> tuple[int, int, int]:
+        """(CPU time ns, memory bytes, OOM kills): what the node sampler records."""
+        return self.cpu_usage_ns(), self.memory_bytes(), self.oom_kills()
+
     def kill_all(self, timeout: float = 5.0) -> None:
         deadline = time.monotonic() + timeout
         while (pids := self.pids()) and time.monotonic() < deadline:

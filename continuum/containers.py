@@ -35,14 +35,34 @@ SUITE, MIRROR = "bookworm", "http://deb.debian.org/debian"
 BASE_PACKAGES = ["python3", "python3-paho-mqtt", "python3-numpy", "python3-pil", "python3-pip", "python3-setuptools",
                  "python3-protobuf", "python3-requests", "python3-six", "python3-packaging", "python3-astunparse",
                  "python3-oauthlib", "python3-markupsafe", "python3-yaml", "ca-certificates"]
-BASES = {"continuum/base": BASE_PACKAGES, "continuum/base-torch": BASE_PACKAGES + ["python3-torch"]}
-# image -> (Dockerfile, requirements it installs from the wheelhouse)
+
+
+def _role_packages() -> list[str]:
+    """The Debian packages playbooks/site.yml's roles install on a machine
+    (base, mosquitto, workload, link_host): the host image has them, so that
+    provisioning it works offline and a second run changes nothing."""
+    import yaml
+
+    roles = REPO / "playbooks" / "roles"
+    out: list[str] = []
+    for role, key in (("base", "base_packages"), ("workload", "workload_debian_packages")):
+        out += yaml.safe_load((roles / role / "defaults" / "main.yml").read_text())[key]
+    return sorted(set(out) | {"mosquitto", "iproute2", "ethtool", "openssh-server", "rsync", "python3-venv"})
+
+
+# The base also carries what the playbooks' roles install, so that continuum/host
+# (a machine for the hosts provider on one computer) is a layer on W1's server.
+BASES = {"continuum/base": sorted(set(BASE_PACKAGES + _role_packages())),
+         "continuum/base-torch": sorted(set(BASE_PACKAGES + _role_packages())) + ["python3-torch"]}
+# image -> (Dockerfile relative to the checkout, requirements it installs from the wheelhouse)
 IMAGES = {
-    "continuum/w1-endpoint": ("image_classification/endpoint.Dockerfile", None),
-    "continuum/w1-server": ("image_classification/server.Dockerfile", "requirements-tensorflow.txt"),
-    "continuum/w2-endpoint": ("translation/endpoint.Dockerfile", None),
-    "continuum/w2-server": ("translation/server.Dockerfile", "requirements-transformers.txt"),
-    "continuum/example": ("example/Dockerfile", None),
+    "continuum/w1-endpoint": ("workloads/image_classification/endpoint.Dockerfile", None),
+    "continuum/w1-server": ("workloads/image_classification/server.Dockerfile", "requirements-tensorflow.txt"),
+    "continuum/w2-endpoint": ("workloads/translation/endpoint.Dockerfile", None),
+    "continuum/w2-server": ("workloads/translation/server.Dockerfile", "requirements-transformers.txt"),
+    "continuum/example": ("workloads/example/Dockerfile", None),
+    # A machine for the hosts provider on one computer (tests, trying it out): sshd and the roles' packages.
+    "continuum/host": ("playbooks/host/Dockerfile", None),
 }
 
 
@@ -57,6 +77,9 @@ def source_hash() -> str:
     for p in sorted(WORKLOADS.rglob("*")):
         if p.is_file() and "__pycache__" not in p.parts:
             h.update(str(p.relative_to(WORKLOADS)).encode() + p.read_bytes())
+    for dockerfile, _ in IMAGES.values():
+        if not dockerfile.startswith("workloads/"):
+            h.update(dockerfile.encode() + (REPO / dockerfile).read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -101,7 +124,11 @@ def build(say: Callable[[str], None], only: list[str] | None = None) -> list[str
     unknown = [i for i in wanted if i not in IMAGES]
     if unknown:
         raise ProviderError(f"unknown image(s) {', '.join(unknown)}; valid: {', '.join(IMAGES)}")
+    bases = {line.split()[1].split(":")[0] for i in wanted
+             for line in (REPO / IMAGES[i][0]).read_text().splitlines() if line.startswith("FROM ")}
     for base, packages in BASES.items():
+        if base not in bases and base != "continuum/base":  # continuum/base: the sandbox containers' image
+            continue
         tag = f"{base}:{SUITE}-{hashlib.sha256(' '.join(packages).encode()).hexdigest()[:8]}"
         if _docker(["image", "inspect", tag], check=False).returncode != 0:
             if not shutil.which("mmdebstrap"):
@@ -116,8 +143,7 @@ def build(say: Callable[[str], None], only: list[str] | None = None) -> list[str
     source = source_hash()
     for req in {r for i in wanted if (r := IMAGES[i][1]) and image_problems([i])}:
         say(f"wheelhouse: {req}")
-        commands.run([str(REPO / ".venv" / "bin" / "pip"), "download", "--quiet", "--disable-pip-version-check",
-                      "--no-deps", "-r", str(WORKLOADS / req), "-d", str(WHEELHOUSE)], timeout=1800)
+        download_wheels(WORKLOADS / req)
     built = []
     for image in wanted:
         dockerfile, image_req = IMAGES[image]
@@ -131,17 +157,37 @@ def build(say: Callable[[str], None], only: list[str] | None = None) -> list[str
             shutil.copytree(WORKLOADS, ctx / "workloads", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
             (ctx / "wheels").mkdir()
             if image_req:
-                for line in (WORKLOADS / image_req).read_text().splitlines():
-                    name = line.split("#")[0].strip().split("==")[0].lower().replace("-", "_")
-                    for whl in WHEELHOUSE.glob("*.whl"):
-                        if name and whl.name.lower().startswith(name + "-"):
-                            shutil.copy(whl, ctx / "wheels")
+                for whl in wheels(WORKLOADS / image_req):
+                    shutil.copy(whl, ctx / "wheels")
             p = commands.run(["docker", "build", "--quiet", "--label", f"{LABEL_SOURCE}={source}", "-t", ref(image),
-                              "-f", str(ctx / "workloads" / dockerfile), str(ctx)], check=False, timeout=1800)
+                              "-f", str(REPO / dockerfile), str(ctx)], check=False, timeout=1800)
             if p.returncode != 0:
                 raise ProviderError(f"docker build of {image} failed:\n{p.stderr[-3000:]}")
         built.append(ref(image))
     return built
+
+
+def _requirement_names(req: Path) -> list[str]:
+    names = [line.split("#")[0].strip().split("==")[0].lower().replace("-", "_") for line in req.read_text().splitlines()]
+    return [n for n in names if n]
+
+
+def wheels(req: Path) -> list[Path]:
+    """The wheelhouse's wheels of a requirement file's packages."""
+    return [whl for name in _requirement_names(req) for whl in WHEELHOUSE.glob("*.whl")
+            if whl.name.lower().startswith(name + "-")]
+
+
+def wheels_missing(req: Path) -> list[str]:
+    """Packages of a requirement file the wheelhouse has no wheel of."""
+    have = {whl.name.lower() for whl in WHEELHOUSE.glob("*.whl")}
+    return [n for n in _requirement_names(req) if not any(h.startswith(n + "-") for h in have)]
+
+
+def download_wheels(req: Path) -> None:
+    """Fill the wheelhouse from PyPI (pinned versions, no dependencies beyond the file's)."""
+    commands.run([str(REPO / ".venv" / "bin" / "pip"), "download", "--quiet", "--disable-pip-version-check",
+                  "--no-deps", "-r", str(req), "-d", str(WHEELHOUSE)], timeout=1800)
 
 
 def sandbox(name: str, run_id: str) -> int:

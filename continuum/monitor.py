@@ -46,7 +46,7 @@ class NodeSampler:
                     if cg is None:
                         continue
                     try:
-                        usage, mem, ooms = cg.cpu_usage_ns(), cg.memory_bytes(), cg.oom_kills()
+                        usage, mem, ooms = cg.sample()
                     except (OSError, ValueError):
                         continue
                     if n.name in last:

@@ -6,6 +6,7 @@ folder keeps whatever was measured up to that point."""
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import shutil
 import signal
@@ -26,7 +27,7 @@ from continuum.monitor import NodeSampler
 from continuum.network import link, plan as netplan, verify
 from continuum.providers import REGISTRY
 from continuum.providers.base import Deployment
-from continuum.runtime import stop_process, wait_for
+from continuum.runtime import Node, stop_process, wait_for
 from continuum.results import manifest, report, tables
 from continuum.undo import Undo
 from continuum.workloads import launch
@@ -240,11 +241,16 @@ def _run(ctx: Run, provider) -> None:
     spec, plan, run_dir, man, console = ctx.spec, ctx.plan, ctx.run_dir, ctx.manifest, ctx.console
     t = time.monotonic()
     console.print(f"[bold]provision[/] ({spec.provider})")
+    facts = provider.provision(plan, ctx.run_id, run_dir / "logs", ctx.undo, ctx.phase)
     dep = ctx.dep = provider.deploy(plan, ctx.run_id, ctx.undo, ctx.phase)
+    dep.facts.update(facts)
     man.cgroup_version = dep.facts.get("cgroup_version")
     man.delay_mechanism = dep.facts.get("delay_mechanism")
     man.netem_available = dep.facts.get("netem_available")
+    man.provider_facts = {k: v for k, v in dep.facts.items()
+                          if k not in ("cgroup_version", "delay_mechanism", "netem_available")} or None
     man.addresses = plan.addresses
+    provider.share_run_folder(plan, dep, run_dir, ctx.undo, ctx.phase)
     ctx.phase(f"done in {time.monotonic() - t:.1f} s")
 
     console.print(f"[bold]network[/]: cellular link (mahimahi-link), core delay by {dep.facts['delay_mechanism']}"
@@ -357,7 +363,7 @@ def _repetition(ctx: Run, rep: int) -> None:
     servers = [proc for _, proc, _, _ in starting]
 
     for app, server, ready, log in starting:
-        info = _wait_ready(app.name, target.name, server, ready, log)
+        info = _wait_ready(app.name, target, server, ready, log)
         if spec.mix:
             man.workload.servers = {**(man.workload.servers or {}), app.name: info}
         else:
@@ -390,7 +396,7 @@ def _repetition(ctx: Run, rep: int) -> None:
         undo.callback(stop_process, proc)
         if box:
             undo.callback(containers.remove, box)
-        clients.append((n, proc, Path(env[Env.RECORDS])))
+        clients.append((node, proc, Path(env[Env.RECORDS])))
 
     total = spec.warmup_s + spec.duration_s
     t0 = time.monotonic()
@@ -408,9 +414,9 @@ def _repetition(ctx: Run, rep: int) -> None:
                            description="warm-up" if el < spec.warmup_s else ("measuring" if el < total else "last answers"))
             time.sleep(0.1)
         bar.update(task, completed=total, live=_live(clients, rep), description="done")
-    for n, proc, _ in clients:
+    for node, proc, _ in clients:
         if proc.returncode != 0:
-            raise ProviderError(f"the endpoint on {n.name} failed ({proc.returncode}); see {run_dir}/logs/endpoint-{n.name}.log")
+            raise ProviderError(f"the endpoint on {node.name} failed ({proc.returncode}); see {run_dir}/logs/endpoint-{node.name}.log")
     for n, cli, srv in bulk:  # they run as long as the endpoints send: their reports are written at their end
         try:
             cli.wait(timeout=max(15.0, spec.warmup_s + spec.duration_s))
@@ -424,29 +430,29 @@ def _repetition(ctx: Run, rep: int) -> None:
         stop_process(server)
 
 
-def _wait_ready(app: str, node: str, server: subprocess.Popen, ready: Path, log: Path) -> dict:
+def _wait_ready(app: str, node: Node, server: subprocess.Popen, ready: Path, log: Path) -> dict:
     """The server's ready file, once it has loaded its model."""
     info: dict = {}
 
     def server_ready() -> bool:
         if server.poll() is not None:
-            raise ProviderError(f"the {app} server on {node} exited ({server.returncode}); see {log}")
+            raise ProviderError(f"the {app} server on {node.name} exited ({server.returncode}); see {log}")
         try:  # a bring-your-own server may write the file in several steps: ready once it parses
-            info.update(json.loads(ready.read_text()))
+            info.update(json.loads(node.read_text(ready)))
         except (OSError, ValueError):
             return False
         return True
 
-    wait_for(server_ready, 300, f"the {app} server on {node} to load its model")
+    wait_for(server_ready, 300, f"the {app} server on {node.name} to load its model", poll=0.05 if node.host is None else 0.5)
     return info
 
 
 def _live(clients, rep: int) -> str:
     """The progress bar's counts: the measured requests only, as the summary counts them."""
     frames = []
-    for _, _, out in clients:
+    for node, _, out in clients:
         try:
-            frames.append(pd.read_csv(out))
+            frames.append(pd.read_csv(io.StringIO(node.read_text(out))))
         except (OSError, pd.errors.EmptyDataError):
             pass
     if not frames:

@@ -13,13 +13,19 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from continuum import commands
+from continuum import REPO, commands
 from continuum.cgroups import Cgroup
 from continuum.errors import ProviderError
 
+if TYPE_CHECKING:
+    from continuum.remote import SshHost
+
 NODE_EXEC = Path(__file__).with_name("node_exec.py")
+# Process-mode workloads (built-in and bring-your-own) run as this user unless
+# the experiment file sets workload.run_as_root; see continuum/node_exec.py.
+WORKLOAD_USER = "nobody"
 
 
 @dataclass(frozen=True)
@@ -37,9 +43,10 @@ class Sandbox:
 
 
 def wrapped(argv: Sequence[str], *, netns: str | None = None, cgroup: Cgroup | None = None,
-            sandbox: Sandbox | None = None, cwd: Path | None = None) -> list[str]:
+            sandbox: Sandbox | None = None, cwd: Path | None = None, python: str = sys.executable,
+            node_exec: Path = NODE_EXEC) -> list[str]:
     """argv started through the exec wrapper (continuum/node_exec.py)."""
-    wrapper = [sys.executable, "-I", "-S", str(NODE_EXEC)]
+    wrapper = [python, "-I", "-S", str(node_exec)]
     if netns is not None:
         wrapper += ["--netns", netns]
     for f in (cgroup.procs_files if cgroup else []):
@@ -54,23 +61,39 @@ def wrapped(argv: Sequence[str], *, netns: str | None = None, cgroup: Cgroup | N
 @dataclass
 class Node:
     """A live node (or the ran/core infrastructure namespaces): where its
-    processes run, the cgroup that limits them, its address."""
+    processes run, the cgroup that limits them, its address, and the
+    machine it is on (None: this one; else one reached over SSH, whose
+    continuum code and environment are where the playbooks put them)."""
 
     name: str
     netns: str
     address: str | None = None
     cgroup: Cgroup | None = None
+    host: SshHost | None = None
+
+    @property
+    def python(self) -> str:
+        """The Python that runs continuum's code on the node's machine."""
+        return sys.executable if self.host is None else f"{self.host.root}/venv/bin/python"
+
+    @property
+    def repo(self) -> Path:
+        """The checkout (continuum/, workloads/, smec-edge/) on the node's machine."""
+        return REPO if self.host is None else Path(self.host.root) / "src"
 
     def argv(self, argv: list[str]) -> list[str]:
         return commands.in_netns(self.netns, argv)
 
     def run(self, argv: list[str], *, check: bool = True, timeout: float = 60.0) -> subprocess.CompletedProcess:
+        if self.host is not None:
+            return self.host.run(self.argv(argv), check=check, timeout=timeout)
         return commands.run(self.argv(argv), check=check, timeout=timeout)
 
     def exec_argv(self, argv: Sequence[str], sandbox: Sandbox | None = None, cwd: Path | None = None) -> list[str]:
         """argv inside the node: the wrapper joins its cgroup, enters its
         namespace (and, with a sandbox, drops root), then execs argv."""
-        return wrapped(argv, netns=self.netns, cgroup=self.cgroup, sandbox=sandbox, cwd=cwd)
+        return wrapped(argv, netns=self.netns, cgroup=self.cgroup, sandbox=sandbox, cwd=cwd, python=self.python,
+                       node_exec=self.repo / "continuum" / "node_exec.py")
 
     def start(self, argv: list[str], log: Path, env: dict[str, str] | None = None, *, cwd: Path | None = None,
               contained: bool = True, sandbox: Sandbox | None = None) -> subprocess.Popen:
@@ -79,6 +102,10 @@ class Node:
         contained=False starts it on the host: for `docker run`, whose container
         joins the node by itself (network and cgroup)."""
         log.parent.mkdir(parents=True, exist_ok=True)
+        if self.host is not None:
+            # Popen's interface, for a process on another machine (continuum/remote.py)
+            return self.host.start(self.exec_argv(argv, sandbox, cwd) if contained else argv, log, env,  # type: ignore[return-value]
+                                   cwd=str(cwd) if cwd else None)
         out = open(log, "ab")
         try:
             return subprocess.Popen(
@@ -92,6 +119,15 @@ class Node:
             )
         finally:
             out.close()
+
+    def read_text(self, path: Path) -> str:
+        """A file the node's processes wrote (on its machine)."""
+        return path.read_text() if self.host is None else self.host.read_text(path)
+
+    def push(self, paths: Sequence[Path]) -> None:
+        """Files the node's processes will read, to the same paths on its machine (nothing to do on this one)."""
+        if self.host is not None:
+            self.host.push(paths)
 
 
 def stop_process(p: subprocess.Popen, grace: float = 5.0) -> None:

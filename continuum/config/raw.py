@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -64,8 +64,27 @@ class Experiment(Strict):
     output: str = "runs"
 
 
+HOST_ROLES = ("endpoint", "edge", "cloud", "link")
+
+
+class Host(Strict):
+    """[provider.hosts.NAME]: a machine of the hosts provider."""
+
+    address: str = Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9.:-]*$")
+    user: str = Field(default="root", min_length=1, max_length=32, pattern=r"^[a-z_][a-z0-9_-]*$")
+    port: int = Field(default=22, ge=1, le=65535)
+    key: Optional[str] = None  # SSH private key; None: the user's agent and ~/.ssh
+    role: Union[Literal["endpoint", "edge", "cloud", "link"], list[Literal["endpoint", "edge", "cloud", "link"]]]
+
+
 class Provider(Strict):
     kind: str = "netns"
+    # kind = "hosts": the machines, by name; how their SSH host keys are trusted
+    # (known: ~/.ssh/known_hosts, strictly; first-use: each run learns them,
+    # for machines made for the run); whether site.yml provisions them first.
+    hosts: dict[str, Host] = {}
+    host_keys: Literal["known", "first-use"] = "known"
+    provision: bool = True
 
 
 class NodeGroup(Strict):

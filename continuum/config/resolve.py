@@ -145,6 +145,18 @@ class CellSpec:
 
 
 @dataclass(frozen=True)
+class HostSpec:
+    """A machine of the hosts provider and the parts of the run it carries."""
+
+    name: str
+    address: str
+    user: str
+    port: int
+    key: str | None
+    roles: tuple[str, ...]  # endpoint, edge, cloud, link
+
+
+@dataclass(frozen=True)
 class ExperimentSpec:
     source: Path
     text: str
@@ -170,6 +182,9 @@ class ExperimentSpec:
     admission: dict | None = None  # [edge.admission] for edge_tasks (MOSAIC or a baseline), slots resolved
     apps: tuple[AppSpec, ...] = ()  # never empty once resolved
     mix: bool = False  # [workload.apps]: the servers' files carry their app's name
+    hosts: tuple[HostSpec, ...] = ()  # provider "hosts": the machines
+    host_keys: str = "known"  # known | first-use
+    provision: bool = True  # run playbooks/site.yml on the machines first
 
     def app_of(self, endpoint: str) -> AppSpec:
         return next(a for a in self.apps if endpoint in a.endpoints)
@@ -304,6 +319,24 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     provider = p.get("provider")
     if provider is not None and provider.kind not in PROVIDERS:
         bad("provider.kind", f"unknown provider {provider.kind!r}; valid: {', '.join(sorted(PROVIDERS))}")
+    hosts: list[HostSpec] = []
+    if provider is not None and provider.kind != "hosts" and provider.hosts:
+        bad("provider.hosts", f"machines are for kind = \"hosts\"; this file's provider.kind is {provider.kind!r}")
+    elif provider is not None and provider.kind == "hosts":
+        if not provider.hosts:
+            bad("provider.hosts", "kind = \"hosts\" needs the machines: [provider.hosts.NAME] with address, role "
+                                  "(endpoint, edge, cloud or link) and optionally user, port, key")
+        for hname, h in provider.hosts.items():
+            if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,30}", hname):
+                bad(f"provider.hosts.{hname}", "a machine's name is lower-case letters, digits and '-' (up to 31)")
+            roles = (h.role,) if isinstance(h.role, str) else tuple(dict.fromkeys(h.role))
+            if not roles:
+                bad(f"provider.hosts.{hname}.role", "name at least one of endpoint, edge, cloud, link")
+            hosts.append(HostSpec(hname, h.address, h.user, h.port, h.key, roles))
+        links = [h.name for h in hosts if "link" in h.roles]
+        if hosts and len(links) != 1:
+            bad("provider.hosts", f"exactly one machine carries the link (role \"link\"): the endpoints' traffic crosses it "
+                                  f"to the core; found {len(links)}" + (f" ({', '.join(links)})" if links else ""))
 
     # nodes
     nodes: list[NodeSpec] = []
@@ -474,6 +507,10 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         elif abs(server.cpus / em.unit_cpus - round(server.cpus / em.unit_cpus)) > 1e-9:
             bad("edge.manager.unit_cpus", f"nodes.{workload.offload}.cpus = {server.cpus:g} is not a whole number of "
                                           f"{em.unit_cpus:g}-CPU steps")
+    for role in ("endpoint", "edge", "cloud"):
+        wanted = [n.name for n in nodes if n.role == role or (role == "endpoint" and n.role == "bulk")]
+        if hosts and wanted and not any(role in h.roles for h in hosts):
+            bad("provider.hosts", f"no machine has role {role!r} for {', '.join(wanted)}; add it to a machine's role")
     if issues or e is None or mobile is None or core is None or workload is None or not apps:
         return None
     out = Path(e.output)
@@ -489,6 +526,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         smec_mode=em.mode if em.kind == "smec" else "off", apps=tuple(apps), mix=mix,
         smec_mps=em.mps if em.kind == "smec" and mix and workload.server.runtime == "process" else "off",
         admission=admission,
+        hosts=tuple(hosts), host_keys=p["provider"].host_keys, provision=p["provider"].provision,
     )
 
 

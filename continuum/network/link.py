@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Callable
 
 from continuum.config import ExperimentSpec
 from continuum.network.plan import NOTICE_PORT, Plan
@@ -14,9 +15,10 @@ from continuum.runtime import Node, wait_for
 from continuum.traces import mahimahi_link_binary
 
 
-def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechanism: str) -> list[str]:
+def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechanism: str,
+         binary: Path | None = None) -> list[str]:
     m = spec.mobile
-    out = [str(mahimahi_link_binary()), "forward"]
+    out = [str(binary or mahimahi_link_binary()), "forward"]
     for link in plan.cell_links:
         own = plan.cell.member(link.name) if plan.cell else None  # a cell member may have its own channel
         up = own.uplink.path if own and own.uplink else m.uplink.path
@@ -78,7 +80,12 @@ def start(ran: Node, spec: ExperimentSpec, plan: Plan, run_dir: Path, delay_mech
     logs = run_dir / "links"
     logs.mkdir(parents=True, exist_ok=True)
     stats = run_dir / "links" / "stats.json"
-    proc = ran.start(argv(spec, plan, logs, stats, delay_mechanism), run_dir / "logs" / "mahimahi-link.log")
+    if ran.host is None:
+        cmd = argv(spec, plan, logs, stats, delay_mechanism)
+    else:  # on the link host: the binary the link_host role installed, the traces at the same paths
+        cmd = argv(spec, plan, logs, stats, delay_mechanism, Path(ran.host.root) / "bin" / "mahimahi-link")
+        ran.push([logs, *trace_files(spec)])
+    proc = ran.start(cmd, run_dir / "logs" / "mahimahi-link.log")
 
     def ready() -> bool:
         if proc.poll() is not None:
@@ -86,13 +93,22 @@ def start(ran: Node, spec: ExperimentSpec, plan: Plan, run_dir: Path, delay_mech
 
             text = (run_dir / "logs" / "mahimahi-link.log").read_text(errors="replace").strip()
             raise ProviderError(f"mahimahi-link exited with status {proc.returncode}: {text}")
-        return stats.exists()
+        return stats.exists() if ran.host is None else ran.host.exists(stats)
 
-    wait_for(ready, 10, "mahimahi-link to start")
+    wait_for(ready, 10 if ran.host is None else 30, "mahimahi-link to start")
     return proc, stats
 
 
-def read_stats(stats: Path) -> dict[str, dict]:
+def trace_files(spec: ExperimentSpec) -> list[Path]:
+    """Every trace file the emulator reads (the experiment's, and cell members' own)."""
+    m = spec.mobile
+    paths = [m.uplink.path, m.downlink.path]
+    for u in (spec.cell.members if spec.cell else ()):
+        paths += [t.path for t in (u.uplink, u.downlink) if t is not None]
+    return sorted({Path(p) for p in paths})
+
+
+def read_stats(stats: Path, read: Callable[[Path], str] = Path.read_text) -> dict[str, dict]:
     """{link name: {"uplink": {...}, "downlink": {...}}} from the live statistics file."""
-    doc = json.loads(stats.read_text())
+    doc = json.loads(read(stats))
     return {link["name"]: link for link in doc["links"]}

@@ -24,7 +24,7 @@ Addresses live in 10.200.0.0/14 and only inside this run's namespaces:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the plan is built from a spec; at run time it needs only its values
@@ -128,6 +128,18 @@ class CellLink:
 
 
 @dataclass(frozen=True)
+class Machine:
+    """A machine of the hosts provider, reached over SSH."""
+
+    name: str
+    address: str
+    user: str
+    port: int
+    key: str | None
+    roles: tuple[str, ...]  # endpoint, edge, cloud, link
+
+
+@dataclass(frozen=True)
 class Plan:
     nodes: tuple[PlanNode, ...]  # workload nodes in spec order, then "ran", "core"
     veths: tuple[Veth, ...]
@@ -143,6 +155,15 @@ class Plan:
     cell: CellSpec | None = None  # the shared cell; its members are cell_links by name
     # SMEC's quota mode for a mix, or MOSAIC's per-task cgroups: the offload node's cgroup gets children (cgroups.create's `leaf`)
     per_app_cgroups: bool = False
+    run_as_root: bool = False  # workload.run_as_root: else process workloads run as runtime.WORKLOAD_USER
+    # The hosts provider: the machines, which one each namespace (node, ran, core) is on,
+    # how their SSH host keys are trusted, whether playbooks/site.yml provisions them first,
+    # and the requirement files the offload node's servers install there from the wheelhouse.
+    machines: tuple[Machine, ...] = ()
+    placement: dict[str, str] = field(default_factory=dict)
+    host_keys: str = "known"
+    provision: bool = True
+    requirements: tuple[str, ...] = ()
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -224,4 +245,37 @@ def build(spec: ExperimentSpec) -> Plan:
         offload_target=offload_target,
         cell=spec.cell,
         per_app_cgroups=(spec.smec_mode == "quota" and spec.mix) or spec.admission is not None,
+        run_as_root=spec.workload.run_as_root,
+        machines=tuple(Machine(h.name, h.address, h.user, h.port, h.key, h.roles) for h in spec.hosts),
+        placement=placement(spec) if spec.hosts else {},
+        host_keys=spec.host_keys,
+        provision=spec.provision,
+        requirements=server_requirements(spec),
     )
+
+
+def placement(spec: ExperimentSpec) -> dict[str, str]:
+    """node name (and ran, core) -> machine name: round robin over the machines of each role."""
+    by_role = {r: [h.name for h in spec.hosts if r in h.roles] for r in ("endpoint", "edge", "cloud", "link")}
+    out: dict[str, str] = {}
+    for role in ("endpoint", "edge", "cloud"):
+        members = [n for n in spec.nodes if n.role == role or (role == "endpoint" and n.role == "bulk")]
+        for i, n in enumerate(members):
+            out[n.name] = by_role[role][i % len(by_role[role])]
+    out["ran"] = out["core"] = by_role["link"][0]
+    return out
+
+
+def server_requirements(spec: ExperimentSpec) -> tuple[str, ...]:
+    """Requirement files the offload node's servers need beyond Debian's
+    packages (those their container images are built with)."""
+    from continuum import containers
+    from continuum.workloads import REGISTRY
+
+    out = set()
+    for app in spec.apps:
+        kind = REGISTRY.get(app.workload.app)
+        req = containers.IMAGES.get(kind.images[1], ("", None))[1] if kind and kind.images[1] else None
+        if req:
+            out.add(f"workloads/{req}")
+    return tuple(sorted(out))

@@ -20,7 +20,7 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from continuum import commands, naming
 from continuum.config import ExperimentSpec
@@ -77,9 +77,9 @@ def shaped_once(spec: ExperimentSpec, plan: Plan, dep: Deployment, stats: Path) 
     out = []
     target = plan.addresses[plan.offload_target]
     for ep in spec.role("endpoint"):
-        before = _settled_stats(stats)
+        before = _settled_stats(stats, dep.nodes["ran"].read_text)
         rtts = _ping(dep, ep.name, target, PINGS)
-        after = _settled_stats(stats)
+        after = _settled_stats(stats, dep.nodes["ran"].read_text)
         row = {"endpoint": ep.name, "pings": PINGS, "replies": len(rtts), "median_rtt_ms": round(_median(rtts), 3)}
         ok = len(rtts) == PINGS
         for name in after:
@@ -93,13 +93,13 @@ def shaped_once(spec: ExperimentSpec, plan: Plan, dep: Deployment, stats: Path) 
     return out
 
 
-def _settled_stats(stats: Path, timeout: float = 3.0) -> dict:
+def _settled_stats(stats: Path, read: Callable[[Path], str] = Path.read_text, timeout: float = 3.0) -> dict:
     """Statistics that count everything sent so far: the emulator writes them
     every 100 ms from its own clock (time_s), so the second document written
     after this call began was computed after every packet sent before it."""
     def stamp() -> float:
         try:
-            return float(json.loads(stats.read_text())["time_s"])
+            return float(json.loads(read(stats))["time_s"])
         except (OSError, ValueError, KeyError):
             return -1.0
 
@@ -112,7 +112,7 @@ def _settled_stats(stats: Path, timeout: float = 3.0) -> dict:
         if t > seen[-1]:
             seen.append(t)
         time.sleep(0.01)
-    return link.read_stats(stats)
+    return link.read_stats(stats, read)
 
 
 def no_leaks(dep: Deployment, run_id: str) -> dict:

@@ -6,5 +6,6 @@ from __future__ import annotations
 
 from continuum.providers.base import REGISTRY, Provider, register
 from continuum.providers import netns as _netns  # noqa: F401  (registers "netns")
+from continuum.providers import hosts as _hosts  # noqa: F401  (registers "hosts")
 
 __all__ = ["REGISTRY", "Provider", "register"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ClassVar
 
 from continuum.network.plan import Plan
@@ -43,6 +44,19 @@ class Provider:
         """Create the nodes and the network of the plan (the plan is the whole
         recipe); register each undo on `undo` the moment it exists."""
         raise NotImplementedError
+
+    def provision(self, plan: Plan, run_id: str, logs: Path, undo: contextlib.ExitStack,
+                  say: Callable[[str], None]) -> dict:
+        """Get the machines the plan names ready before deploy (install what
+        the nodes run); returns facts for the manifest. Nothing to do for
+        nodes on this machine."""
+        return {}
+
+    def share_run_folder(self, plan: Plan, dep: Deployment, run_dir: Path, undo: contextlib.ExitStack,
+                         say: Callable[[str], None]) -> None:
+        """Make the run folder usable by the nodes' processes wherever they
+        run, and register how what they write comes back (nothing to do when
+        the nodes are on this machine)."""
 
     def leftovers(self, run_id: str | None) -> list[str]:
         """Human-readable list of what exists on the host from this run (or any run)."""

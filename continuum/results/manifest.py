@@ -113,7 +113,9 @@ class Manifest(BaseModel):
     finished: str | None = None
     wall_s: float | None = None
     teardown: Teardown | None = None
-    cgroup_version: int | None = None
+    cgroup_version: int | list[int] | None = None
+    # machines and VMs: where each node ran, provisioning, clock offsets, tunnel MTU, accelerator, boot time
+    provider_facts: dict[str, Any] | None = None
     delay_mechanism: str | None = None
     netem_available: bool | None = None
     addresses: dict[str, str] | None = None

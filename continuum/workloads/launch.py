@@ -17,7 +17,7 @@ from continuum import containers, naming
 from continuum.config import AppSpec, ExperimentSpec, NodeSpec
 from continuum.errors import ProviderError
 from continuum.network import plan as netplan
-from continuum.runtime import Node, Sandbox
+from continuum.runtime import WORKLOAD_USER, Node, Sandbox
 from continuum import REPO
 from continuum.workloads import REGISTRY
 from smec_edge import mps
@@ -29,17 +29,15 @@ def model_cache() -> Path:
     return Path(os.environ.get(Env.MODEL_CACHE, Path.home() / ".cache" / "continuum" / "models"))
 
 
-# Process-mode workloads (built-in and bring-your-own) run as this user unless
-# the experiment file sets workload.run_as_root; see continuum/node_exec.py.
-WORKLOAD_USER = "nobody"
 
 
-def sandbox(spec: ExperimentSpec, run_dir: Path) -> Sandbox | None:
-    """What a process-mode side runs as: None (root) only when the file asks."""
+def sandbox(spec: ExperimentSpec, run_dir: Path, repo: Path = REPO) -> Sandbox | None:
+    """What a process-mode side runs as: None (root) only when the file asks.
+    `repo`: the checkout on the node's machine (Node.repo)."""
     if spec.workload.run_as_root:
         return None
     custom = any(not REGISTRY[a.workload.app].builtin for a in spec.apps)
-    ro = [REPO] + ([spec.workload.workdir] if custom else []) + [model_cache()]
+    ro = [repo] + ([spec.workload.workdir] if custom else []) + [model_cache()]
     return Sandbox(WORKLOAD_USER, ro=tuple(dict.fromkeys(ro)), rw=(run_dir / "raw",))
 
 
@@ -203,11 +201,12 @@ def start(spec: ExperimentSpec, app: AppSpec, side: str, node: Node, env: dict[s
                                    naming.cgroup(run_id, node.name), _limits(spec, node).cpus, _limits(spec, node).memory_bytes, env, mounts)
         return node.start(argv, log, contained=False), name
     if REGISTRY[w.app].builtin:  # started in the repository: the experiment's folder is not in its view
-        argv, cwd = [sys.executable, "-m", "workloads", side, w.app], REPO
-        env = {**env, "PYTHONPATH": os.pathsep.join((str(REPO), str(REPO / "smec-edge")))}
+        argv, cwd = [node.python, "-m", "workloads", side, w.app], node.repo
+        env = {**env, "PYTHONPATH": os.pathsep.join((str(node.repo), str(node.repo / "smec-edge")))}
     else:
-        argv, cwd = [sys.executable if a == "{python}" else a for a in s.command], w.workdir
-    return node.start(argv, log, env, cwd=cwd, sandbox=sandbox(spec, run_dir)), None
+        argv, cwd = [node.python if a == "{python}" else a for a in s.command], w.workdir
+        node.push([w.workdir])  # a machine of its own needs the user's code at the same path
+    return node.start(argv, log, env, cwd=cwd, sandbox=sandbox(spec, run_dir, node.repo)), None
 
 
 

@@ -1,0 +1,149 @@
+"""continuum's part that runs on a machine of the hosts provider, called over
+SSH as `python3 hostside.py COMMAND ...` from the code the workload role
+copied there (stdlib only: the machine needs no continuum environment).
+
+Why not plain shell over SSH: cgroups (v1 or v2, detected there), their
+limits, samples and removal, and finding a run's leftovers are already
+written once, in cgroups.py and naming.py; running that same code on the
+machine keeps one implementation and one set of tests. Answers are JSON on
+stdout; errors a message on stderr and exit status 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from continuum import cgroups, naming  # noqa: E402
+from continuum.errors import ProviderError  # noqa: E402
+
+PIDS = Path("/run/continuum/pids")
+TUNNEL_PREFIX = "cvx"  # a run's VXLAN devices before they move into its namespaces: cvx<run id><n>
+
+
+def _ip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+
+
+def _namespaces(run_id: str | None) -> list[str]:
+    out = []
+    for line in _ip("netns", "list").stdout.splitlines():
+        name = line.split()[0] if line.strip() else ""
+        parsed = naming.parse_netns(name)
+        if parsed and (run_id is None or parsed[0] == run_id):
+            out.append(name)
+    return out
+
+
+def _ns_pids(ns: str) -> set[int]:
+    return {int(x) for x in _ip("netns", "pids", ns).stdout.split()}
+
+
+def _tunnels(run_id: str | None) -> list[str]:
+    p = _ip("-o", "link", "show")
+    names = [line.split(":")[1].strip().split("@")[0] for line in p.stdout.splitlines() if ":" in line]
+    return [n for n in names if n.startswith(TUNNEL_PREFIX + (run_id or ""))]
+
+
+def cgroup_create(relative: str, cpus: str, memory: str, leaf: str) -> dict:
+    cg = cgroups.create(relative, float(cpus), int(memory), leaf=leaf == "1")
+    return {"version": cg.version, "dirs": {k: str(v) for k, v in cg.dirs.items()}, "leaf": cg.leaf}
+
+
+def sample(*dirs_json: str) -> list:
+    """[cpu ns, memory bytes, OOM kills] per cgroup (null where it is gone)."""
+    out: list = []
+    for d in dirs_json:
+        spec = json.loads(d)
+        cg = cgroups.Cgroup(spec["version"], {k: Path(v) for k, v in spec["dirs"].items()}, spec.get("leaf", False))
+        try:
+            out.append(list(cg.sample()))
+        except (OSError, ValueError):
+            out.append(None)
+    return out
+
+
+def cgroup_remove(dirs_json: str) -> dict:
+    spec = json.loads(dirs_json)
+    cgroups.Cgroup(spec["version"], {k: Path(v) for k, v in spec["dirs"].items()}, spec.get("leaf", False)).remove()
+    return {}
+
+
+def leftovers(run_id: str) -> list[str]:
+    rid = None if run_id == "-" else run_id
+    out = []
+    for ns in _namespaces(rid):
+        pids = _ns_pids(ns)
+        out.append(f"namespace {ns}" + (f" ({len(pids)} processes)" if pids else ""))
+    out += [f"tunnel {t}" for t in _tunnels(rid)]
+    for _rid, cgs in cgroups.existing(rid).items():
+        out += [f"cgroup {next(iter(cg.dirs.values()))}" for cg in cgs]
+    return out
+
+
+def destroy(run_id: str) -> list[str]:
+    """Remove a run's namespaces (their processes first), tunnels and cgroups; safe to repeat."""
+    rid = None if run_id == "-" else run_id
+    removed = []
+    for ns in _namespaces(rid):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pid in _ns_pids(ns):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + 3
+            while _ns_pids(ns) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        _ip("netns", "del", ns)
+        removed.append(f"namespace {ns}")
+    for t in _tunnels(rid):
+        _ip("link", "del", t)
+        removed.append(f"tunnel {t}")
+    for _rid, cgs in cgroups.existing(rid).items():
+        for cg in cgs:
+            cg.remove()
+            removed.append(f"cgroup {next(iter(cg.dirs.values()))}")
+    cgroups.prune(rid)
+    if PIDS.is_dir():  # pid files of processes that have ended
+        for f in PIDS.iterdir():
+            try:
+                os.kill(int(f.read_text().strip() or 0), 0)
+            except (ProcessLookupError, ValueError):
+                f.unlink(missing_ok=True)
+            except PermissionError:
+                pass
+    for d in (PIDS, PIDS.parent):  # /run/continuum, when nothing else of ours is in it
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+    return removed
+
+
+COMMANDS: dict[str, Callable[..., object]] = {"cgroup-create": cgroup_create, "sample": sample, "cgroup-remove": cgroup_remove,
+            "leftovers": leftovers, "destroy": destroy}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in COMMANDS:
+        print(f"usage: hostside.py {{{'|'.join(COMMANDS)}}} ARGS...", file=sys.stderr)
+        return 2
+    try:
+        result = COMMANDS[argv[0]](*argv[1:])
+    except (ProviderError, OSError, TypeError) as e:
+        print(f"hostside {argv[0]}: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

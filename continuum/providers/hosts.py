@@ -1,0 +1,338 @@
+"""The hosts provider: existing machines over SSH, provisioned by
+playbooks/site.yml, carrying the same network plan as the netns provider.
+
+Each machine gets the namespaces of the nodes placed on it (endpoints on the
+machines with role endpoint, edge and cloud nodes on theirs, round robin;
+the ran and core namespaces on the one link machine), with the same cgroup
+limits, made by the same code (continuum/hostside.py, run there). A veth of
+the plan whose two ends are on one machine stays a veth; one whose ends are
+on two machines becomes a VXLAN tunnel between them over their own network,
+each end moved into its namespace under the plan's interface name. So the
+endpoints' traffic crosses the link machine's mahimahi-link exactly once per
+direction, and nothing is routed through a machine's own network stack:
+the experiment's addresses exist only inside the run's namespaces.
+
+Why namespaces on the machines and not their own interfaces: a machine has
+one network that its owner uses; the run must not change its routes or
+addresses, and its teardown must remove everything it made. One-way
+latencies between machines need their clocks: the offset of each machine's
+clock from this one is measured (SSH round trips) and recorded."""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import shlex
+import socket
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from continuum import naming, playbooks
+from continuum.cgroups import Cgroup
+from continuum.errors import CommandError, ProviderError
+from continuum.network.plan import Plan
+from continuum.providers.base import Deployment, Provider, register
+from continuum.providers.netns import configure
+from continuum.remote import SshHost
+from continuum.runtime import WORKLOAD_USER, Node
+
+if TYPE_CHECKING:
+    from continuum.config import ExperimentSpec
+
+STATE = Path("/run/continuum/hosts")  # <run id>.json: the machines of a live run, for `continuum destroy`
+VXLAN_PORT = 4789
+VXLAN_OVERHEAD = 50  # outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8
+
+
+def machines(plan: Plan, known_hosts: Path | None) -> dict[str, SshHost]:
+    return {m.name: SshHost(m.name, m.address, m.user, m.port, m.key, known_hosts) for m in plan.machines}
+
+
+def known_hosts_file(plan: Plan, run_id: str) -> Path | None:
+    """known: the user's ~/.ssh/known_hosts (strict); first-use: a file of the run's own."""
+    return None if plan.host_keys == "known" else STATE / f"{run_id}.known_hosts"
+
+
+class RemoteCgroup(Cgroup):
+    """A node's cgroup on its machine: created, sampled and removed there by hostside.py."""
+
+    def __init__(self, host: SshHost, version: int, dirs: dict[str, Path], leaf: bool):
+        super().__init__(version, dirs, leaf)
+        self.host = host
+
+    def _json(self) -> str:
+        return json.dumps({"version": self.version, "dirs": {k: str(v) for k, v in self.dirs.items()}, "leaf": self.leaf})
+
+    def sample(self) -> tuple[int, int, int]:
+        out = hostside(self.host, "sample", self._json())[0]
+        if out is None:
+            raise OSError(f"cgroup gone on {self.host.name}")
+        return int(out[0]), int(out[1]), int(out[2])
+
+    def cpu_usage_ns(self) -> int:
+        return self.sample()[0]
+
+    def memory_bytes(self) -> int:
+        return self.sample()[1]
+
+    def oom_kills(self) -> int:
+        return self.sample()[2]
+
+    def pids(self) -> set[int]:
+        raise NotImplementedError("a remote cgroup's processes are listed on its machine")
+
+    def remove(self) -> None:
+        hostside(self.host, "cgroup-remove", self._json())
+
+
+def hostside(host: SshHost, *args: str, timeout: float = 60):
+    """continuum/hostside.py on the machine (with its Python, from the code the workload role copied)."""
+    p = host.run(["python3", f"{host.root}/src/continuum/hostside.py", *args], check=False, timeout=timeout)
+    if p.returncode != 0:
+        raise ProviderError(f"{host.name}: hostside.py {args[0]} failed: {(p.stderr or p.stdout).strip()[-400:]}")
+    return json.loads(p.stdout)
+
+
+def clock_offset(host: SshHost, samples: int = 5) -> dict:
+    """The machine's clock minus this one's, from the SSH round trip with the
+    smallest delay (the midpoint estimate; its error is at most half that RTT)."""
+    best: tuple[float, float] | None = None
+    for _ in range(samples):
+        t0 = time.time_ns()
+        out = host.run(["date", "+%s%N"], timeout=20).stdout.strip()
+        t1 = time.time_ns()
+        rtt = (t1 - t0) / 1e6
+        offset = (int(out) - (t0 + t1) / 2) / 1e6
+        if best is None or rtt < best[0]:
+            best = (rtt, offset)
+    assert best is not None
+    chrony = host.run(["sh", "-c", "chronyc -n tracking 2>/dev/null | sed -n 's/^System time *: //p'"], check=False,
+                      timeout=20).stdout.strip()
+    return {"offset_ms": round(best[1], 3), "error_bound_ms": round(best[0] / 2, 3), "method": f"SSH round trip, best of {samples}",
+            **({"chrony_system_time": chrony} if chrony else {})}
+
+
+def _resolve(address: str) -> str:
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:
+        return socket.gethostbyname(address)
+
+
+def _route(host: SshHost, peer: str) -> tuple[str, str, int]:
+    """(source address, device, MTU) the machine uses toward peer."""
+    r = json.loads(host.run(["ip", "-j", "route", "get", peer]).stdout)[0]
+    dev = r["dev"]
+    mtu = int(json.loads(host.run(["ip", "-j", "link", "show", "dev", dev]).stdout)[0]["mtu"])
+    return r.get("prefsrc", ""), dev, mtu
+
+
+@register
+class HostsProvider(Provider):
+    kind = "hosts"
+
+    def check(self, spec: ExperimentSpec) -> list[str]:
+        problems = []
+        for tool in ("ssh", "rsync"):
+            if not shutil_which(tool):
+                problems.append(f"{tool} not found here: install Debian's openssh-client and rsync (./setup.sh does)")
+        if spec.provision and (p := playbooks.problem()):
+            problems.append(p)
+        unsupported = []
+        if spec.workload.runtime != "process":
+            unsupported.append("container workloads (workload.runtime = \"container\")")
+        if spec.edge_manager == "smec" or spec.admission is not None:
+            unsupported.append("SMEC's edge manager and MOSAIC's admission control ([edge.manager], [edge.admission])")
+        if spec.cell is not None:
+            unsupported.append("a shared cell ([cell])")
+        if spec.core.jitter_ms > 0 or spec.core.mechanism == "netem":
+            unsupported.append("core delay by netem (the link machine's mahimahi-link applies it: core.mechanism = \"auto\")")
+        if unsupported:
+            problems.append("the hosts provider does not run these yet (the netns provider does): " + "; ".join(unsupported))
+        if problems:
+            return problems
+        for m in spec.hosts:
+            h = SshHost(m.name, m.address, m.user, m.port, m.key, None if spec.host_keys == "known" else Path("/dev/null"))
+            why = h.reachable()
+            if why:
+                problems.append(why)
+        return problems
+
+    def provision(self, plan: Plan, run_id: str, logs: Path, undo: contextlib.ExitStack,
+                  say: Callable[[str], None]) -> dict:
+        hosts = machines(plan, known_hosts_file(plan, run_id))
+        STATE.mkdir(parents=True, exist_ok=True)
+        (STATE / f"{run_id}.json").write_text(json.dumps(
+            {"run_id": run_id, "hosts": [{**h.__dict__, "options": list(h.options), "known_hosts": str(h.known_hosts or "")}
+                                         for h in hosts.values()]}, indent=2))
+        undo.callback(_forget, run_id)
+        for h in hosts.values():
+            undo.callback(h.close)
+        facts: dict = {"hosts": {m.name: {"address": m.address, "roles": list(m.roles),
+                                          "nodes": sorted(n for n, w in plan.placement.items() if w == m.name)}
+                                 for m in plan.machines}}
+        if plan.provision:
+            say(f"provisioning {len(hosts)} machine(s) with playbooks/site.yml")
+            groups = {r: [m.name for m in plan.machines if r in m.roles] for r in ("endpoint", "edge", "cloud", "link")}
+            playbooks.ensure_wheels(list(plan.requirements), say)
+            host_vars = {plan.placement[plan.offload_target]: {"workload_requirements": list(plan.requirements)}}
+            recap = playbooks.run("site.yml", playbooks.inventory(hosts, groups, host_vars), logs / "provision.log", say)
+            facts["provisioning"] = {"playbook": "playbooks/site.yml", "seconds": recap.seconds, "changed": recap.changed}
+            say(f"provisioned in {recap.seconds:.0f} s (tasks changed: "
+                + ", ".join(f"{m} {n}" for m, n in sorted(recap.changed.items())) + ")")
+        clocks = facts["clock_offsets"] = {h.name: clock_offset(h) for h in hosts.values()}
+        say("clock offsets from this machine: " + ", ".join(f"{m} {c['offset_ms']:+.2f} ms (±{c['error_bound_ms']:.2f})"
+                                                            for m, c in clocks.items()))
+        return facts
+
+    def deploy(self, plan: Plan, run_id: str, undo: contextlib.ExitStack, say: Callable[[str], None]) -> Deployment:
+        dep = Deployment(run_id)
+        hosts = machines(plan, known_hosts_file(plan, run_id))
+        where = plan.placement
+        for h in hosts.values():
+            undo.callback(_destroy_on, h, run_id)
+
+        say(f"creating {len(plan.nodes)} namespaces on {len(set(where.values()))} machine(s)")
+        for n in plan.nodes:
+            h = hosts[where[n.name]]
+            ns = naming.netns(run_id, n.name)
+            h.run(["ip", "netns", "add", ns])
+            node = Node(n.name, ns, n.address, host=h)
+            node.run(["ip", "link", "set", "lo", "up"])
+            dep.nodes[n.name] = node
+
+        tunnels = [v for v in plan.veths if where[v.a.namespace] != where[v.b.namespace]]
+        say(f"wiring {len(plan.veths) - len(tunnels)} veth pair(s) and {len(tunnels)} VXLAN tunnel(s) between machines")
+        mtus = []
+        base = (int(run_id, 16) >> 8) % 0xFFFF * 256
+        for k, v in enumerate(plan.veths):
+            a, b = dep.nodes[v.a.namespace], dep.nodes[v.b.namespace]
+            assert a.host is not None and b.host is not None
+            if v not in tunnels:
+                a.host.run(["ip", "link", "add", v.a.name, "netns", a.netns, "type", "veth", "peer", "name", v.b.name, "netns", b.netns])
+                continue
+            vni = base + k
+            ends = [(a.host, b.host, a.netns, v.a.name), (b.host, a.host, b.netns, v.b.name)]
+            routes = {}
+            for host, peer, _, _ in ends:
+                routes[host.name] = _route(host, _resolve(peer.address))
+            mtu = min(1500, *(m - VXLAN_OVERHEAD for _, _, m in routes.values()))
+            mtus.append(mtu)
+            for host, peer, ns, dev in ends:
+                src, via_dev, _ = routes[host.name]
+                tmp = f"cvx{run_id}{k:02x}"
+                host.run(["ip", "link", "add", tmp, "type", "vxlan", "id", str(vni), "remote", _resolve(peer.address),
+                          *(["local", src] if src else []), "dev", via_dev, "dstport", str(VXLAN_PORT)])
+                host.run(["ip", "link", "set", tmp, "mtu", str(mtu), "netns", ns])
+                host.run(["ip", "-n", ns, "link", "set", tmp, "name", dev])
+        if mtus:
+            dep.facts["tunnel_mtu"] = min(mtus)
+            if min(mtus) < 1500:
+                say(f"note: the machines' network carries {min(mtus) + VXLAN_OVERHEAD} bytes per packet, so the tunnels "
+                    f"carry {min(mtus)}-byte packets, not 1500 (raise the MTU between them to 1550 for 1500)")
+        configure(plan, dep)
+
+        say("creating cgroups (CPU quota, memory limit) on the machines")
+        versions = set()
+        for n in plan.nodes:
+            if n.limits is None:
+                continue
+            node = dep.nodes[n.name]
+            assert node.host is not None
+            leaf = plan.per_app_cgroups and n.name == plan.offload_target
+            made = hostside(node.host, "cgroup-create", naming.cgroup(run_id, n.name), f"{n.limits.cpus:g}",
+                            str(n.limits.memory_bytes), "1" if leaf else "0")
+            node.cgroup = RemoteCgroup(node.host, made["version"], {k: Path(v) for k, v in made["dirs"].items()}, made["leaf"])
+            versions.add(made["version"])
+        dep.facts["cgroup_version"] = min(versions) if len(versions) == 1 else sorted(versions)
+        return dep
+
+    def share_run_folder(self, plan: Plan, dep: Deployment, run_dir: Path, undo: contextlib.ExitStack,
+                         say: Callable[[str], None]) -> None:
+        hosts = {n.host.name: n.host for n in dep.nodes.values() if n.host is not None}
+        raw = str(run_dir / "raw")
+        for h in hosts.values():
+            # the outermost folder this run creates there: what teardown removes
+            top = h.run(["sh", "-c", f'd={shlex.quote(str(run_dir))}; t=; while [ ! -e "$d" ]; do t="$d"; d=$(dirname "$d"); done; echo "$t"']).stdout.strip()
+            h.run(["mkdir", "-p", raw, str(run_dir / "links"), str(run_dir / "brokers")])
+            if not plan.run_as_root:
+                h.run(["chown", f"{WORKLOAD_USER}:", raw])
+            undo.callback(_collect, h, run_dir, Path(top) if top else run_dir)
+        say(f"run folder {run_dir} on {len(hosts)} machine(s); raw/ and links/ come back at teardown")
+
+    def leftovers(self, run_id: str | None) -> list[str]:
+        out = []
+        for rid, hosts in _known_runs(run_id).items():
+            for h in hosts:
+                try:
+                    out += [f"{h.name} ({h.address}): {item}" for item in hostside(h, "leftovers", rid, timeout=30)]
+                except (ProviderError, CommandError) as e:
+                    out.append(f"{h.name} ({h.address}): run {rid} cannot be checked: {e}")
+        return out
+
+    def destroy(self, run_id: str | None, say: Callable[[str], None]) -> int:
+        removed = 0
+        for rid, hosts in _known_runs(run_id).items():
+            ok = True
+            for h in hosts:
+                try:
+                    gone = hostside(h, "destroy", rid, timeout=120)
+                except (ProviderError, CommandError) as e:
+                    say(f"{h.name}: {e}")
+                    ok = False
+                    continue
+                for item in gone:
+                    say(f"{h.name}: removed {item}")
+                removed += len(gone)
+                h.close()
+            if ok:
+                _forget(rid)
+        return removed
+
+
+def shutil_which(tool: str) -> str | None:
+    import shutil
+
+    return shutil.which(tool)
+
+
+def _destroy_on(h: SshHost, run_id: str) -> None:
+    hostside(h, "destroy", run_id, timeout=120)
+
+
+def _collect(h: SshHost, run_dir: Path, top: Path) -> None:
+    """raw/ and links/ back from the machine, then what the run created there
+    removed (`top`: the run folder, or its outermost parent that was missing)."""
+    try:
+        for sub in ("raw", "links"):
+            h.pull(run_dir / sub)
+    finally:
+        if top == run_dir or top in run_dir.parents:
+            h.run(["rm", "-rf", "--one-file-system", str(top)], check=False, timeout=120)
+
+
+def _known_runs(run_id: str | None) -> dict[str, list[SshHost]]:
+    out: dict[str, list[SshHost]] = {}
+    if not STATE.is_dir():
+        return out
+    for f in sorted(STATE.glob("*.json")):
+        rid = f.stem
+        if run_id is not None and rid != run_id:
+            continue
+        try:
+            doc = json.loads(f.read_text())
+            out[rid] = [SshHost(h["name"], h["address"], h["user"], int(h["port"]), h.get("key"),
+                                Path(h["known_hosts"]) if h.get("known_hosts") else None, h.get("root", "/opt/continuum"))
+                        for h in doc["hosts"]]
+        except (OSError, ValueError, KeyError):
+            continue
+    return out
+
+
+def _forget(run_id: str) -> None:
+    for suffix in (".json", ".known_hosts"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(STATE / f"{run_id}{suffix}")

@@ -1,0 +1,149 @@
+"""The hosts provider for real on one computer: three Docker containers,
+each running sshd as a "machine" (continuum/host), joined by their own
+internal network. continuum reaches them over SSH, provisions them with
+playbooks/site.yml, places the endpoint, the link and the edge on three
+machines joined by VXLAN tunnels, runs the quickstart and brings the
+records back. The run's results must have the netns provider's format, a
+second provisioning must change nothing, and teardown must leave nothing of
+the run on the machines."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from continuum import containers, playbooks
+from continuum.remote import SshHost
+
+ROOT = Path(__file__).resolve().parents[2]
+ROLES = {"ue": "endpoint", "gw": "link", "mec": "edge"}
+
+
+def _docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, check=check, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def machines(tmp_path_factory, root_netns):
+    problem = containers.engine_problem() or next(iter(containers.image_problems(["continuum/host"])), None)
+    if problem:
+        pytest.skip(f"the test machines need Docker and the continuum/host image: {problem} (./run-tests.sh builds it)")
+    if playbooks.problem():
+        pytest.skip(playbooks.problem())
+    d = tmp_path_factory.mktemp("machines")
+    key = d / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    net = f"ctm-test-hosts-{d.name[-6:]}"
+    # internal: no route to the outside; 1550 bytes: the tunnels carry 1500-byte packets
+    _docker("network", "create", "--internal", "-o", "com.docker.network.driver.mtu=1550", "--label", "continuum.test=1", net)
+    names = []
+    try:
+        for name in ROLES:
+            cname = f"{net}-{name}"
+            _docker("run", "-d", "--privileged", "--network", net, "--name", cname, "--hostname", name, "--label", "continuum.test=1",
+                    "-v", f"{key}.pub:/root/.ssh/authorized_keys:ro", containers.ref("continuum/host"))
+            names.append(cname)
+        addresses = {name: _docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                                   f"{net}-{name}").stdout.strip() for name in ROLES}
+        known = d / "known_hosts"
+        hosts = {n: SshHost(n, a, key=str(key), known_hosts=known) for n, a in addresses.items()}
+        for h in hosts.values():  # sshd answers once it has started: wait on that, not on time
+            for _ in range(100):
+                if subprocess.run(h.ssh_argv("true"), capture_output=True, timeout=20).returncode == 0:
+                    break
+            else:
+                pytest.fail(f"sshd in {h.name} did not answer")
+        yield {"hosts": hosts, "key": key, "containers": {n: f"{net}-{n}" for n in ROLES}}
+    finally:
+        for h in list(locals().get("hosts", {}).values()):
+            h.close()
+        for c in names:
+            _docker("rm", "-f", c, check=False)
+        _docker("network", "rm", net, check=False)
+
+
+def _state(container: str, run_dir: Path) -> dict:
+    """What of a run could be left on a machine."""
+    sh = ("ip netns list; echo ---; ls /run/continuum 2>/dev/null; echo ---; "
+          "find /sys/fs/cgroup -maxdepth 4 -name continuum 2>/dev/null; echo ---; "
+          f"ls -d {run_dir.parents[1]} 2>/dev/null; echo ---; ps -e -o comm= | sort | uniq")
+    out = _docker("exec", container, "sh", "-c", sh).stdout.split("---\n")
+    return {"namespaces": out[0].split(), "run_continuum": out[1].split(), "cgroups": out[2].split(),
+            "run_folder": out[3].split(), "processes": sorted(set(out[4].split()) - {"ps", "sh", "sort", "uniq"})}
+
+
+def _experiment(tmp_path: Path, machines: dict) -> Path:
+    text = (ROOT / "configs" / "quickstart.toml").read_text()
+    text = re.sub(r"duration_s = \d+", "duration_s = 10", text)
+    text = re.sub(r"warmup_s = \d+", "warmup_s = 3", text)
+    hosts = "".join(f'\n[provider.hosts.{n}]\naddress = "{h.address}"\nkey = "{machines["key"]}"\nrole = "{ROLES[n]}"\n'
+                    for n, h in machines["hosts"].items())
+    text = text.replace('[provider]\nkind = "netns"\n', f'[provider]\nkind = "hosts"\nhost_keys = "first-use"\n{hosts}')
+    assert 'kind = "hosts"' in text
+    path = tmp_path / "quickstart-hosts.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def hosts_run(machines, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hosts-run")
+    config = _experiment(tmp, machines)
+    p = subprocess.run([sys.executable, "-m", "continuum", "run", str(config)], capture_output=True, text=True,
+                       cwd=tmp, timeout=900)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-3000:]
+    run_dir = sorted((tmp / "runs").glob("*-quickstart"))[-1]
+    return run_dir, p.stdout
+
+
+def test_quickstart_runs_on_three_machines_with_the_netns_result_format(hosts_run):
+    run_dir, out = hosts_run
+    for f in ("summary.json", "summary.txt", "manifest.json", "verification.json", "nodes.csv", "raw/requests-endpoint0.csv",
+              "raw/server-edge0.csv", "links/endpoint0.uplink.log", "links/endpoint0.downlink.log"):
+        assert (run_dir / f).is_file(), f
+    s = json.loads((run_dir / "summary.json").read_text())
+    assert s["requests"] >= 10 and s["answered"] == s["requests"], (s["requests"], s["answered"])
+    for m in ("uplink_ms", "downlink_ms", "server_ms"):
+        assert s["metrics"][m]["median"] > 0, m
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert m["status"] == "complete" and m["provider"] == "hosts"
+    assert m["teardown"]["complete"], m["teardown"]
+    v = json.loads((run_dir / "verification.json").read_text())
+    assert all(r["ok"] for r in v["shaped_once"]) and all(r["ok"] for r in v["core_rtt"])
+    nodes = (run_dir / "nodes.csv").read_text().splitlines()
+    assert any(",edge0," in line for line in nodes) and any(",endpoint0," in line for line in nodes)
+    assert "3 VXLAN tunnel" in out or "2 VXLAN tunnel" in out, out[-3000:]
+
+
+def test_the_manifest_says_where_each_node_ran_and_the_clock_offsets(hosts_run):
+    run_dir, _ = hosts_run
+    facts = json.loads((run_dir / "manifest.json").read_text())["provider_facts"]
+    assert facts["hosts"]["ue"]["nodes"] == ["endpoint0"]
+    assert facts["hosts"]["gw"]["nodes"] == ["core", "ran"]
+    assert facts["hosts"]["mec"]["nodes"] == ["edge0"]
+    for name, c in facts["clock_offsets"].items():  # one kernel clock under all three containers
+        assert abs(c["offset_ms"]) <= c["error_bound_ms"] + 1.0, (name, c)
+    assert facts["tunnel_mtu"] == 1500
+
+
+def test_teardown_leaves_nothing_of_the_run_on_the_machines(hosts_run, machines):
+    run_dir, _ = hosts_run
+    for name, container in machines["containers"].items():
+        st = _state(container, run_dir)
+        assert st["namespaces"] == [] and st["run_continuum"] == [] and st["run_folder"] == [], (name, st)
+        assert not [c for c in st["cgroups"] if list(Path(c).glob("*"))], (name, st)
+        assert st["processes"] == ["sshd"], (name, st)
+
+
+def test_a_second_provisioning_changes_nothing(hosts_run, machines, tmp_path):
+    groups = {r: [n for n, role in ROLES.items() if role == r] for r in ("endpoint", "edge", "link")}
+    reqs = ["workloads/requirements-tensorflow.txt"]
+    recap = playbooks.run("site.yml", playbooks.inventory(machines["hosts"], groups, {"mec": {"workload_requirements": reqs}}),
+                          tmp_path / "site.log", lambda s: None)
+    assert set(recap.ok) == set(ROLES)
+    assert recap.changed == {n: 0 for n in ROLES}, (tmp_path / "site.log").read_text()[-4000:]
