@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from continuum import __version__
 from continuum.errors import ConfigError, ContinuumError
@@ -79,12 +80,12 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"plots: {', '.join(str(p) for p in made)}")
             return 0
     except (ConfigError, UsageError) as e:
-        err.print(f"[red]error:[/] {e}")
+        err.print(f"[red]error:[/] {escape(str(e))}")
         return 2
     except ContinuumError as e:
         from continuum.runner import Interrupted
 
-        err.print(f"[red]error:[/] {e}")
+        err.print(f"[red]error:[/] {escape(str(e))}")  # an error may quote [brackets] (a TOML table, Ansible's [host])
         return 130 if isinstance(e, Interrupted) else 1
     except KeyboardInterrupt:
         err.print("[red]error:[/] interrupted")

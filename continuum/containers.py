@@ -47,7 +47,8 @@ def _role_packages() -> list[str]:
     out: list[str] = []
     for role, key in (("base", "base_packages"), ("workload", "workload_debian_packages")):
         out += yaml.safe_load((roles / role / "defaults" / "main.yml").read_text())[key]
-    return sorted(set(out) | {"mosquitto", "iproute2", "ethtool", "openssh-server", "rsync", "python3-venv"})
+    # python3-apt: Ansible's apt module needs it on the machine (and would fetch it from a mirror)
+    return sorted(set(out) | {"mosquitto", "iproute2", "ethtool", "openssh-server", "rsync", "python3-venv", "python3-apt"})
 
 
 # The base also carries what the playbooks' roles install, so that continuum/host
@@ -79,7 +80,9 @@ def source_hash() -> str:
             h.update(str(p.relative_to(WORKLOADS)).encode() + p.read_bytes())
     for dockerfile, _ in IMAGES.values():
         if not dockerfile.startswith("workloads/"):
-            h.update(dockerfile.encode() + (REPO / dockerfile).read_bytes())
+            for p in sorted((REPO / dockerfile).parent.rglob("*")):
+                if p.is_file():
+                    h.update(str(p.relative_to(REPO)).encode() + p.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -155,6 +158,8 @@ def build(say: Callable[[str], None], only: list[str] | None = None) -> list[str
         with tempfile.TemporaryDirectory() as d:
             ctx = Path(d)
             shutil.copytree(WORKLOADS, ctx / "workloads", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            if not dockerfile.startswith("workloads/"):  # its folder is its context (continuum/host: playbooks/host)
+                shutil.copytree(REPO / Path(dockerfile).parent, ctx / Path(dockerfile).parent)
             (ctx / "wheels").mkdir()
             if image_req:
                 for whl in wheels(WORKLOADS / image_req):

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from rich.markup import escape
+
 from continuum import REPO, containers
 from continuum.errors import ProviderError
 
@@ -84,7 +86,7 @@ def run(playbook: str, inv: dict, log: Path, say: Callable[[str], None], extra_v
             out.write(line)
             lines.append(line.rstrip("\n"))
             if line.startswith("TASK ["):
-                say(f"  {line.strip().strip('*').strip()}")
+                say(escape(f"  {line.strip().strip('*').strip()}"))
             if time.monotonic() - t0 > timeout:
                 p.kill()
                 raise ProviderError(f"{playbook} ran past {timeout:.0f} s; see {log}")
@@ -92,9 +94,10 @@ def run(playbook: str, inv: dict, log: Path, say: Callable[[str], None], extra_v
     recap = parse_recap(lines, time.monotonic() - t0)
     if p.returncode != 0:
         failed = [m for m, n in {**recap.failed, **recap.unreachable}.items() if n]
-        errors = [ln.strip() for ln in lines if ln.startswith(("fatal:", "failed:")) or '"msg":' in ln][-4:]
+        errors = [ln.strip() for ln in lines if ln.startswith(("fatal:", "failed:"))][-4:]
         raise ProviderError(f"provisioning with playbooks/{playbook} failed" + (f" on {', '.join(failed)}" if failed else "")
-                            + f" (exit {p.returncode}):\n    " + "\n    ".join(errors or lines[-6:]) + f"\n  full output: {log}")
+                            + f" (exit {p.returncode}):\n    " + "\n    ".join(e[:600] for e in (errors or lines[-6:]))
+                            + f"\n  full output: {log}")
     return recap
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -38,16 +39,17 @@ def machines(tmp_path_factory, root_netns):
     d = tmp_path_factory.mktemp("machines")
     key = d / "id_ed25519"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-    net = f"ctm-test-hosts-{d.name[-6:]}"
+    net = f"ctm-test-hosts-{secrets.token_hex(3)}"
     # internal: no route to the outside; 1550 bytes: the tunnels carry 1500-byte packets
     _docker("network", "create", "--internal", "-o", "com.docker.network.driver.mtu=1550", "--label", "continuum.test=1", net)
     names = []
     try:
         for name in ROLES:
             cname = f"{net}-{name}"
-            _docker("run", "-d", "--privileged", "--network", net, "--name", cname, "--hostname", name, "--label", "continuum.test=1",
-                    "-v", f"{key}.pub:/root/.ssh/authorized_keys:ro", containers.ref("continuum/host"))
             names.append(cname)
+            _docker("run", "-d", "--cgroupns=private", "--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN",
+                    "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined", "--network", net, "--name", cname, "--hostname", name, "--label", "continuum.test=1",
+                    "-v", f"{key}.pub:/root/.ssh/authorized_keys:ro", containers.ref("continuum/host"))
         addresses = {name: _docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
                                    f"{net}-{name}").stdout.strip() for name in ROLES}
         known = d / "known_hosts"
@@ -96,6 +98,7 @@ def hosts_run(machines, tmp_path_factory):
     config = _experiment(tmp, machines)
     p = subprocess.run([sys.executable, "-m", "continuum", "run", str(config)], capture_output=True, text=True,
                        cwd=tmp, timeout=900)
+    (tmp / "console.txt").write_text(p.stdout + p.stderr)  # what a user would have seen
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-3000:]
     run_dir = sorted((tmp / "runs").glob("*-quickstart"))[-1]
     return run_dir, p.stdout
