@@ -278,6 +278,7 @@ class HostsProvider(Provider):
             if not plan.run_as_root:
                 h.run(["chown", f"{WORKLOAD_USER}:", raw])
             undo.callback(_collect, h, run_dir, Path(top) if top else run_dir)
+            _remember_folder(dep.run_id, h.name, Path(top) if top else run_dir)
         say(f"run folder {run_dir} on {len(hosts)} machine(s); raw/ and links/ come back at teardown")
 
     def leftovers(self, run_id: str | None) -> list[str]:
@@ -286,6 +287,9 @@ class HostsProvider(Provider):
             for h in hosts:
                 try:
                     out += [f"{h.name} ({h.address}): {item}" for item in hostside(h, "leftovers", rid, timeout=30)]
+                    folder = _folders(rid).get(h.name)
+                    if folder and h.exists(folder):
+                        out.append(f"{h.name} ({h.address}): the run folder's copy {folder}")
                 except (ProviderError, CommandError) as e:
                     out.append(f"{h.name} ({h.address}): run {rid} cannot be checked: {e}")
         return out
@@ -304,6 +308,11 @@ class HostsProvider(Provider):
                 for item in gone:
                     say(f"{h.name}: removed {item}")
                 removed += len(gone)
+                folder = _folders(rid).get(h.name)
+                if folder and h.exists(folder):
+                    h.run(["rm", "-rf", "--one-file-system", str(folder)], check=False, timeout=120)
+                    say(f"{h.name}: removed the run folder's copy {folder}")
+                    removed += 1
                 h.close()
             if ok:
                 _forget(rid)
@@ -347,6 +356,21 @@ def _known_runs(run_id: str | None) -> dict[str, list[SshHost]]:
         except (OSError, ValueError, KeyError):
             continue
     return out
+
+
+def _remember_folder(run_id: str, host: str, folder: Path) -> None:
+    """What the run created on a machine for its folder: removed by `continuum destroy` after a crash."""
+    f = STATE / f"{run_id}.json"
+    doc = json.loads(f.read_text())
+    doc.setdefault("folders", {})[host] = str(folder)
+    f.write_text(json.dumps(doc, indent=2))
+
+
+def _folders(run_id: str) -> dict[str, Path]:
+    try:
+        return {k: Path(v) for k, v in json.loads((STATE / f"{run_id}.json").read_text()).get("folders", {}).items()}
+    except (OSError, ValueError):
+        return {}
 
 
 def _forget(run_id: str) -> None:

@@ -72,7 +72,7 @@ def machines(tmp_path_factory, root_netns):
 def _state(container: str, run_dir: Path) -> dict:
     """What of a run could be left on a machine."""
     sh = ("ip netns list; echo ---; ls /run/continuum 2>/dev/null; echo ---; "
-          "find /sys/fs/cgroup -maxdepth 4 -name continuum 2>/dev/null; echo ---; "
+          "find /sys/fs/cgroup -mindepth 3 -maxdepth 5 -type d -path '*/continuum/*' 2>/dev/null; echo ---; "
           f"ls -d {run_dir.parents[1]} 2>/dev/null; echo ---; ps -e -o comm= | sort | uniq")
     out = _docker("exec", container, "sh", "-c", sh).stdout.split("---\n")
     return {"namespaces": out[0].split(), "run_continuum": out[1].split(), "cgroups": out[2].split(),
@@ -139,7 +139,7 @@ def test_teardown_leaves_nothing_of_the_run_on_the_machines(hosts_run, machines)
     for name, container in machines["containers"].items():
         st = _state(container, run_dir)
         assert st["namespaces"] == [] and st["run_continuum"] == [] and st["run_folder"] == [], (name, st)
-        assert not [c for c in st["cgroups"] if list(Path(c).glob("*"))], (name, st)
+        assert st["cgroups"] == [], (name, st)
         assert st["processes"] == ["sshd"], (name, st)
 
 
@@ -150,3 +150,38 @@ def test_a_second_provisioning_changes_nothing(hosts_run, machines, tmp_path):
                           tmp_path / "site.log", lambda s: None)
     assert set(recap.ok) == set(ROLES)
     assert recap.changed == {n: 0 for n in ROLES}, (tmp_path / "site.log").read_text()[-4000:]
+
+
+def test_a_killed_run_is_removed_from_the_machines_by_destroy_twice_safely(hosts_run, machines, tmp_path):
+    """kill -9 of `continuum run` mid-workload leaves namespaces, processes,
+    cgroups and the run folder's copy on the machines; `continuum destroy
+    RUN` finds them from this machine's record of the run and removes them."""
+    config = _experiment(tmp_path, machines)
+    config.write_text(config.read_text().replace("duration_s = 10", "duration_s = 120").replace("[provider]\n", "[provider]\nprovision = false\n"))
+    cli = [sys.executable, "-m", "continuum"]
+    p = subprocess.Popen([*cli, "run", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+    run_id = None
+    assert p.stdout is not None
+    for line in p.stdout:  # until the server is ready: the workload is running on the machines
+        m = re.search(r"run ([0-9a-f]{8}) ->", line)
+        run_id = m.group(1) if m else run_id
+        if "server ready" in line:
+            break
+    assert run_id, "no run id printed"
+    p.kill()
+    p.wait()
+    (run_dir,) = (tmp_path / "runs").glob("*")
+    left = {n: _state(c, run_dir) for n, c in machines["containers"].items()}
+    assert f"ctm-{run_id}-edge0" in left["mec"]["namespaces"] and left["mec"]["run_folder"], left["mec"]
+    assert any(c.endswith(f"/{run_id}/edge0") for c in left["mec"]["cgroups"]), left["mec"]
+    assert "python" in " ".join(left["mec"]["processes"]), left["mec"]  # the orphaned server
+    listed = subprocess.run([*cli, "destroy", run_id, "--list"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert f"mec ({machines['hosts']['mec'].address}): namespace ctm-{run_id}-edge0" in listed.stdout, listed.stdout + listed.stderr
+    gone = subprocess.run([*cli, "destroy", run_id], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert gone.returncode == 0, gone.stdout + gone.stderr
+    for name, container in machines["containers"].items():
+        st = _state(container, run_dir)
+        assert st["namespaces"] == [] and st["run_folder"] == [] and st["processes"] == ["sshd"], (name, st)
+        assert st["cgroups"] == [], (name, st)
+    again = subprocess.run([*cli, "destroy", run_id], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert again.returncode == 0 and "nothing to remove" in again.stdout, again.stdout + again.stderr
