@@ -45,17 +45,18 @@ def test_analysis_of_the_committed_run_draws_every_figure_and_finding(tmp_path):
     assert table == committed.split("## Our numbers next to the thesis'")[1].split("\n## ")[0]
 
 
-def test_two_points_run_live_and_show_the_core_delay(tmp_path, shared_traces, root_netns):
+def test_a_point_runs_live_through_the_experiment_and_shows_its_core_delay(tmp_path, shared_traces, root_netns):
+    """experiments/thesis/run end to end on one point (the far cloud): its
+    40 ms one-way core delay must show in both directions. (The edge vs
+    cloud difference itself is tests/orchestrator/test_run.py's.)"""
     out = tmp_path / "quick"
-    p = subprocess.run([str(RUN), "--quick", "--only", "e3-edge,e3-us-east-1", "--out", str(out)], capture_output=True, text=True,
+    p = subprocess.run([str(RUN), "--quick", "--only", "e3-us-east-1", "--out", str(out)], capture_output=True, text=True,
                        timeout=10 * 60, env={**os.environ, "CONTINUUM_TRACE_MIRROR": str(shared_traces)})
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     meta = json.loads((out / "points.json").read_text())
-    assert [(r["point"], r["status"]) for r in meta["points"]] == [("e3-edge", "complete"), ("e3-us-east-1", "complete")]
-    summary = {r["point"]: json.loads((out / r["run_dir"] / "summary.json").read_text()) for r in meta["points"]}
-    for point, s in summary.items():
-        assert s["requests"] >= 15 and s["answered"] == s["requests"], (point, s["requests"], s["answered"])
-    med = lambda p, m: summary[p]["metrics"][m]["median"]  # noqa: E731
-    # 40 ms one-way core delay must show in the median uplink (at least once each way of the request's RTTs)
-    assert med("e3-us-east-1", "uplink_ms") - med("e3-edge", "uplink_ms") > 35
+    assert [(r["point"], r["status"]) for r in meta["points"]] == [("e3-us-east-1", "complete")]
+    s = json.loads((out / meta["points"][0]["run_dir"] / "summary.json").read_text())
+    assert s["requests"] >= 15 and s["answered"] == s["requests"], (s["requests"], s["answered"])
+    # the 40 ms one-way core delay lies on each direction's path once
+    assert s["metrics"]["uplink_ms"]["median"] > 40 and s["metrics"]["downlink_ms"]["median"] > 40, s["metrics"]
     assert (out / "report.md").exists()

@@ -1,9 +1,10 @@
-"""SMEC's edge manager on live runs (issue #19): W1 at 20 requests/s (about
+"""SMEC's edge manager on a live run (issue #19): W1 at 20 requests/s (about
 0.32 CPU of inference per second) against an edge server that starts with
-0.25 CPU. Under Linux's scheduler alone the server cannot keep up and the
-requests queue; SMEC's manager sees the budgets shrink, raises the quota
-within its cool-down, and gives it back when the server uses less than 60%
-of it. Both runs are the same file but for [edge.manager]."""
+0.25 CPU, which cannot keep up with that alone; SMEC's manager sees the
+budgets shrink, raises the quota within its cool-down, and gives it back
+when the server uses less than 60% of it. (The same load under Linux's
+scheduler alone, side by side with SMEC, is tests/smec_edge/test_mix_live.py
+for a mix and experiments/smec at length.)"""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ max_cpus = 2.0
 def runs(tmp_path_factory, continuum_run):
     tmp = tmp_path_factory.mktemp("manager")
     out = {}
-    for key, name, extra in (("default", "edge-default", ""), ("smec", "edge-smec", SMEC.format(slo=SLO_MS, urgent=URGENT_MS))):
+    for key, name, extra in (("smec", "edge-smec", SMEC.format(slo=SLO_MS, urgent=URGENT_MS)),):
         cfg = tmp / f"{name}.toml"
         cfg.write_text(CONFIG.format(name=name, out=tmp / "runs") + extra)
         out[key] = continuum_run(cfg, tmp, name)
@@ -68,9 +69,12 @@ def _slo_met(run_dir: Path) -> float:
     return float(((m["status"] == "ok") & (m["e2e_ms"] <= SLO_MS)).mean())
 
 
-def test_smec_keeps_the_slo_that_the_default_edge_misses(runs):
-    default, smec = _slo_met(runs["default"]), _slo_met(runs["smec"])
-    assert smec >= 0.9 and default <= smec - 0.3, (default, smec)
+def test_smec_keeps_the_slo_of_a_load_the_starting_quota_cannot_carry(runs):
+    df = pd.read_csv(runs["smec"] / "requests.csv")
+    ok = df[(df["phase"] == "measure") & (df["status"] == "ok")]
+    demand = 20.0 * ok["inference_ms"].median() / 1000  # CPUs of inference the offered load needs
+    assert demand > 0.25, f"the load ({demand:.2f} CPU) fits the starting 0.25 CPU: the test shows nothing"
+    assert _slo_met(runs["smec"]) >= 0.9, _slo_met(runs["smec"])
 
 
 def test_the_manager_raises_the_quota_on_urgency_and_returns_it_when_idle(runs):
