@@ -16,6 +16,8 @@ fi
 # Docker and the workload images; if the engine cannot run on this host the
 # container tests skip and say why, the rest of the suite still runs.
 ./setup.sh --no-demo --containers || echo "==> WARNING: containers unavailable here; the container tests will skip" >&2
+# QEMU and the qemu provider's guest image (cached in ~/.cache/continuum/vm).
+./setup.sh --no-demo --vms || echo "==> WARNING: the guest image could not be built; the qemu tests will skip" >&2
 echo "==> linters: ruff, mypy (continuum/), cargo clippy"
 .venv/bin/ruff check .
 .venv/bin/mypy continuum

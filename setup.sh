@@ -6,14 +6,17 @@
 # --no-demo: install only (the test command uses this).
 # --containers: also install and start the Docker engine (Debian's docker.io)
 #   and build the workload images (continuum images build).
+# --vms: also install QEMU and build the qemu provider's Debian guest image
+#   (continuum images vm; mmdebstrap, a few minutes the first time).
 set -euo pipefail
 cd "$(dirname "$0")"
-DEMO=1 CONTAINERS=0
+DEMO=1 CONTAINERS=0 VMS=0
 for arg in "$@"; do
   case "$arg" in
     --no-demo) DEMO=0 ;;
     --containers) CONTAINERS=1 ;;
-    *) echo "setup.sh: unknown option $arg (valid: --no-demo, --containers)" >&2; exit 2 ;;
+    --vms) VMS=1 ;;
+    *) echo "setup.sh: unknown option $arg (valid: --no-demo, --containers, --vms)" >&2; exit 2 ;;
   esac
 done
 
@@ -33,6 +36,7 @@ APT_PACKAGES=(iproute2 iperf3 ethtool iputils-ping python3 python3-venv python3-
   python3-markupsafe python3-yaml python3-tomli-w python3-hypothesis
   ansible-core ansible-lint openssh-client rsync)
 if [ "$CONTAINERS" = 1 ]; then APT_PACKAGES+=(docker.io mmdebstrap); fi
+if [ "$VMS" = 1 ]; then APT_PACKAGES+=(qemu-system-x86 qemu-utils mmdebstrap e2fsprogs); fi
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -110,6 +114,11 @@ if [ "$CONTAINERS" = 1 ]; then
   fi
   echo "==> workload container images (the first build runs mmdebstrap: a few minutes)"
   .venv/bin/continuum images build
+fi
+
+if [ "$VMS" = 1 ]; then
+  echo "==> the qemu provider's Debian guest image (mmdebstrap the first time: a few minutes)"
+  .venv/bin/continuum images vm
 fi
 
 if [ "$DEMO" = 0 ]; then exit 0; fi

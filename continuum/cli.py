@@ -33,8 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("run_id", nargs="?", help="the run id (8 hex digits, printed at start and in manifest.json)")
     d.add_argument("--all", action="store_true", help="every run's leftovers")
     d.add_argument("--list", action="store_true", help="only list what is left (of RUN_ID, or of every run)")
-    im = sub.add_parser("images", help="build or list the workload container images (needs ./setup.sh --containers)")
-    im.add_argument("action", choices=["build", "list"])
+    im = sub.add_parser("images", help="build or list the workload container images (needs ./setup.sh --containers), "
+                                       "or build the qemu provider's guest image (vm; needs ./setup.sh --vms)")
+    im.add_argument("action", choices=["build", "list", "vm"])
     im.add_argument("--only", nargs="+", metavar="IMAGE", help="build just these (e.g. continuum/example)")
     from continuum.tracearchive import cli as traces_cli
 
@@ -119,6 +120,12 @@ def _validate(files: list[Path], console: Console, err: Console) -> int:
 def _images(args: argparse.Namespace, console: Console) -> int:
     from continuum import containers
 
+    if args.action == "vm":
+        from continuum import vmimage
+
+        image = vmimage.build(lambda s: console.print(f"  {s}"))
+        console.print(f"guest image {image.digest}: {image.folder}")
+        return 0
     if args.action == "build":
         import time
 

@@ -66,7 +66,7 @@ class Node:
     continuum code and environment are where the playbooks put them)."""
 
     name: str
-    netns: str
+    netns: str  # "": the machine's own network (a VM)
     address: str | None = None
     cgroup: Cgroup | None = None
     host: SshHost | None = None
@@ -82,7 +82,7 @@ class Node:
         return REPO if self.host is None else Path(self.host.root) / "src"
 
     def argv(self, argv: list[str]) -> list[str]:
-        return commands.in_netns(self.netns, argv)
+        return commands.in_netns(self.netns, argv) if self.netns else list(argv)
 
     def run(self, argv: list[str], *, check: bool = True, timeout: float = 60.0) -> subprocess.CompletedProcess:
         if self.host is not None:
@@ -92,7 +92,7 @@ class Node:
     def exec_argv(self, argv: Sequence[str], sandbox: Sandbox | None = None, cwd: Path | None = None) -> list[str]:
         """argv inside the node: the wrapper joins its cgroup, enters its
         namespace (and, with a sandbox, drops root), then execs argv."""
-        return wrapped(argv, netns=self.netns, cgroup=self.cgroup, sandbox=sandbox, cwd=cwd, python=self.python,
+        return wrapped(argv, netns=self.netns or None, cgroup=self.cgroup, sandbox=sandbox, cwd=cwd, python=self.python,
                        node_exec=self.repo / "continuum" / "node_exec.py")
 
     def start(self, argv: list[str], log: Path, env: dict[str, str] | None = None, *, cwd: Path | None = None,

@@ -269,17 +269,7 @@ class HostsProvider(Provider):
 
     def share_run_folder(self, plan: Plan, dep: Deployment, run_dir: Path, undo: contextlib.ExitStack,
                          say: Callable[[str], None]) -> None:
-        hosts = {n.host.name: n.host for n in dep.nodes.values() if n.host is not None}
-        raw = str(run_dir / "raw")
-        for h in hosts.values():
-            # the outermost folder this run creates there: what teardown removes
-            top = h.run(["sh", "-c", f'd={shlex.quote(str(run_dir))}; t=; while [ ! -e "$d" ]; do t="$d"; d=$(dirname "$d"); done; echo "$t"']).stdout.strip()
-            h.run(["mkdir", "-p", raw, str(run_dir / "links"), str(run_dir / "brokers")])
-            if not plan.run_as_root:
-                h.run(["chown", f"{WORKLOAD_USER}:", raw])
-            undo.callback(_collect, h, run_dir, Path(top) if top else run_dir)
-            _remember_folder(dep.run_id, h.name, Path(top) if top else run_dir)
-        say(f"run folder {run_dir} on {len(hosts)} machine(s); raw/ and links/ come back at teardown")
+        share_folder(plan, dep, run_dir, undo, say, remember=True)
 
     def leftovers(self, run_id: str | None) -> list[str]:
         out = []
@@ -318,6 +308,25 @@ class HostsProvider(Provider):
                 _forget(rid)
         return removed
 
+
+
+def share_folder(plan: Plan, dep: Deployment, run_dir: Path, undo: contextlib.ExitStack, say: Callable[[str], None],
+                 remember: bool) -> None:
+    """The run folder at the same path on every machine of the run; raw/ and
+    links/ come back at teardown, and what the run made there is removed
+    (`remember`: recorded for `continuum destroy` after a crash)."""
+    hosts = {n.host.name: n.host for n in dep.nodes.values() if n.host is not None}
+    raw = str(run_dir / "raw")
+    for h in hosts.values():
+        # the outermost folder this run creates there: what teardown removes
+        top = h.run(["sh", "-c", f'd={shlex.quote(str(run_dir))}; t=; while [ ! -e "$d" ]; do t="$d"; d=$(dirname "$d"); done; echo "$t"']).stdout.strip()
+        h.run(["mkdir", "-p", raw, str(run_dir / "links"), str(run_dir / "brokers")])
+        if not plan.run_as_root:
+            h.run(["chown", f"{WORKLOAD_USER}:", raw])
+        undo.callback(_collect, h, run_dir, Path(top) if top else run_dir)
+        if remember:
+            _remember_folder(dep.run_id, h.name, Path(top) if top else run_dir)
+    say(f"run folder {run_dir} on {len(hosts)} machine(s); raw/ and links/ come back at teardown")
 
 def shutil_which(tool: str) -> str | None:
     import shutil

@@ -168,10 +168,11 @@ class NetnsProvider(Provider):
         return removed
 
 
-def configure(plan: Plan, dep: Deployment) -> None:
+def configure(plan: Plan, dep: Deployment, core_delay: bool = True) -> None:
     """Everything after the namespaces and their interfaces exist, through
     each node's own `run` (so on whichever machine it is): addresses,
-    offloads, neighbours, forwarding, routes, and netem where the plan asks."""
+    offloads, neighbours, forwarding, routes, and netem where the plan asks
+    (core_delay=False: the provider applies the core delay itself)."""
     for v in plan.veths:
         for end in (v.a, v.b):
             node = dep.nodes[end.namespace]
@@ -194,6 +195,8 @@ def configure(plan: Plan, dep: Deployment) -> None:
             argv += ["via", r.via]
         dep.nodes[r.namespace].run(argv)
 
+    if not core_delay:
+        return
     netem = netem_available(dep.nodes["core"])
     if plan.delay_mechanism == "netem":
         if not netem:

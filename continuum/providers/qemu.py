@@ -1,0 +1,309 @@
+"""The qemu provider: each workload node (endpoint, edge, cloud) is a QEMU
+virtual machine with its own Debian kernel; the ran and core namespaces,
+and with them mahimahi-link, stay on this machine.
+
+The network plan is the netns provider's: every node still has its
+namespace holding its veth end, and the VM's experiment NIC is a tap in that
+namespace, spliced to the veth by two tc mirred redirects (a wire: frames
+pass both ways untouched). So an endpoint VM's traffic crosses mahimahi-link
+on the host exactly once per direction. The guest has the node's address and
+MAC; continuum configures it over SSH through a second NIC (QEMU's user
+network, SSH forwarded to 127.0.0.1, nothing else reachable). The core delay
+is tc netem inside the edge and cloud guests, on their egress and, through
+ifb, their ingress (Debian's kernel has netem; this machine's may not).
+
+Why plain QEMU and not libvirt: a VM of a run lives exactly as long as its
+QEMU process, which continuum starts and stops like any node process, with
+its overlay disk in the run's folder under /var/lib/continuum/qemu; there is
+no daemon whose objects could outlive a crash and no bridge on the host.
+Accelerator: KVM when a bounded probe boots a kernel with it (nested KVM can
+hang instead of failing), else TCG (software emulation, slow)."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from continuum import commands, naming, playbooks, vmimage
+from continuum.errors import ProviderError
+from continuum.network.plan import NODE_IF, Plan
+from continuum.providers.base import Deployment, Provider, register
+from continuum.providers.hosts import RemoteCgroup, clock_offset, hostside, share_folder
+from continuum.providers.netns import configure, delete_namespace
+from continuum.remote import SshHost
+from continuum.runtime import Node
+
+if TYPE_CHECKING:
+    from continuum.config import ExperimentSpec
+
+STATE = Path("/var/lib/continuum/qemu")  # <run id>/: overlays, pid files, consoles, the run's SSH key
+VMLAUNCH = Path(__file__).resolve().parents[1] / "vmlaunch.py"
+TAP = "tap0"
+OS_MEMORY = 384 << 20  # the guest's own kernel and services, on top of the node's memory
+BOOT_TIMEOUT_S = 900.0
+_probed: dict[str, str] = {}
+
+
+def accelerator(image: vmimage.Image, say: Callable[[str], None], timeout_s: float = 20.0) -> str:
+    """kvm if a kernel boots with it within the probe's time, else tcg (the reason said)."""
+    if "accel" in _probed:
+        return _probed["accel"]
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        _probed["accel"] = "tcg"
+        say("accelerator: TCG (no usable /dev/kvm)")
+        return "tcg"
+    argv = ["qemu-system-x86_64", "-accel", "kvm", "-m", "256", "-kernel", str(image.kernel), "-initrd", str(image.initrd),
+            "-append", "console=ttyS0 panic=-1 rdinit=/bin/false", "-no-reboot", "-nographic", "-nodefaults",
+            "-serial", "stdio", "-display", "none"]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    seen = b""
+    deadline = time.monotonic() + timeout_s
+    assert p.stdout is not None
+    os.set_blocking(p.stdout.fileno(), False)
+    while time.monotonic() < deadline and p.poll() is None and b"Run /bin/false" not in seen and b"Kernel panic" not in seen:
+        chunk = p.stdout.read() or b""
+        seen += chunk
+        time.sleep(0.1)
+    booted = b"Linux version" in seen and (b"Run /bin/false" in seen or b"Kernel panic" in seen)
+    if p.poll() is None:
+        p.kill()
+    p.wait()
+    _probed["accel"] = "kvm" if booted else "tcg"
+    say("accelerator: KVM" if booted else f"accelerator: TCG (a KVM guest's kernel did not boot within {timeout_s:.0f} s: "
+        "nested KVM here hangs; TCG is software emulation, several times slower)")
+    return _probed["accel"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _mac(node: Node, dev: str) -> str:
+    return json.loads(commands.run(node.argv(["ip", "-j", "link", "show", "dev", dev])).stdout)[0]["address"]
+
+
+@register
+class QemuProvider(Provider):
+    kind = "qemu"
+
+    def check(self, spec: ExperimentSpec) -> list[str]:
+        problems = []
+        if os.geteuid() != 0:
+            problems.append("the qemu provider needs root (namespaces, taps)")
+        if (why := vmimage.problem()) is not None:
+            problems.append(why)
+        for tool in ("ssh", "rsync", "ssh-keygen"):
+            if shutil.which(tool) is None:
+                problems.append(f"{tool} not found here: install Debian's openssh-client and rsync (./setup.sh does)")
+        if (why := playbooks.problem()) is not None:
+            problems.append(why)
+        if not Path("/dev/net/tun").exists():
+            problems.append("/dev/net/tun is missing: the VMs' NICs are taps (modprobe tun)")
+        unsupported = []
+        if spec.workload.runtime != "process":
+            unsupported.append("container workloads (workload.runtime = \"container\")")
+        if spec.edge_manager == "smec" or spec.admission is not None:
+            unsupported.append("SMEC's edge manager and MOSAIC's admission control")
+        if spec.cell is not None:
+            unsupported.append("a shared cell ([cell])")
+        if spec.core.mechanism == "mahimahi-link":
+            unsupported.append("core.mechanism = \"mahimahi-link\" (VMs get the core delay by netem in the guests: \"auto\")")
+        if unsupported:
+            problems.append("the qemu provider does not run these yet (the netns provider does): " + "; ".join(unsupported))
+        return problems
+
+    def deploy(self, plan: Plan, run_id: str, undo: contextlib.ExitStack, say: Callable[[str], None]) -> Deployment:
+        dep = Deployment(run_id)
+        image = vmimage.build(say)
+        accel = accelerator(image, say)
+        state = STATE / run_id
+        state.mkdir(parents=True, exist_ok=True)
+        undo.callback(shutil.rmtree, state, True)
+        key = state / "id_ed25519"
+        commands.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"continuum-{run_id}", "-f", str(key)])
+        pub = base64.b64encode((state / "id_ed25519.pub").read_bytes().strip()).decode()
+        vms = [n for n in plan.nodes if n.limits is not None]
+
+        say(f"creating {len(plan.nodes)} namespaces (the VMs' taps, the link, the core)")
+        for n in plan.nodes:
+            ns = naming.netns(run_id, n.name)
+            commands.run(["ip", "netns", "add", ns])
+            undo.callback(delete_namespace, ns)
+            commands.run(commands.in_netns(ns, ["ip", "link", "set", "lo", "up"]))
+            dep.nodes[n.name] = Node(n.name, ns, n.address)
+        for v in plan.veths:
+            a, b = dep.nodes[v.a.namespace].netns, dep.nodes[v.b.namespace].netns
+            commands.run(["ip", "link", "add", v.a.name, "netns", a, "type", "veth", "peer", "name", v.b.name, "netns", b])
+
+        shells = {n.name: dep.nodes[n.name] for n in vms}  # the namespaces the VMs' taps live in
+        say(f"starting {len(vms)} VM(s) ({accel.upper()}): " + ", ".join(
+            f"{n.name} {math.ceil(n.limits.cpus)} vCPU, {(n.limits.memory_bytes + OS_MEMORY) >> 20} MiB" for n in vms if n.limits))
+        started: dict[str, tuple[subprocess.Popen, SshHost, float]] = {}
+        for n in vms:
+            assert n.limits is not None
+            shell = shells[n.name]
+            mac = _mac(shell, NODE_IF)  # the guest answers for the node's address with the veth's MAC
+            commands.run(shell.argv(["ip", "tuntap", "add", TAP, "mode", "tap"]))
+            for dev in (NODE_IF, TAP):
+                commands.run(shell.argv(["ip", "link", "set", dev, "up"]))
+                commands.run(shell.argv(["tc", "qdisc", "add", "dev", dev, "ingress"]))
+            for src, dst in ((NODE_IF, TAP), (TAP, NODE_IF)):  # a wire between the veth and the VM
+                commands.run(shell.argv(["tc", "filter", "add", "dev", src, "parent", "ffff:", "protocol", "all", "u32",
+                                         "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", dst]))
+            overlay = state / f"{n.name}.qcow2"
+            commands.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(image.rootfs), "-F", "raw", str(overlay)])
+            port = _free_port()
+            qemu = ["qemu-system-x86_64", "-name", f"continuum-{run_id}-{n.name}", "-accel", accel,
+                    "-cpu", "host" if accel == "kvm" else "max", "-smp", str(max(1, math.ceil(n.limits.cpus))),
+                    "-m", str((n.limits.memory_bytes + OS_MEMORY) >> 20), "-nodefaults", "-display", "none", "-no-reboot",
+                    "-kernel", str(image.kernel), "-initrd", str(image.initrd),
+                    "-append", f"root=/dev/vda rw console=ttyS0 net.ifnames=0 panic=-1 quiet continuum.key={pub}",
+                    "-drive", f"file={overlay},if=virtio,format=qcow2",
+                    "-netdev", "tap,id=exp,fd={fd},vhost=off", "-device", f"virtio-net-pci,netdev=exp,mac={mac}",
+                    "-netdev", f"user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:22",
+                    "-device", "virtio-net-pci,netdev=mgmt",
+                    "-serial", f"file:{state / (n.name + '.console')}", "-pidfile", str(state / f"{n.name}.pid")]
+            proc = subprocess.Popen([sys.executable, "-I", "-S", str(VMLAUNCH), shell.netns, TAP, "--", *qemu],
+                                    stdout=open(state / f"{n.name}.qemu.log", "ab"), stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            undo.callback(_stop_vm, proc)
+            host = SshHost(n.name, "127.0.0.1", "root", port, str(key), state / "known_hosts")
+            undo.callback(host.close)
+            started[n.name] = (proc, host, time.monotonic())
+
+        boot = {}
+        for name, (proc, host, t0) in started.items():
+            deadline = t0 + BOOT_TIMEOUT_S
+            while True:
+                if proc.poll() is not None:
+                    raise ProviderError(f"QEMU of {name} exited ({proc.returncode}): "
+                                        f"{(state / (name + '.qemu.log')).read_text(errors='replace')[-800:]}")
+                if subprocess.run(host.ssh_argv("true"), capture_output=True, timeout=60).returncode == 0:
+                    break
+                if time.monotonic() > deadline:
+                    raise ProviderError(f"{name} did not answer SSH within {BOOT_TIMEOUT_S:.0f} s; its console: "
+                                        f"{(state / (name + '.console')).read_text(errors='replace')[-800:]}")
+                time.sleep(1.0)
+            boot[name] = round(time.monotonic() - t0, 1)
+        say("booted: " + ", ".join(f"{n} in {s:.0f} s" for n, s in boot.items()))
+        dep.facts.update({"accelerator": accel, "boot_s": boot, "image": image.digest})
+
+        hosts = {name: h for name, (_, h, _) in started.items()}
+        say(f"provisioning {len(hosts)} VM(s) with playbooks/site.yml")
+        groups = {r: [n.name for n in vms if n.role == r or (r == "endpoint" and n.role == "bulk")]
+                  for r in ("endpoint", "edge", "cloud")}
+        host_vars = {plan.offload_target: {"workload_requirements": list(plan.requirements)}} if plan.requirements else {}
+        playbooks.ensure_wheels(list(plan.requirements), say)
+        recap = playbooks.run("site.yml", playbooks.inventory(hosts, groups, host_vars), state / "provision.log", say)
+        dep.facts["provisioning"] = {"playbook": "playbooks/site.yml", "seconds": recap.seconds, "changed": recap.changed}
+        say(f"provisioned in {recap.seconds:.0f} s")
+
+        for n in vms:
+            dep.nodes[n.name] = Node(n.name, "", n.address, host=hosts[n.name])
+        configure(plan, dep, core_delay=False)
+        self._netem(plan, dep)
+        dep.facts["delay_mechanism"] = "netem in the guests"
+        dep.facts["netem_available"] = True
+        dep.facts["clock_offsets"] = {name: clock_offset(h) for name, h in hosts.items()}
+
+        versions = set()
+        for n in vms:
+            assert n.limits is not None
+            node = dep.nodes[n.name]
+            assert node.host is not None
+            made = hostside(node.host, "cgroup-create", naming.cgroup(run_id, n.name), f"{n.limits.cpus:g}",
+                            str(n.limits.memory_bytes), "1" if plan.per_app_cgroups and n.name == plan.offload_target else "0")
+            node.cgroup = RemoteCgroup(node.host, made["version"], {k: Path(v) for k, v in made["dirs"].items()}, made["leaf"])
+            versions.add(made["version"])
+        dep.facts["cgroup_version"] = min(versions) if len(versions) == 1 else sorted(versions)
+        return dep
+
+    @staticmethod
+    def _netem(plan: Plan, dep: Deployment) -> None:
+        """Each tier's one-way core delay inside its guests: netem on eth0's
+        egress, and on its ingress through ifb0 (so both directions wait once)."""
+        for d in plan.core_delays:
+            delay = ["delay", f"{d.one_way_ms}ms"] + ([f"{d.jitter_ms}ms"] if d.jitter_ms else [])
+            for node_name in {ns for ns, _ in d.netem_devices if ns != "core"}:
+                g = dep.nodes[node_name]
+                for argv in (["modprobe", "ifb", "numifbs=1"], ["ip", "link", "set", "ifb0", "up"],
+                             ["tc", "qdisc", "add", "dev", NODE_IF, "root", "netem", *delay],
+                             ["tc", "qdisc", "add", "dev", NODE_IF, "ingress"],
+                             ["tc", "filter", "add", "dev", NODE_IF, "parent", "ffff:", "protocol", "all", "u32", "match",
+                              "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", "ifb0"],
+                             ["tc", "qdisc", "add", "dev", "ifb0", "root", "netem", *delay]):
+                    g.run(argv)
+
+    def share_run_folder(self, plan: Plan, dep: Deployment, run_dir: Path, undo: contextlib.ExitStack,
+                         say: Callable[[str], None]) -> None:
+        share_folder(plan, dep, run_dir, undo, say, remember=False)
+        state = STATE / dep.run_id
+        for f in [state / "provision.log", *state.glob("*.console"), *state.glob("*.qemu.log")]:
+            if f.exists():  # copied again at teardown: the consoles grow
+                undo.callback(_copy, f, run_dir / "logs" / f"vm-{f.name}")
+
+    def leftovers(self, run_id: str | None) -> list[str]:
+        out = []
+        for d in _runs(run_id):
+            for pidfile in d.glob("*.pid"):
+                if _alive(pidfile):
+                    out.append(f"VM {pidfile.stem} of run {d.name} (QEMU pid {pidfile.read_text().strip()})")
+            out.append(f"VM folder {d} (overlays, consoles)")
+        return out
+
+    def destroy(self, run_id: str | None, say: Callable[[str], None]) -> int:
+        removed = 0
+        for d in _runs(run_id):
+            for pidfile in d.glob("*.pid"):
+                if _alive(pidfile):
+                    with contextlib.suppress(ProcessLookupError, ValueError):
+                        os.kill(int(pidfile.read_text().strip()), signal.SIGKILL)
+                    say(f"stopped VM {pidfile.stem} of run {d.name}")
+                    removed += 1
+            shutil.rmtree(d, ignore_errors=True)
+            removed += 1
+        return removed
+
+
+def _runs(run_id: str | None) -> list[Path]:
+    if not STATE.is_dir():
+        return []
+    return [d for d in sorted(STATE.iterdir()) if d.is_dir() and naming.RUN_ID.match(d.name) and run_id in (None, d.name)]
+
+
+def _alive(pidfile: Path) -> bool:
+    try:
+        pid = int(pidfile.read_text().strip())
+        return b"qemu" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return False
+
+
+def _stop_vm(proc: subprocess.Popen) -> None:
+    """The undo of a VM: QEMU ends on SIGTERM (the guest is powered off; its overlay is thrown away)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def _copy(src: Path, dst: Path) -> None:
+    with contextlib.suppress(OSError):
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, dst)

@@ -1,0 +1,151 @@
+"""The Debian guest of the qemu provider, built locally with mmdebstrap and
+cached by the hash of what goes into it (suite, packages, the boot files
+below): a root file system image (raw ext4, no partition table, shared
+read-only by every VM through a qcow2 overlay), the kernel and initrd
+Debian installed into it, booted directly by QEMU.
+
+Why Debian's own kernel: it has sch_netem and ifb, so the edge and cloud
+guests apply the core delay with tc netem, which this machine's kernel
+cannot. Why no cloud-init: a per-run SSH key is all a guest needs, passed on
+the kernel command line (continuum.key=BASE64) and installed by a small unit
+before sshd starts; everything else is the playbooks' job over SSH."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from continuum import commands, containers
+from continuum.errors import ProviderError
+
+SUITE, MIRROR = containers.SUITE, containers.MIRROR
+# Boot, SSH in, and what the playbooks' roles install (so provisioning works
+# offline: guests have no mirror). kmod/udev: virtio modules, ifb; netem lives in the kernel package.
+BOOT_PACKAGES = ["systemd-sysv", "udev", "kmod", "linux-image-amd64", "openssh-server", "iproute2", "ethtool",
+                 "iputils-ping", "procps", "python3", "python3-apt", "ca-certificates"]
+SIZE = "3G"  # the file system's size (sparse: a guest writes into its overlay)
+
+KEY_UNIT = """[Unit]
+Description=continuum: the run's SSH key from the kernel command line
+Before=ssh.service
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/continuum-key
+
+[Install]
+WantedBy=multi-user.target
+"""
+KEY_SCRIPT = """#!/bin/sh
+# Install the SSH key continuum passed on the kernel command line (continuum.key=BASE64).
+set -eu
+for word in $(cat /proc/cmdline); do
+  case "$word" in
+    continuum.key=*) mkdir -p /root/.ssh && chmod 700 /root/.ssh
+                     echo "${word#continuum.key=}" | base64 -d > /root/.ssh/authorized_keys
+                     chmod 600 /root/.ssh/authorized_keys ;;
+  esac
+done
+"""
+# The management NIC (the second one, QEMU's user network) gets its address by DHCP;
+# the experiment NIC (eth0) is configured by continuum over SSH, like a namespace's.
+MGMT_NETWORK = """[Match]
+Name=eth1
+
+[Network]
+DHCP=ipv4
+LinkLocalAddressing=no
+
+[DHCPv4]
+# only the link to QEMU's user network: no default route, so nothing of the
+# experiment can leave through it (the verification step checks)
+UseGateway=no
+UseDNS=no
+"""
+
+
+@dataclass(frozen=True)
+class Image:
+    folder: Path
+    rootfs: Path
+    kernel: Path
+    initrd: Path
+    digest: str
+
+
+def packages() -> list[str]:
+    return sorted(set(BOOT_PACKAGES + containers.BASES["continuum/base"]))
+
+
+def digest() -> str:
+    h = hashlib.sha256(json.dumps([SUITE, packages(), KEY_UNIT, KEY_SCRIPT, MGMT_NETWORK, SIZE]).encode())
+    return h.hexdigest()[:16]
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("CONTINUUM_VM_CACHE", Path.home() / ".cache" / "continuum" / "vm"))
+
+
+def cached() -> Image | None:
+    d = cache_dir() / digest()
+    rootfs, kernel, initrd = d / "rootfs.raw", d / "vmlinuz", d / "initrd.img"
+    if all(p.exists() for p in (rootfs, kernel, initrd, d / "done")):
+        return Image(d, rootfs, kernel, initrd, digest())
+    return None
+
+
+def problem() -> str | None:
+    for tool, package in (("mmdebstrap", "mmdebstrap"), ("mkfs.ext4", "e2fsprogs"), ("qemu-system-x86_64", "qemu-system-x86"),
+                          ("qemu-img", "qemu-utils")):
+        if shutil.which(tool) is None:
+            return f"{tool} not found: install Debian's {package} (./setup.sh --vms does)"
+    return None
+
+
+def build(say: Callable[[str], None]) -> Image:
+    """The cached image, or a new one (a few minutes: mmdebstrap, then mkfs)."""
+    found = cached()
+    if found:
+        return found
+    if (why := problem()) is not None:
+        raise ProviderError(why)
+    d = cache_dir() / digest()
+    say(f"building the Debian guest image {digest()} with mmdebstrap ({len(packages())} packages; a few minutes, once)")
+    d.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="continuum-vm-") as tmp:
+        root = Path(tmp) / "root"
+        hooks = Path(tmp) / "hooks"
+        hooks.mkdir()
+        (hooks / "continuum-key.service").write_text(KEY_UNIT)
+        (hooks / "continuum-key").write_text(KEY_SCRIPT)
+        (hooks / "20-mgmt.network").write_text(MGMT_NETWORK)
+        customize = " && ".join([
+            f'install -m 0755 {hooks}/continuum-key "$1/usr/local/sbin/continuum-key"',
+            f'install -m 0644 {hooks}/continuum-key.service "$1/etc/systemd/system/continuum-key.service"',
+            f'install -m 0644 {hooks}/20-mgmt.network "$1/etc/systemd/network/20-mgmt.network"',
+            'ln -sf /etc/systemd/system/continuum-key.service "$1/etc/systemd/system/multi-user.target.wants/continuum-key.service"',
+            'ln -sf /lib/systemd/system/systemd-networkd.service "$1/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"',
+            'echo continuum-vm > "$1/etc/hostname"',
+            'echo "/dev/vda / ext4 defaults 0 1" > "$1/etc/fstab"',
+            'chroot "$1" passwd -l root',
+        ])
+        commands.run(["mmdebstrap", "--quiet", "--variant=minbase", f"--include={','.join(packages())}",
+                      f"--customize-hook={customize}", SUITE, str(root), MIRROR], timeout=3600)
+        kernel = sorted((root / "boot").glob("vmlinuz-*"))
+        initrd = sorted((root / "boot").glob("initrd.img-*"))
+        if not kernel or not initrd:
+            raise ProviderError(f"the guest image has no kernel or initrd in /boot ({[p.name for p in (root / 'boot').iterdir()]})")
+        shutil.copy(kernel[-1], d / "vmlinuz")
+        shutil.copy(initrd[-1], d / "initrd.img")
+        commands.run(["mkfs.ext4", "-q", "-F", "-L", "root", "-d", str(root), str(d / "rootfs.raw"), SIZE], timeout=1800)
+    os.chmod(d / "rootfs.raw", 0o444)  # shared by every VM's overlay: never written
+    (d / "done").write_text(json.dumps({"suite": SUITE, "packages": packages()}, indent=1))
+    found = cached()
+    assert found is not None
+    return found
