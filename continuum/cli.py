@@ -123,8 +123,8 @@ def _images(args: argparse.Namespace, console: Console) -> int:
     if args.action == "vm":
         from continuum import vmimage
 
-        image = vmimage.build(lambda s: console.print(f"  {s}"))
-        console.print(f"guest image {image.digest}: {image.folder}")
+        guest = vmimage.build(lambda s: console.print(f"  {s}"))
+        console.print(f"guest image {guest.digest}: {guest.folder}")
         return 0
     if args.action == "build":
         import time

@@ -86,7 +86,7 @@ def run(playbook: str, inv: dict, log: Path, say: Callable[[str], None], extra_v
             out.write(line)
             lines.append(line.rstrip("\n"))
             if line.startswith("TASK ["):
-                say(escape(f"  {line.strip().strip('*').strip()}"))
+                say(escape(f"  {line.split(' *')[0].strip()}"))
             if time.monotonic() - t0 > timeout:
                 p.kill()
                 raise ProviderError(f"{playbook} ran past {timeout:.0f} s; see {log}")

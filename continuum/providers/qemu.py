@@ -26,6 +26,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -83,6 +84,24 @@ def accelerator(image: vmimage.Image, say: Callable[[str], None], timeout_s: flo
     say("accelerator: KVM" if booted else f"accelerator: TCG (a KVM guest's kernel did not boot within {timeout_s:.0f} s: "
         "nested KVM here hangs; TCG is software emulation, several times slower)")
     return _probed["accel"]
+
+
+STEP = "import sys, time\ntime.clock_settime(time.CLOCK_REALTIME, time.clock_gettime(time.CLOCK_REALTIME) - float(sys.argv[1]) / 1e3)\n"
+
+
+def _align_clocks(hosts: dict[str, SshHost], say: Callable[[str], None]) -> dict:
+    """Step each guest's clock onto this machine's: a guest boots on its
+    emulated real-time clock (whole seconds off, and under TCG it drifts), and
+    uplink and downlink times are taken on two guests' clocks. Measured again
+    after the step; both are recorded."""
+    out = {}
+    for name, h in hosts.items():
+        before = clock_offset(h)
+        h.run(["python3", "-c", STEP, str(before["offset_ms"])])
+        out[name] = {**clock_offset(h), "before_step_ms": before["offset_ms"]}
+    say("guest clocks stepped onto this machine's: " + ", ".join(
+        f"{n} {c['before_step_ms']:+.1f} -> {c['offset_ms']:+.2f} ms (±{c['error_bound_ms']:.2f})" for n, c in out.items()))
+    return out
 
 
 def _free_port() -> int:
@@ -170,7 +189,7 @@ class QemuProvider(Provider):
                     "-cpu", "host" if accel == "kvm" else "max", "-smp", str(max(1, math.ceil(n.limits.cpus))),
                     "-m", str((n.limits.memory_bytes + OS_MEMORY) >> 20), "-nodefaults", "-display", "none", "-no-reboot",
                     "-kernel", str(image.kernel), "-initrd", str(image.initrd),
-                    "-append", f"root=/dev/vda rw console=ttyS0 net.ifnames=0 panic=-1 quiet continuum.key={pub}",
+                    "-append", f"root=/dev/vda rw console=ttyS0 net.ifnames=0 ipv6.disable=1 panic=-1 quiet continuum.key={pub}",
                     "-drive", f"file={overlay},if=virtio,format=qcow2",
                     "-netdev", "tap,id=exp,fd={fd},vhost=off", "-device", f"virtio-net-pci,netdev=exp,mac={mac}",
                     "-netdev", f"user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:22",
@@ -215,9 +234,12 @@ class QemuProvider(Provider):
             dep.nodes[n.name] = Node(n.name, "", n.address, host=hosts[n.name])
         configure(plan, dep, core_delay=False)
         self._netem(plan, dep)
+        dep.facts["base_rtt_ms"] = self._stack_rtt(plan, dep)
+        say("the guests' own round trip (each stack, emulated): " + ", ".join(f"{k} {v:.2f} ms" for k, v in dep.facts["base_rtt_ms"].items())
+            + " (the verification expects the core delay plus this)")
         dep.facts["delay_mechanism"] = "netem in the guests"
         dep.facts["netem_available"] = True
-        dep.facts["clock_offsets"] = {name: clock_offset(h) for name, h in hosts.items()}
+        dep.facts["clock_offsets"] = _align_clocks(hosts, say)
 
         versions = set()
         for n in vms:
@@ -246,6 +268,24 @@ class QemuProvider(Provider):
                               "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", "ifb0"],
                              ["tc", "qdisc", "add", "dev", "ifb0", "root", "netem", *delay]):
                     g.run(argv)
+
+    @staticmethod
+    def _stack_rtt(plan: Plan, dep: Deployment) -> dict[str, float]:
+        """Per edge/cloud VM: what an endpoint VM's round trip to it takes
+        beyond the core delay. Measured from the core namespace to the guest
+        (its RTT minus the netem delay both ways): one guest's stack; an
+        endpoint's path crosses two such stacks."""
+        out = {}
+        for d in plan.core_delays:
+            for name in {ns for ns, _ in d.netem_devices if ns != "core"}:
+                p = dep.nodes["core"].run(["ping", "-n", "-c", "20", "-i", "0.05", "-W", "5", dep.nodes[name].address or ""],
+                                          check=False, timeout=60)
+                rtts = sorted(float(x) for x in re.findall(r"time=([0-9.]+) ms", p.stdout))
+                if not rtts:
+                    raise ProviderError(f"the core cannot reach {name}: {p.stdout.strip()[-200:]}")
+                one = max(0.0, rtts[(len(rtts) - 1) // 4] - 2 * d.one_way_ms)
+                out[name] = round(2 * one, 3)
+        return out
 
     def share_run_folder(self, plan: Plan, dep: Deployment, run_dir: Path, undo: contextlib.ExitStack,
                          say: Callable[[str], None]) -> None:
