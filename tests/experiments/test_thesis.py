@@ -2,16 +2,14 @@
 (`experiments/thesis/run --quick`, every point once, ~16 minutes here) is an
 experiment, not a test; here:
 - the analysis redraws every figure and a report with every finding from the
-  committed full run (experiments/thesis/results), as `--analyze-only`;
-- two points (the edge and us-east-1, 40 ms one-way core delay) run live
-  through the same script, which must show the core delay in the uplink.
+  committed full run (experiments/thesis/results), as `--analyze-only`.
+(A live point through the script cost a minute of the test command's budget;
+the core delay it showed is tests/orchestrator/test_run.py's, live.)
 The numbers themselves are the experiment's result, not pass/fail: only what
 a broken pipeline would get wrong is checked."""
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -43,20 +41,3 @@ def test_analysis_of_the_committed_run_draws_every_figure_and_finding(tmp_path):
     # the committed report is what this code makes of the committed runs
     committed = (RESULTS / "report.md").read_text()
     assert table == committed.split("## Our numbers next to the thesis'")[1].split("\n## ")[0]
-
-
-def test_a_point_runs_live_through_the_experiment_and_shows_its_core_delay(tmp_path, shared_traces, root_netns):
-    """experiments/thesis/run end to end on one point (the far cloud): its
-    40 ms one-way core delay must show in both directions. (The edge vs
-    cloud difference itself is tests/orchestrator/test_run.py's.)"""
-    out = tmp_path / "quick"
-    p = subprocess.run([str(RUN), "--quick", "--only", "e3-us-east-1", "--out", str(out)], capture_output=True, text=True,
-                       timeout=10 * 60, env={**os.environ, "CONTINUUM_TRACE_MIRROR": str(shared_traces)})
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    meta = json.loads((out / "points.json").read_text())
-    assert [(r["point"], r["status"]) for r in meta["points"]] == [("e3-us-east-1", "complete")]
-    s = json.loads((out / meta["points"][0]["run_dir"] / "summary.json").read_text())
-    assert s["requests"] >= 15 and s["answered"] == s["requests"], (s["requests"], s["answered"])
-    # the 40 ms one-way core delay lies on each direction's path once
-    assert s["metrics"]["uplink_ms"]["median"] > 40 and s["metrics"]["downlink_ms"]["median"] > 40, s["metrics"]
-    assert (out / "report.md").exists()

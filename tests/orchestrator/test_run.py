@@ -161,21 +161,15 @@ def test_report_regenerates(quickstart):
     assert "end-to-end" in p.stdout
 
 
-def test_edge_and_us_east_differ_by_the_preset_rtt(tmp_path):
-    """Small images (one TCP window), so the difference is one core RTT: 2 x (40 - 0.5) ms."""
-    edge = write_config(tmp_path, "near", duration=6, warmup=1, max_bytes=2000)
+def test_the_far_cloud_adds_its_preset_rtt_to_the_network_time(tmp_path):
+    """Small images (one TCP window), so uplink + downlink is one core RTT
+    (2 x 40 ms to us_east_1) plus the link's own few milliseconds."""
     far = write_config(tmp_path, "far", duration=6, warmup=1, max_bytes=2000, offload="cloud", cloud="us_east_1", cloud_count=1)
-    medians = {}
-    for cfg in (edge, far):
-        _, run_dir = run(cfg, tmp_path)
-        s = json.loads((run_dir / "summary.json").read_text())
-        medians[cfg.stem] = s["metrics"]["e2e_ms"]["median"]
-        net = s["metrics"]["uplink_ms"]["median"] + s["metrics"]["downlink_ms"]["median"]
-        medians[cfg.stem + "_net"] = net
-    expected = 2 * (40 - 0.5)
-    diff = medians["far_net"] - medians["near_net"]
-    assert abs(diff - expected) <= 0.15 * expected, medians
-    assert abs((medians["far"] - medians["near"]) - expected) <= 0.25 * expected + 10, medians
+    _, run_dir = run(far, tmp_path)
+    s = json.loads((run_dir / "summary.json").read_text())
+    net = s["metrics"]["uplink_ms"]["median"] + s["metrics"]["downlink_ms"]["median"]
+    assert 2 * 40 <= net <= 2 * 40 + 15, s["metrics"]
+    assert 2 * 40 <= s["metrics"]["e2e_ms"]["median"] <= 2 * 40 + 40, s["metrics"]
 
 
 def _wait_for(pred, timeout: float, what: str):
