@@ -72,6 +72,17 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
                      f"cpus {n.cpus:g}  memory {n.memory_bytes / 2**20:.0f} MiB  cgroup {naming.cgroup(run_id, n.name)}")
     lines.append(f"  {'ran':<10} namespace {naming.netns(run_id, 'ran'):<24} mahimahi-link forward (no limits)")
     lines.append(f"  {'core':<10} namespace {naming.netns(run_id, 'core'):<24} router")
+    if plan.placement:
+        lines.append("machines (over SSH; cross-machine links are VXLAN tunnels):")
+        for machine in plan.machines:
+            placed = ", ".join(n for n, w in plan.placement.items() if w == machine.name) or "nothing"
+            lines.append(f"  {machine.name:<10} {machine.user}@{machine.address}:{machine.port}  "
+                         f"roles {', '.join(machine.roles)}  carries {placed}")
+    if spec.provider == "qemu":
+        lines.append("VMs (QEMU, Debian guest; the node's namespace holds its tap, wired to the veth; core delay by netem in the guests):")
+        for n in spec.nodes:
+            lines.append(f"  {n.name:<10} {max(1, -(-n.cpus // 1)):.0f} vCPU (cgroup quota {n.cpus:g} inside), "
+                         f"{(n.memory_bytes >> 20) + 384} MiB")
     lines.append("links:")
     for v in plan.veths:
         lines.append(f"  {v.a.namespace}:{v.a.name} ({v.a.address or 'unnumbered'}) <-> {v.b.namespace}:{v.b.name} ({v.b.address or 'unnumbered'})")
