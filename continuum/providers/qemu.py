@@ -186,7 +186,8 @@ class QemuProvider(Provider):
             commands.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(image.rootfs), "-F", "raw", str(overlay)])
             port = _free_port()
             qemu = ["qemu-system-x86_64", "-name", f"continuum-{run_id}-{n.name}", "-accel", accel,
-                    "-cpu", "host" if accel == "kvm" else "max", "-smp", str(max(1, math.ceil(n.limits.cpus))),
+                    # TCG: the plain qemu64 CPU (SSE2 code paths) runs a guest ~20% faster than "max" here
+                    "-cpu", "host" if accel == "kvm" else "qemu64", "-smp", str(max(1, math.ceil(n.limits.cpus))),
                     "-m", str((n.limits.memory_bytes + OS_MEMORY) >> 20), "-nodefaults", "-display", "none", "-no-reboot",
                     "-kernel", str(image.kernel), "-initrd", str(image.initrd),
                     "-append", f"root=/dev/vda rw console=ttyS0 net.ifnames=0 ipv6.disable=1 panic=-1 quiet continuum.key={pub}",
@@ -224,7 +225,10 @@ class QemuProvider(Provider):
         say(f"provisioning {len(hosts)} VM(s) with playbooks/site.yml")
         groups = {r: [n.name for n in vms if n.role == r or (r == "endpoint" and n.role == "bulk")]
                   for r in ("endpoint", "edge", "cloud")}
-        host_vars = {plan.offload_target: {"workload_requirements": list(plan.requirements)}} if plan.requirements else {}
+        # chrony: a guest reaches no time server; its clock is stepped onto this machine's below
+        host_vars: dict[str, dict] = {name: {"base_time_sync": False} for name in hosts}
+        if plan.requirements:
+            host_vars[plan.offload_target]["workload_requirements"] = list(plan.requirements)
         playbooks.ensure_wheels(list(plan.requirements), say)
         recap = playbooks.run("site.yml", playbooks.inventory(hosts, groups, host_vars), state / "provision.log", say)
         dep.facts["provisioning"] = {"playbook": "playbooks/site.yml", "seconds": recap.seconds, "changed": recap.changed}

@@ -20,7 +20,7 @@ SLO_MS, URGENT_MS = 150, 50
 CONFIG = """
 [experiment]
 name = "{name}"
-duration_s = 12
+duration_s = 9
 warmup_s = 2
 output = "{out}"
 
