@@ -25,6 +25,7 @@ import ipaddress
 import json
 import os
 import shlex
+import shutil
 import socket
 import subprocess
 import time
@@ -154,7 +155,7 @@ class HostsProvider(Provider):
     def check(self, spec: ExperimentSpec) -> list[str]:
         problems = []
         for tool in ("ssh", "rsync"):
-            if not shutil_which(tool):
+            if not shutil.which(tool):
                 problems.append(f"{tool} not found here: install Debian's openssh-client and rsync (./setup.sh does)")
         if spec.provision and (p := playbooks.problem()):
             problems.append(p)
@@ -327,12 +328,6 @@ def share_folder(plan: Plan, dep: Deployment, run_dir: Path, undo: contextlib.Ex
         if remember:
             _remember_folder(dep.run_id, h.name, Path(top) if top else run_dir)
     say(f"run folder {run_dir} on {len(hosts)} machine(s); raw/ and links/ come back at teardown")
-
-def shutil_which(tool: str) -> str | None:
-    import shutil
-
-    return shutil.which(tool)
-
 
 def _destroy_on(h: SshHost, run_id: str) -> None:
     hostside(h, "destroy", run_id, timeout=120)
