@@ -69,7 +69,10 @@ class RemoteCgroup(Cgroup):
         return json.dumps({"version": self.version, "dirs": {k: str(v) for k, v in self.dirs.items()}, "leaf": self.leaf})
 
     def sample(self) -> tuple[int, int, int]:
-        out = hostside(self.host, "sample", self._json())[0]
+        try:
+            out = hostside(self.host, "sample", self._json())[0]
+        except (ProviderError, CommandError) as e:  # the sampler skips a sample it could not take, as for a local file
+            raise OSError(str(e)) from e
         if out is None:
             raise OSError(f"cgroup gone on {self.host.name}")
         return int(out[0]), int(out[1]), int(out[2])
