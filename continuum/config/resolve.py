@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from continuum import traces
 from continuum.config import presets, raw
 from continuum.errors import ConfigError, ConfigIssue
+from continuum.network.plan import Machine
 from continuum.providers import REGISTRY as PROVIDERS
 from continuum.workloads import REGISTRY as APPS
 from continuum.traces import TraceRef
@@ -145,18 +146,6 @@ class CellSpec:
 
 
 @dataclass(frozen=True)
-class HostSpec:
-    """A machine of the hosts provider and the parts of the run it carries."""
-
-    name: str
-    address: str
-    user: str
-    port: int
-    key: str | None
-    roles: tuple[str, ...]  # endpoint, edge, cloud, link
-
-
-@dataclass(frozen=True)
 class ExperimentSpec:
     source: Path
     text: str
@@ -182,7 +171,7 @@ class ExperimentSpec:
     admission: dict | None = None  # [edge.admission] for edge_tasks (MOSAIC or a baseline), slots resolved
     apps: tuple[AppSpec, ...] = ()  # never empty once resolved
     mix: bool = False  # [workload.apps]: the servers' files carry their app's name
-    hosts: tuple[HostSpec, ...] = ()  # provider "hosts": the machines
+    hosts: tuple[Machine, ...] = ()  # provider "hosts": the machines
     host_keys: str = "known"  # known | first-use
     provision: bool = True  # run playbooks/site.yml on the machines first
 
@@ -319,7 +308,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     provider = p.get("provider")
     if provider is not None and provider.kind not in PROVIDERS:
         bad("provider.kind", f"unknown provider {provider.kind!r}; valid: {', '.join(sorted(PROVIDERS))}")
-    hosts: list[HostSpec] = []
+    hosts: list[Machine] = []
     if provider is not None and provider.kind != "hosts" and provider.hosts:
         bad("provider.hosts", f"machines are for kind = \"hosts\"; this file's provider.kind is {provider.kind!r}")
     elif provider is not None and provider.kind == "hosts":
@@ -332,7 +321,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
             roles = (h.role,) if isinstance(h.role, str) else tuple(dict.fromkeys(h.role))
             if not roles:
                 bad(f"provider.hosts.{hname}.role", "name at least one of endpoint, edge, cloud, link")
-            hosts.append(HostSpec(hname, h.address, h.user, h.port, h.key, roles))
+            hosts.append(Machine(hname, h.address, h.user, h.port, h.key, roles))
         links = [h.name for h in hosts if "link" in h.roles]
         if hosts and len(links) != 1:
             bad("provider.hosts", f"exactly one machine carries the link (role \"link\"): the endpoints' traffic crosses it "

@@ -246,7 +246,7 @@ def build(spec: ExperimentSpec) -> Plan:
         cell=spec.cell,
         per_app_cgroups=(spec.smec_mode == "quota" and spec.mix) or spec.admission is not None,
         run_as_root=spec.workload.run_as_root,
-        machines=tuple(Machine(h.name, h.address, h.user, h.port, h.key, h.roles) for h in spec.hosts),
+        machines=spec.hosts,
         placement=placement(spec) if spec.hosts else {},
         host_keys=spec.host_keys,
         provision=spec.provision,

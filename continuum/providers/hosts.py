@@ -93,6 +93,23 @@ class RemoteCgroup(Cgroup):
         hostside(self.host, "cgroup-remove", self._json())
 
 
+def remote_problems(spec: ExperimentSpec, kind: str, unsupported: list[str]) -> list[str]:
+    """What a provider whose nodes are reached over SSH (hosts, qemu) needs
+    here, and what of the experiment it does not run yet (`unsupported`:
+    the provider's own additions)."""
+    problems = [f"{tool} not found here: install Debian's openssh-client and rsync (./setup.sh does)"
+                for tool in ("ssh", "rsync", "ssh-keygen") if not shutil.which(tool)]
+    if spec.workload.runtime != "process":
+        unsupported = ["container workloads (workload.runtime = \"container\")", *unsupported]
+    if spec.edge_manager == "smec" or spec.admission is not None:
+        unsupported.append("SMEC's edge manager and MOSAIC's admission control ([edge.manager], [edge.admission])")
+    if spec.cell is not None:
+        unsupported.append("a shared cell ([cell])")
+    if unsupported:
+        problems.append(f"the {kind} provider does not run these yet (the netns provider does): " + "; ".join(unsupported))
+    return problems
+
+
 def hostside(host: SshHost, *args: str, timeout: float = 60):
     """continuum/hostside.py on the machine (with its Python, from the code the workload role copied)."""
     p = host.run(["python3", f"{host.root}/src/continuum/hostside.py", *args], check=False, timeout=timeout)
@@ -157,22 +174,12 @@ class HostsProvider(Provider):
 
     def check(self, spec: ExperimentSpec) -> list[str]:
         problems = []
-        for tool in ("ssh", "rsync"):
-            if not shutil.which(tool):
-                problems.append(f"{tool} not found here: install Debian's openssh-client and rsync (./setup.sh does)")
         if spec.provision and (p := playbooks.problem()):
             problems.append(p)
         unsupported = []
-        if spec.workload.runtime != "process":
-            unsupported.append("container workloads (workload.runtime = \"container\")")
-        if spec.edge_manager == "smec" or spec.admission is not None:
-            unsupported.append("SMEC's edge manager and MOSAIC's admission control ([edge.manager], [edge.admission])")
-        if spec.cell is not None:
-            unsupported.append("a shared cell ([cell])")
         if spec.core.jitter_ms > 0 or spec.core.mechanism == "netem":
             unsupported.append("core delay by netem (the link machine's mahimahi-link applies it: core.mechanism = \"auto\")")
-        if unsupported:
-            problems.append("the hosts provider does not run these yet (the netns provider does): " + "; ".join(unsupported))
+        problems += remote_problems(spec, "hosts", unsupported)
         if problems:
             return problems
         for m in spec.hosts:

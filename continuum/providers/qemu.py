@@ -40,7 +40,7 @@ from continuum import commands, naming, playbooks, vmimage
 from continuum.errors import ProviderError
 from continuum.network.plan import NODE_IF, Plan
 from continuum.providers.base import Deployment, Provider, register
-from continuum.providers.hosts import RemoteCgroup, clock_offset, hostside, share_folder
+from continuum.providers.hosts import RemoteCgroup, clock_offset, hostside, remote_problems, share_folder
 from continuum.providers.netns import configure, delete_namespace
 from continuum.remote import SshHost
 from continuum.runtime import Node
@@ -124,24 +124,14 @@ class QemuProvider(Provider):
             problems.append("the qemu provider needs root (namespaces, taps)")
         if (why := vmimage.problem()) is not None:
             problems.append(why)
-        for tool in ("ssh", "rsync", "ssh-keygen"):
-            if shutil.which(tool) is None:
-                problems.append(f"{tool} not found here: install Debian's openssh-client and rsync (./setup.sh does)")
         if (why := playbooks.problem()) is not None:
             problems.append(why)
         if not Path("/dev/net/tun").exists():
             problems.append("/dev/net/tun is missing: the VMs' NICs are taps (modprobe tun)")
         unsupported = []
-        if spec.workload.runtime != "process":
-            unsupported.append("container workloads (workload.runtime = \"container\")")
-        if spec.edge_manager == "smec" or spec.admission is not None:
-            unsupported.append("SMEC's edge manager and MOSAIC's admission control")
-        if spec.cell is not None:
-            unsupported.append("a shared cell ([cell])")
         if spec.core.mechanism == "mahimahi-link":
             unsupported.append("core.mechanism = \"mahimahi-link\" (VMs get the core delay by netem in the guests: \"auto\")")
-        if unsupported:
-            problems.append("the qemu provider does not run these yet (the netns provider does): " + "; ".join(unsupported))
+        problems += remote_problems(spec, "qemu", unsupported)
         return problems
 
     def deploy(self, plan: Plan, run_id: str, undo: contextlib.ExitStack, say: Callable[[str], None]) -> Deployment:
