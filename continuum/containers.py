@@ -216,6 +216,12 @@ def container_nodes(spec, offload_target: str) -> list[str]:
     return nodes + ([offload_target] if w.server.runtime == "container" else [])
 
 
+def spec_images(spec) -> list[str]:
+    """The container images an ExperimentSpec's workload sides run (every app's)."""
+    return sorted({s.image for a in spec.apps for s in (a.workload.endpoint, a.workload.server)
+                   if s.runtime == "container" and s.image})
+
+
 def remove(name: str) -> None:
     _docker(["rm", "-f", name], check=False, timeout=60)
 
@@ -246,6 +252,17 @@ def leftovers(run_id: str | None) -> list[str]:
     flt = f"label={LABEL_RUN}" + (f"={run_id}" if run_id else "")
     p = _docker(["ps", "-a", "--filter", flt, "--format", "{{.Names}}"], check=False, timeout=30)
     return p.stdout.split() if p.returncode == 0 else []
+
+
+def image_command(image: str, command: list[str]) -> list[str]:
+    """What a container of the image runs (its entrypoint, then `command` or
+    its own CMD, as `docker run IMAGE COMMAND` would): for an engine that is
+    given the whole command line (k3s, after its entry into the node)."""
+    p = _docker(["image", "inspect", "--format", "{{json .Config.Entrypoint}} {{json .Config.Cmd}}", ref(image)], check=False)
+    if p.returncode != 0:
+        raise ProviderError(f"image {ref(image)} is not here: `continuum images build` builds continuum's own ({p.stderr.strip()})")
+    entrypoint, cmd = (json.loads(x) or [] for x in p.stdout.split(" ", 1))
+    return [*entrypoint, *(command or cmd)]
 
 
 def image_id(image: str) -> str:

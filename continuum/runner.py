@@ -19,7 +19,7 @@ import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from continuum import broker, containers, naming
+from continuum import broker, containers, k3s, naming
 from continuum.cell import traffic
 from continuum.config import ExperimentSpec
 from continuum.errors import ContinuumError, ProviderError, VerificationError
@@ -78,6 +78,9 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
             placed = ", ".join(n for n, w in plan.placement.items() if w == machine.name) or "nothing"
             lines.append(f"  {machine.name:<10} {machine.user}@{machine.address}:{machine.port}  "
                          f"roles {', '.join(machine.roles)}  carries {placed}")
+        if plan.engine == "k3s":
+            lines.append(f"workloads as pods of the k3s cluster reached on {plan.k3s_server}, in namespace {k3s.namespace(run_id)}, "
+                         f"each inside its node's network namespace; images imported: {', '.join(plan.images)}")
     if spec.provider == "qemu":
         lines.append("VMs (QEMU, Debian guest; the node's namespace holds its tap, wired to the veth; core delay by netem in the guests):")
         for n in spec.nodes:
@@ -112,7 +115,7 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
                      f"port {netplan.BULK_PORT + n.index}")
     for n in spec.nodes:
         if n.role in ("edge", "cloud"):
-            servers = "".join(f", {a.name + ': ' if spec.mix else ''}{a.workload.app} server ({_how(a.workload.server)}"
+            servers = "".join(f", {a.name + ': ' if spec.mix else ''}{a.workload.app} server ({_how(a.workload.server, spec.engine)}"
                               + (f", {a.workload.workers} requests at once" if a.workload.workers > 1 else "") + ")"
                               for a in spec.apps)
             lines.append(f"  {n.name}: mosquitto :{netplan.MQTT_PORT}" + (servers if n.name == plan.offload_target else ""))
@@ -120,7 +123,7 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
         a = spec.app_of(n.name)
         aw = a.workload
         slo = "" if not spec.mix else ", best effort" if a.slo_ms is None else f", SLO {a.slo_ms:g} ms"
-        lines.append(f"  {n.name}: {a.name + ': ' if spec.mix else ''}{aw.app} endpoint ({_how(aw.endpoint)}) -> {plan.offload_target} "
+        lines.append(f"  {n.name}: {a.name + ': ' if spec.mix else ''}{aw.app} endpoint ({_how(aw.endpoint, spec.engine)}) -> {plan.offload_target} "
                      f"({plan.addresses[plan.offload_target]}), {aw.rate:g} req/s {aw.arrivals}"
                      + (f", bursts of {aw.burst}" if aw.burst > 1 else "")
                      + (", congestion control" if aw.congestion_control.get("enabled") else "") + slo)
@@ -128,9 +131,9 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
     return lines
 
 
-def _how(side) -> str:
+def _how(side, engine: str) -> str:
     if side.runtime == "container":
-        return f"container {containers.ref(side.image)}" + (f" {' '.join(side.command)}" if side.command else "")
+        return f"{'k3s pod' if engine == 'k3s' else 'container'} {containers.ref(side.image)}" + (f" {' '.join(side.command)}" if side.command else "")
     return "process" + (f": {' '.join(side.command)}" if side.command else "")
 
 

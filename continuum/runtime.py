@@ -20,6 +20,7 @@ from continuum.cgroups import Cgroup
 from continuum.errors import ProviderError
 
 if TYPE_CHECKING:
+    from continuum.k3s import Cluster
     from continuum.remote import SshHost
 
 NODE_EXEC = Path(__file__).with_name("node_exec.py")
@@ -70,6 +71,7 @@ class Node:
     address: str | None = None
     cgroup: Cgroup | None = None
     host: SshHost | None = None
+    cluster: Cluster | None = None  # engine k3s: its container workloads run as pods of this cluster
 
     @property
     def python(self) -> str:

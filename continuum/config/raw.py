@@ -85,6 +85,11 @@ class Provider(Strict):
     hosts: dict[str, Host] = {}
     host_keys: Literal["known", "first-use"] = "known"
     provision: bool = True
+    # kind = "hosts": what starts the workloads: continuum itself over SSH
+    # ("processes"), or the machines' k3s cluster, as pods ("k3s"), whose API
+    # `k3s kubectl` reaches on the machine named k3s_server.
+    engine: Literal["processes", "k3s"] = "processes"
+    k3s_server: Optional[str] = None
 
 
 class NodeGroup(Strict):

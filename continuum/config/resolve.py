@@ -174,6 +174,8 @@ class ExperimentSpec:
     hosts: tuple[Machine, ...] = ()  # provider "hosts": the machines
     host_keys: str = "known"  # known | first-use
     provision: bool = True  # run playbooks/site.yml on the machines first
+    engine: str = "processes"  # processes | k3s: what starts the workloads on the machines
+    k3s_server: str | None = None  # engine k3s: the machine whose `k3s kubectl` reaches the cluster
 
     def app_of(self, endpoint: str) -> AppSpec:
         return next(a for a in self.apps if endpoint in a.endpoints)
@@ -311,6 +313,9 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     hosts: list[Machine] = []
     if provider is not None and provider.kind != "hosts" and provider.hosts:
         bad("provider.hosts", f"machines are for kind = \"hosts\"; this file's provider.kind is {provider.kind!r}")
+    if provider is not None and provider.kind != "hosts" and provider.engine != "processes":
+        bad("provider.engine", f"engine = {provider.engine!r} runs on the hosts provider's machines (kind = \"hosts\"); "
+                               f"this file's provider.kind is {provider.kind!r}")
     elif provider is not None and provider.kind == "hosts":
         if not provider.hosts:
             bad("provider.hosts", "kind = \"hosts\" needs the machines: [provider.hosts.NAME] with address, role "
@@ -322,6 +327,10 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
             if not roles:
                 bad(f"provider.hosts.{hname}.role", "name at least one of endpoint, edge, cloud, link")
             hosts.append(Machine(hname, h.address, h.user, h.port, h.key, roles))
+        if provider.engine == "k3s" and provider.k3s_server not in provider.hosts:
+            bad("provider.k3s_server", "engine = \"k3s\" needs the machine where `k3s kubectl` reaches the cluster: "
+                                       f"one of {', '.join(sorted(provider.hosts)) or 'the machines'}"
+                                       + (f" (not {provider.k3s_server!r})" if provider.k3s_server else ""))
         links = [h.name for h in hosts if "link" in h.roles]
         if hosts and len(links) != 1:
             bad("provider.hosts", f"exactly one machine carries the link (role \"link\"): the endpoints' traffic crosses it "
@@ -456,6 +465,10 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         bad("experiment.output", "a control character (line break, NUL, ...) or '{name}' (the emulator's log-name "
                                  "template) in the output folder's name would send the run's logs elsewhere; "
                                  "choose another folder")
+    if (provider is not None and provider.engine == "k3s" and workload is not None
+            and "process" in (workload.endpoint.runtime, workload.server.runtime) and not failed("workload.runtime")):
+        bad("workload.runtime", "engine = \"k3s\" starts the workload's sides as pods, from container images: "
+                                "set workload.runtime = \"container\"")
     if em.kind == "smec" and workload is not None and workload.runtime == "container" and not failed("edge.manager.kind"):
         bad("edge.manager.kind", "SMEC's edge manager runs with process workloads so far; set workload.runtime = \"process\"")
     mix = w is not None and bool(w.apps)
@@ -516,6 +529,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         smec_mps=em.mps if em.kind == "smec" and mix and workload.server.runtime == "process" else "off",
         admission=admission,
         hosts=tuple(hosts), host_keys=p["provider"].host_keys, provision=p["provider"].provision,
+        engine=p["provider"].engine, k3s_server=p["provider"].k3s_server,
     )
 
 

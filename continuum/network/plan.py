@@ -164,6 +164,11 @@ class Plan:
     host_keys: str = "known"
     provision: bool = True
     requirements: tuple[str, ...] = ()
+    # What starts the workloads there: continuum over SSH ("processes"), or the
+    # machines' k3s cluster as pods ("k3s", whose API is reached on k3s_server).
+    engine: str = "processes"
+    k3s_server: str | None = None
+    images: tuple[str, ...] = ()  # engine k3s: the images its containerd must have (imported by provisioning)
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -251,6 +256,9 @@ def build(spec: ExperimentSpec) -> Plan:
         host_keys=spec.host_keys,
         provision=spec.provision,
         requirements=server_requirements(spec),
+        engine=spec.engine,
+        k3s_server=spec.k3s_server,
+        images=k3s_images(spec),
     )
 
 
@@ -264,6 +272,13 @@ def placement(spec: ExperimentSpec) -> dict[str, str]:
             out[n.name] = by_role[role][i % len(by_role[role])]
     out["ran"] = out["core"] = by_role["link"][0]
     return out
+
+
+def k3s_images(spec: ExperimentSpec) -> tuple[str, ...]:
+    """engine k3s: the images its containerd must have (provisioning imports them)."""
+    from continuum import containers
+
+    return tuple(containers.ref(i) for i in containers.spec_images(spec)) if spec.engine == "k3s" else ()
 
 
 def server_requirements(spec: ExperimentSpec) -> tuple[str, ...]:

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from continuum import naming, playbooks
+from continuum import containers, k3s, naming, playbooks
 from continuum.cgroups import Cgroup
 from continuum.errors import CommandError, ProviderError
 from continuum.network.plan import Plan
@@ -99,7 +99,7 @@ def remote_problems(spec: ExperimentSpec, kind: str, unsupported: list[str]) -> 
     the provider's own additions)."""
     problems = [f"{tool} not found here: install Debian's openssh-client and rsync (./setup.sh does)"
                 for tool in ("ssh", "rsync", "ssh-keygen") if not shutil.which(tool)]
-    if spec.workload.runtime != "process":
+    if spec.workload.runtime != "process" and spec.engine != "k3s":
         unsupported = ["container workloads (workload.runtime = \"container\")", *unsupported]
     if spec.edge_manager == "smec" or spec.admission is not None:
         unsupported.append("SMEC's edge manager and MOSAIC's admission control ([edge.manager], [edge.admission])")
@@ -180,11 +180,21 @@ class HostsProvider(Provider):
         if spec.core.jitter_ms > 0 or spec.core.mechanism == "netem":
             unsupported.append("core delay by netem (the link machine's mahimahi-link applies it: core.mechanism = \"auto\")")
         problems += remote_problems(spec, "hosts", unsupported)
+        if spec.engine == "k3s":  # its images come from this machine's Docker
+            why = containers.engine_problem()
+            problems += ([f"engine = \"k3s\" imports the workload's images from Docker here: {why}"] if why
+                         else containers.image_problems(containers.spec_images(spec)))
         if problems:
             return problems
+        reached = {}
         for m in spec.hosts:
-            h = SshHost(m.name, m.address, m.user, m.port, m.key, None if spec.host_keys == "known" else Path("/dev/null"))
+            h = reached[m.name] = SshHost(m.name, m.address, m.user, m.port, m.key,
+                                          None if spec.host_keys == "known" else Path("/dev/null"))
             why = h.reachable()
+            if why:
+                problems.append(why)
+        if spec.engine == "k3s" and not problems and spec.k3s_server:
+            why = k3s.problem(reached[spec.k3s_server])
             if why:
                 problems.append(why)
         return problems
@@ -206,7 +216,12 @@ class HostsProvider(Provider):
             say(f"provisioning {len(hosts)} machine(s) with playbooks/site.yml")
             groups = {r: [m.name for m in plan.machines if r in m.roles] for r in ("endpoint", "edge", "cloud", "link")}
             playbooks.ensure_wheels(list(plan.requirements), say)
-            host_vars = {plan.placement[plan.offload_target]: {"workload_requirements": list(plan.requirements)}}
+            host_vars: dict[str, dict] = {plan.placement[plan.offload_target]: {"workload_requirements": list(plan.requirements)}}
+            if plan.engine == "k3s":  # roles/k3s_images: the run's images into k3s's containerd where its pods run
+                groups["k3s_pods"] = sorted(pod_machines(plan))
+                images = [{"name": i, "id": containers.image_id(i)} for i in plan.images]
+                for m in groups["k3s_pods"]:
+                    host_vars.setdefault(m, {})["k3s_images"] = images
             recap = playbooks.run("site.yml", playbooks.inventory(hosts, groups, host_vars), logs / "provision.log", say)
             facts["provisioning"] = {"playbook": "playbooks/site.yml", "seconds": recap.seconds, "changed": recap.changed}
             say(f"provisioned in {recap.seconds:.0f} s (tasks changed: "
@@ -276,6 +291,8 @@ class HostsProvider(Provider):
             node.cgroup = RemoteCgroup(node.host, made["version"], {k: Path(v) for k, v in made["dirs"].items()}, made["leaf"])
             versions.add(made["version"])
         dep.facts["cgroup_version"] = min(versions) if len(versions) == 1 else sorted(versions)
+        if plan.engine == "k3s":
+            _k3s(plan, dep, hosts, undo, say)
         return dep
 
     def share_run_folder(self, plan: Plan, dep: Deployment, run_dir: Path, undo: contextlib.ExitStack,
@@ -285,6 +302,10 @@ class HostsProvider(Provider):
     def leftovers(self, run_id: str | None) -> list[str]:
         out = []
         for rid, hosts in _known_runs(run_id).items():
+            server = _k3s_server(rid, hosts)
+            if server is not None:
+                with contextlib.suppress(ProviderError, CommandError):
+                    out += [f"{server.name} ({server.address}): k3s {ns}" for ns in k3s.leftovers(server, rid)]
             for h in hosts:
                 try:
                     out += [f"{h.name} ({h.address}): {item}" for item in hostside(h, "leftovers", rid, timeout=30)]
@@ -299,6 +320,15 @@ class HostsProvider(Provider):
         removed = 0
         for rid, hosts in _known_runs(run_id).items():
             ok = True
+            server = _k3s_server(rid, hosts)
+            if server is not None:  # the pods first: they are inside the namespaces removed next
+                try:
+                    for ns in k3s.delete(server, rid):
+                        say(f"{server.name}: removed k3s {ns}")
+                        removed += 1
+                except (ProviderError, CommandError) as e:
+                    say(f"{server.name}: {e}")
+                    ok = False
             for h in hosts:
                 try:
                     gone = hostside(h, "destroy", rid, timeout=120)
@@ -336,8 +366,41 @@ def share_folder(plan: Plan, dep: Deployment, run_dir: Path, undo: contextlib.Ex
             h.run(["chown", f"{WORKLOAD_USER}:", raw])
         undo.callback(_collect, h, run_dir, Path(top) if top else run_dir)
         if remember:
-            _remember_folder(dep.run_id, h.name, Path(top) if top else run_dir)
+            folders = {k: str(v) for k, v in _folders(dep.run_id).items()}
+            _remember(dep.run_id, "folders", {**folders, h.name: str(Path(top) if top else run_dir)})
     say(f"run folder {run_dir} on {len(hosts)} machine(s); raw/ and links/ come back at teardown")
+
+def pod_machines(plan: Plan) -> set[str]:
+    """engine k3s: the machines whose nodes run workload pods."""
+    return {w for n, w in plan.placement.items() if n not in ("ran", "core")}
+
+
+def _k3s(plan: Plan, dep: Deployment, hosts: dict[str, SshHost], undo: contextlib.ExitStack,
+         say: Callable[[str], None]) -> None:
+    """engine k3s: the run's Kubernetes namespace, and each node's machine as a node of the cluster (continuum/k3s.py)."""
+    assert plan.k3s_server is not None
+    server = hosts[plan.k3s_server]
+    names = k3s.hostnames(server, {m: (hosts[m], _resolve(hosts[m].address)) for m in sorted(pod_machines(plan))})
+    _remember(dep.run_id, "k3s_server", plan.k3s_server)
+    k3s.kubectl(server, "apply", "-f", "-", input=json.dumps(k3s.namespace_manifest(dep.run_id)))
+    undo.callback(k3s.delete, server, dep.run_id)
+    cluster = k3s.Cluster(server, dep.run_id, names)
+    for name, node in dep.nodes.items():
+        if name not in ("ran", "core") and node.host is not None and node.host.name in names:
+            node.cluster = cluster
+    dep.facts["engine"] = {"kind": "k3s", "server": plan.k3s_server, "namespace": k3s.namespace(dep.run_id),
+                           "nodes": names}
+    say(f"k3s: namespace {k3s.namespace(dep.run_id)} on the cluster of {plan.k3s_server}; pods go to "
+        + ", ".join(f"{m} (node {n})" for m, n in sorted(names.items())))
+
+
+def _k3s_server(run_id: str, hosts: list[SshHost]) -> SshHost | None:
+    try:
+        name = json.loads((STATE / f"{run_id}.json").read_text()).get("k3s_server")
+    except (OSError, ValueError):
+        return None
+    return next((h for h in hosts if h.name == name), None)
+
 
 def _destroy_on(h: SshHost, run_id: str) -> None:
     hostside(h, "destroy", run_id, timeout=120)
@@ -372,11 +435,12 @@ def _known_runs(run_id: str | None) -> dict[str, list[SshHost]]:
     return out
 
 
-def _remember_folder(run_id: str, host: str, folder: Path) -> None:
-    """What the run created on a machine for its folder: removed by `continuum destroy` after a crash."""
+def _remember(run_id: str, key: str, value) -> None:
+    """Record in the run's state file what `continuum destroy` needs after a crash
+    (folders: the run folder's copies; k3s_server: the machine that reaches the cluster)."""
     f = STATE / f"{run_id}.json"
     doc = json.loads(f.read_text())
-    doc.setdefault("folders", {})[host] = str(folder)
+    doc[key] = value
     f.write_text(json.dumps(doc, indent=2))
 
 

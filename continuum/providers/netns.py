@@ -83,7 +83,7 @@ class NetnsProvider(Provider):
             if problem:
                 problems.append(f"workload.runtime is container: {problem}")
             else:
-                needed = sorted({*self._images(spec), "continuum/base"})
+                needed = sorted({*containers.spec_images(spec), "continuum/base"})
                 problems += containers.image_problems(needed)
         if spec.core.jitter_ms > 0 and spec.core.mechanism == "mahimahi-link":
             problems.append("core.jitter_ms > 0 needs tc netem: set core.mechanism = \"auto\" or \"netem\" "
@@ -125,11 +125,6 @@ class NetnsProvider(Provider):
                 undo.callback(cg.remove)
                 dep.nodes[n.name].cgroup = cg
         return dep
-
-    @staticmethod
-    def _images(spec: ExperimentSpec) -> list[str]:
-        w = spec.workload
-        return [s.image for s in (w.endpoint, w.server) if s.runtime == "container" and s.image]
 
     def leftovers(self, run_id: str | None) -> list[str]:
         out = [f"container {name}" for name in containers.leftovers(run_id)]

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from continuum import containers, naming
+from continuum import containers, k3s, naming
 from continuum.config import AppSpec, ExperimentSpec, NodeSpec
 from continuum.errors import ProviderError
 from continuum.network import plan as netplan
@@ -44,6 +44,9 @@ def sandbox(spec: ExperimentSpec, run_dir: Path, repo: Path = REPO) -> Sandbox |
 def user_note(spec: ExperimentSpec) -> dict[str, str]:
     """Whom each side ran as, for the manifest."""
     w = spec.workload
+    if spec.engine == "k3s":  # continuum/k3s.py's entry decides, as for processes
+        return {side: f"{'root' if w.run_as_root else WORKLOAD_USER}, in a k3s pod, with no added capability"
+                for side in ("endpoint", "server")}
     return {side: ("the image's user, in its container" if s.runtime == "container"
                    else "root (workload.run_as_root = true)" if w.run_as_root else WORKLOAD_USER)
             for side, s in (("endpoint", w.endpoint), ("server", w.server))}
@@ -195,6 +198,9 @@ def start(spec: ExperimentSpec, app: AppSpec, side: str, node: Node, env: dict[s
     if s.runtime == "container":
         if s.image is None:
             raise ProviderError(f"the {side} side runs in a container but names no image")
+        if node.cluster is not None:
+            # Popen's interface, for a pod (continuum/k3s.py)
+            return _pod(spec, app, side, s.image, list(s.command), node, env, run_dir, rep, log), None  # type: ignore[return-value]
         name = f"{naming.netns(run_id, node.name)}-{side}{suffix(spec, app) if side == 'server' else ''}-r{rep}"
         mounts = [(run_dir / "raw", True)] + ([(model_cache(), False)] if model_cache().is_dir() else [])
         argv = containers.run_argv(name, run_id, s.image, list(s.command), containers.sandbox_name(run_id, node.name),
@@ -209,6 +215,28 @@ def start(spec: ExperimentSpec, app: AppSpec, side: str, node: Node, env: dict[s
     return node.start(argv, log, env, cwd=cwd, sandbox=sandbox(spec, run_dir, node.repo)), None
 
 
+
+
+def _pod(spec: ExperimentSpec, app: AppSpec, side: str, image: str, command: list[str], node: Node, env: dict[str, str],
+         run_dir: Path, rep: int, log: Path) -> k3s.Pod:
+    """The side as a pod of the machines' k3s cluster, inside the node's namespace (continuum/k3s.py)."""
+    assert node.cluster is not None and node.host is not None
+    pod = pod_spec(spec, app, side, image, command, node, env, run_dir, rep, node.host.exists(model_cache()))
+    return k3s.Pod(node.cluster.server, pod, log)
+
+
+def pod_spec(spec: ExperimentSpec, app: AppSpec, side: str, image: str, command: list[str], node: Node,
+             env: dict[str, str], run_dir: Path, rep: int, models_there: bool) -> k3s.PodSpec:
+    """What the side's pod runs, where, and with what limits and folders (`models_there`: the
+    model cache exists on the node's machine, mounted read-only like the container form's)."""
+    assert node.cluster is not None and node.host is not None
+    limits = _limits(spec, node)
+    mounts = [(str(run_dir / "raw"), True)] + ([(str(model_cache()), False)] if models_there else [])
+    return k3s.PodSpec(name=k3s.pod_name(node.name, side, app.name if spec.mix and side == "server" else "", f"r{rep}"),
+                       run_id=node.cluster.run_id, node=node.name, hostname=node.cluster.hostnames[node.host.name],
+                       netns=node.netns, image=containers.ref(image),
+                       command=tuple(containers.image_command(image, command)), env=env, cpus=limits.cpus,
+                       memory_bytes=limits.memory_bytes, mounts=tuple(mounts), as_root=spec.workload.run_as_root)
 
 
 def start_smec_manager(spec: ExperimentSpec, node: Node, run_dir: Path) -> subprocess.Popen:

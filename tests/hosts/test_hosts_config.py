@@ -67,9 +67,26 @@ def test_three_machines_place_endpoints_round_robin_and_the_link_with_the_core(t
     (THREE.replace('address = "192.0.2.11"', 'address = "192.0.2.11; rm -rf /"'), "provider.hosts.ue1.address", ""),
     (THREE.replace('[provider.hosts.ue1]', '[provider.hosts.ue1]\npassword = "x"'), "provider.hosts.ue1.password", ""),
     (THREE.replace('kind = "hosts"', 'kind = "hosts"\nhost_keys = "any"'), "provider.host_keys", ""),
+    ('[provider]\nkind = "netns"\nengine = "k3s"\n', "provider.engine", "kind = \"hosts\""),
+    (THREE.replace('kind = "hosts"', 'kind = "hosts"\nengine = "k3s"'), "provider.k3s_server", "one of gw, ue1, ue2"),
+    (THREE.replace('kind = "hosts"', 'kind = "hosts"\nengine = "k3s"\nk3s_server = "mec"'), "provider.k3s_server", "(not 'mec')"),
+    (THREE.replace('kind = "hosts"', 'kind = "hosts"\nengine = "k3s"\nk3s_server = "gw"'), "workload.runtime", "from container images"),
+    (THREE.replace('kind = "hosts"', 'kind = "hosts"\nengine = "kubernetes"'), "provider.engine", ""),
 ])
 def test_bad_machines_are_refused_naming_the_key(tmp_path, provider, key, words):
     with pytest.raises(ConfigError) as e:
         _load(tmp_path, provider)
     assert any(k.startswith(key) for k in _keys(e.value)), _keys(e.value)
     assert words in str(e.value), str(e.value)
+
+
+def test_engine_k3s_plans_the_images_its_pods_need(tmp_path):
+    provider = THREE.replace('kind = "hosts"', 'kind = "hosts"\nengine = "k3s"\nk3s_server = "gw"')
+    f = tmp_path / "exp.toml"
+    f.write_text(BASE.replace('[provider]\nkind = "netns"\n', provider)
+                 .replace("[workload]\napp = ", '[workload]\nruntime = "container"\napp = '))
+    spec = config.load(f, materialize=False)
+    assert spec.engine == "k3s" and spec.k3s_server == "gw"
+    p = netplan.build(spec)
+    assert p.engine == "k3s" and p.k3s_server == "gw"
+    assert set(p.images) == {"continuum/w1-endpoint:local", "continuum/w1-server:local"}

@@ -185,3 +185,21 @@ def test_a_killed_run_is_removed_from_the_machines_by_destroy_twice_safely(hosts
         assert st["cgroups"] == [], (name, st)
     again = subprocess.run([*cli, "destroy", run_id], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert again.returncode == 0 and "nothing to remove" in again.stdout, again.stdout + again.stderr
+
+
+def test_engine_k3s_without_a_cluster_stops_before_touching_the_machines(machines, tmp_path):
+    """k3s cannot be downloaded here, so the machines have none: `continuum
+    run` with engine = "k3s" must say so, and what to do, before it creates
+    anything on them (the pods themselves are checked in tests/k3s)."""
+    config = _experiment(tmp_path, machines)
+    config.write_text(config.read_text()
+                      .replace('[provider]\nkind = "hosts"\n', '[provider]\nkind = "hosts"\nengine = "k3s"\nk3s_server = "mec"\n')
+                      .replace("[workload]\napp = ", '[workload]\nruntime = "container"\napp = '))
+    p = subprocess.run([sys.executable, "-m", "continuum", "run", str(config)], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=300)
+    out = " ".join((p.stdout + p.stderr).split())
+    assert p.returncode != 0, out[-3000:]
+    assert "mec: k3s is not installed" in out and "playbooks/k3s.yml" in out, out[-3000:]
+    for name, container in machines["containers"].items():
+        st = _state(container, tmp_path / "runs" / "none" / "x")
+        assert st["namespaces"] == [] and st["run_continuum"] == [] and st["processes"] == ["sshd"], (name, st)
