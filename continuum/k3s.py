@@ -200,6 +200,27 @@ def delete(server: SshHost, run_id: str | None) -> list[str]:
     return gone
 
 
+def outcome(status: dict, hostname: str) -> tuple[int, str] | None:
+    """A pod's end from its status (Kubernetes' PodStatus): (exit status, why),
+    or None while it is starting or running. A container that cannot start
+    (an image not imported, a bad spec) or a pod the scheduler cannot place
+    has ended, with 125 as `docker run` would give."""
+    state = (status.get("containerStatuses") or [{}])[0].get("state", {})
+    waiting = state.get("waiting") or {}
+    unscheduled = next((c for c in status.get("conditions", []) if c.get("type") == "PodScheduled"
+                        and c.get("status") == "False" and c.get("reason") == "Unschedulable"), None)
+    if "terminated" in state:
+        t = state["terminated"]
+        return int(t.get("exitCode", 1)), f"{t.get('reason', 'ended')} with status {t.get('exitCode')}"
+    if waiting.get("reason") in STUCK:
+        return 125, f"its container cannot start: {waiting['reason']}: {waiting.get('message', '')}"
+    if unscheduled is not None:
+        return 125, f"k3s cannot place it on {hostname}: {unscheduled.get('message', '')}"
+    if status.get("phase") == "Failed":
+        return 1, f"failed: {status.get('reason', '')} {status.get('message', '')}"
+    return None
+
+
 @dataclass(frozen=True)
 class Cluster:
     """A run's k3s cluster: the machine whose `k3s kubectl` reaches it, and
@@ -237,21 +258,9 @@ class Pod:
             if "NotFound" in p.stderr:  # deleted: by our stop (it had its grace period) or by someone else
                 self._end(-signal.SIGTERM if self._stopping else 137, "the pod was deleted")
             return self.returncode
-        status = json.loads(p.stdout).get("status", {})
-        state = (status.get("containerStatuses") or [{}])[0].get("state", {})
-        waiting = state.get("waiting") or {}
-        unscheduled = next((c for c in status.get("conditions", [])
-                            if c.get("type") == "PodScheduled" and c.get("status") == "False"
-                            and c.get("reason") == "Unschedulable"), None)
-        if "terminated" in state:
-            t = state["terminated"]
-            self._end(int(t.get("exitCode", 1)), f"{t.get('reason', 'ended')} with status {t.get('exitCode')}")
-        elif waiting.get("reason") in STUCK:
-            self._end(125, f"its container cannot start: {waiting['reason']}: {waiting.get('message', '')}")
-        elif unscheduled is not None:
-            self._end(125, f"k3s cannot place it on {self.spec.hostname}: {unscheduled.get('message', '')}")
-        elif status.get("phase") == "Failed":
-            self._end(1, f"failed: {status.get('reason', '')} {status.get('message', '')}")
+        ended = outcome(json.loads(p.stdout).get("status", {}), self.spec.hostname)
+        if ended is not None:
+            self._end(*ended)
         return self.returncode
 
     def _end(self, code: int, why: str) -> None:

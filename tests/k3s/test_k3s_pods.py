@@ -175,3 +175,25 @@ def test_pod_names_are_dns_labels():
     assert k3s.pod_name("endpoint0", "endpoint", "", "r1") == "endpoint0-endpoint-r1"
     long = k3s.pod_name("x" * 80, "server")
     assert len(long) <= 63 and not long.endswith("-")
+
+
+@pytest.mark.parametrize("status, expected", [
+    ({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}],
+      "containerStatuses": [{"state": {"waiting": {"reason": "ContainerCreating"}}}]}, None),
+    ({"phase": "Running", "containerStatuses": [{"state": {"running": {"startedAt": "2026-11-23T19:00:00Z"}}}]}, None),
+    ({"phase": "Succeeded", "containerStatuses": [{"state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]},
+     (0, "Completed with status 0")),
+    ({"phase": "Failed", "containerStatuses": [{"state": {"terminated": {"exitCode": 2, "reason": "Error"}}}]},
+     (2, "Error with status 2")),
+    ({"phase": "Pending", "containerStatuses": [{"state": {"waiting": {
+        "reason": "ErrImageNeverPull", "message": 'Container image "continuum/w1-server:local" is not present with pull policy of Never'}}}]},
+     (125, "its container cannot start: ErrImageNeverPull: Container image \"continuum/w1-server:local\" is not present with pull policy of Never")),
+    ({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                          "message": "0/3 nodes are available: 1 Insufficient cpu."}]},
+     (125, "k3s cannot place it on mec-node: 0/3 nodes are available: 1 Insufficient cpu.")),
+])
+def test_a_pods_status_says_when_it_has_ended_and_why(status, expected):
+    """Kubernetes' PodStatus objects as the API returns them: a pod that
+    cannot start or be placed has ended (the run stops, naming why); one
+    that is starting or running has not."""
+    assert k3s.outcome(status, "mec-node") == expected
