@@ -104,6 +104,11 @@ class Cgroup:
         """(CPU time ns, memory bytes, OOM kills): what the node sampler records."""
         return self.cpu_usage_ns(), self.memory_bytes(), self.oom_kills()
 
+    def timed_sample(self) -> tuple[int, int, int, int]:
+        """(when it was read, ns since the epoch, then `sample`): a cgroup on
+        another machine answers with the time it read its files there."""
+        return time.time_ns(), *self.sample()
+
     def kill_all(self, timeout: float = 5.0) -> None:
         deadline = time.monotonic() + timeout
         while (pids := self.pids()) and time.monotonic() < deadline:

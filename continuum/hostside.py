@@ -70,6 +70,19 @@ def sample(*dirs_json: str) -> list:
     return out
 
 
+def sample_stream(interval_s: str, *dirs_json: str) -> None:
+    """`sample`'s answer with this machine's time, one JSON line every
+    interval, until the reader goes away (its SSH channel closes): one
+    resident process per machine instead of an SSH command per sample."""
+    period = float(interval_s)
+    try:
+        while True:
+            print(json.dumps([time.time_ns(), sample(*dirs_json)]), flush=True)
+            time.sleep(period)
+    except BrokenPipeError:
+        return None
+
+
 def cgroup_remove(dirs_json: str) -> dict:
     spec = json.loads(dirs_json)
     cgroups.Cgroup(spec["version"], {k: Path(v) for k, v in spec["dirs"].items()}, spec.get("leaf", False)).remove()
@@ -128,7 +141,8 @@ def destroy(run_id: str) -> list[str]:
     return removed
 
 
-COMMANDS: dict[str, Callable[..., object]] = {"cgroup-create": cgroup_create, "sample": sample, "cgroup-remove": cgroup_remove,
+COMMANDS: dict[str, Callable[..., object]] = {"cgroup-create": cgroup_create, "sample": sample, "sample-stream": sample_stream,
+            "cgroup-remove": cgroup_remove,
             "leftovers": leftovers, "destroy": destroy}
 
 
@@ -136,6 +150,12 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in COMMANDS:
         print(f"usage: hostside.py {{{'|'.join(COMMANDS)}}} ARGS...", file=sys.stderr)
         return 2
+    if argv[0] == "sample-stream":  # answers as it goes, not once
+        try:
+            sample_stream(*argv[1:])
+        finally:  # the reader is gone: nothing more to flush to it
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     try:
         result = COMMANDS[argv[0]](*argv[1:])
     except (ProviderError, OSError, TypeError) as e:

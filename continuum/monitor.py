@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import threading
-import time
 from pathlib import Path
 
 from continuum.runtime import Node
@@ -40,18 +39,19 @@ class NodeSampler:
             w = csv.writer(f)
             w.writerow(["time_ns", "node", "cpu_cores", "memory_bytes", "oom_kills"])
             while not self._stop.is_set():
-                now = time.time_ns()
                 for n in self.nodes:
                     cg = n.cgroup
                     if cg is None:
                         continue
                     try:
-                        usage, mem, ooms = cg.sample()
+                        now, usage, mem, ooms = cg.timed_sample()
                     except (OSError, ValueError):
                         continue
                     if n.name in last:
                         t0, u0 = last[n.name]
-                        w.writerow([now, n.name, round((usage - u0) / max(1, now - t0), 4), mem, ooms])
+                        if now <= t0:  # a remote node's reader has no newer sample yet
+                            continue
+                        w.writerow([now, n.name, round((usage - u0) / (now - t0), 4), mem, ooms])
                     last[n.name] = (now, usage)
                 f.flush()
                 self._stop.wait(self.interval)

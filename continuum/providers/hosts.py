@@ -28,6 +28,7 @@ import shlex
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -59,23 +60,24 @@ def known_hosts_file(plan: Plan, run_id: str) -> Path | None:
 
 
 class RemoteCgroup(Cgroup):
-    """A node's cgroup on its machine: created, sampled and removed there by hostside.py."""
+    """A node's cgroup on its machine: created and removed there by
+    hostside.py, sampled there by the machine's resident reader (Stream)."""
 
     def __init__(self, host: SshHost, version: int, dirs: dict[str, Path], leaf: bool):
         super().__init__(version, dirs, leaf)
         self.host = host
+        self.stream: Stream | None = None
 
-    def _json(self) -> str:
+    def as_json(self) -> str:
         return json.dumps({"version": self.version, "dirs": {k: str(v) for k, v in self.dirs.items()}, "leaf": self.leaf})
 
+    def timed_sample(self) -> tuple[int, int, int, int]:
+        if self.stream is None:
+            raise OSError(f"no sample reader on {self.host.name}")
+        return self.stream.latest(self)
+
     def sample(self) -> tuple[int, int, int]:
-        try:
-            out = hostside(self.host, "sample", self._json())[0]
-        except (ProviderError, CommandError) as e:  # the sampler skips a sample it could not take, as for a local file
-            raise OSError(str(e)) from e
-        if out is None:
-            raise OSError(f"cgroup gone on {self.host.name}")
-        return int(out[0]), int(out[1]), int(out[2])
+        return self.timed_sample()[1:]  # type: ignore[return-value]
 
     def cpu_usage_ns(self) -> int:
         return self.sample()[0]
@@ -90,7 +92,77 @@ class RemoteCgroup(Cgroup):
         raise NotImplementedError("a remote cgroup's processes are listed on its machine")
 
     def remove(self) -> None:
-        hostside(self.host, "cgroup-remove", self._json())
+        hostside(self.host, "cgroup-remove", self.as_json())
+
+
+def remote_cgroups(plan: Plan, dep: Deployment, undo: contextlib.ExitStack) -> None:
+    """Each limited node's cgroup on its machine (hostside.py there), and one
+    resident sample reader per machine; records the cgroup version."""
+    versions = set()
+    for n in plan.nodes:
+        node = dep.nodes[n.name]
+        if n.limits is None or node.host is None:
+            continue
+        leaf = plan.per_app_cgroups and n.name == plan.offload_target
+        made = hostside(node.host, "cgroup-create", naming.cgroup(dep.run_id, n.name), f"{n.limits.cpus:g}",
+                        str(n.limits.memory_bytes), "1" if leaf else "0")
+        node.cgroup = RemoteCgroup(node.host, made["version"], {k: Path(v) for k, v in made["dirs"].items()}, made["leaf"])
+        versions.add(made["version"])
+    dep.facts["cgroup_version"] = min(versions) if len(versions) == 1 else sorted(versions)
+    by_machine: dict[str, list[RemoteCgroup]] = {}
+    for node in dep.nodes.values():
+        if isinstance(node.cgroup, RemoteCgroup):
+            by_machine.setdefault(node.cgroup.host.name, []).append(node.cgroup)
+    for cgs in by_machine.values():
+        undo.callback(Stream(cgs[0].host, cgs).stop)  # before the cgroups go
+
+
+class Stream:
+    """One machine's cgroup samples, read there every interval by one
+    resident `hostside.py sample-stream` over the machine's SSH connection
+    (an SSH command per sample would space them by its round trips, not by
+    the interval), each with the time it was read there."""
+
+    def __init__(self, host: SshHost, cgroups: list[RemoteCgroup], interval_s: float = 0.5):
+        self.host, self.cgroups = host, cgroups
+        self._latest: dict[int, tuple[int, int, int, int]] = {}
+        self._lock = threading.Lock()
+        remote = shlex.join(["python3", f"{host.root}/src/continuum/hostside.py", "sample-stream", f"{interval_s:g}",
+                             *(c.as_json() for c in cgroups)])
+        self.proc = subprocess.Popen(host.ssh_argv(remote), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+        self._reader = threading.Thread(target=self._read, name=f"samples-{host.name}", daemon=True)
+        self._reader.start()
+        for c in cgroups:
+            c.stream = self
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                when, samples = json.loads(line)
+            except ValueError:
+                continue
+            with self._lock:
+                for c, s in zip(self.cgroups, samples):
+                    if s is not None:
+                        self._latest[id(c)] = (int(when), int(s[0]), int(s[1]), int(s[2]))
+
+    def latest(self, cgroup: RemoteCgroup) -> tuple[int, int, int, int]:
+        with self._lock:
+            found = self._latest.get(id(cgroup))
+        if found is None:
+            raise OSError(f"no sample from {self.host.name} yet")
+        return found
+
+    def stop(self) -> None:
+        for c in self.cgroups:
+            c.stream = None
+        if self.proc.poll() is None:
+            self.proc.terminate()  # the channel closes: the reader there ends at its next line
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(10)
+        self._reader.join(5)
 
 
 def remote_problems(spec: ExperimentSpec, kind: str, unsupported: list[str]) -> list[str]:
@@ -279,18 +351,7 @@ class HostsProvider(Provider):
         configure(plan, dep)
 
         say("creating cgroups (CPU quota, memory limit) on the machines")
-        versions = set()
-        for n in plan.nodes:
-            if n.limits is None:
-                continue
-            node = dep.nodes[n.name]
-            assert node.host is not None
-            leaf = plan.per_app_cgroups and n.name == plan.offload_target
-            made = hostside(node.host, "cgroup-create", naming.cgroup(run_id, n.name), f"{n.limits.cpus:g}",
-                            str(n.limits.memory_bytes), "1" if leaf else "0")
-            node.cgroup = RemoteCgroup(node.host, made["version"], {k: Path(v) for k, v in made["dirs"].items()}, made["leaf"])
-            versions.add(made["version"])
-        dep.facts["cgroup_version"] = min(versions) if len(versions) == 1 else sorted(versions)
+        remote_cgroups(plan, dep, undo)
         if plan.engine == "k3s":
             _k3s(plan, dep, hosts, undo, say)
         return dep

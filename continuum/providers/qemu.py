@@ -40,7 +40,7 @@ from continuum import commands, naming, playbooks, vmimage
 from continuum.errors import ProviderError
 from continuum.network.plan import NODE_IF, Plan
 from continuum.providers.base import Deployment, Provider, register
-from continuum.providers.hosts import RemoteCgroup, clock_offset, hostside, remote_problems, share_folder
+from continuum.providers.hosts import clock_offset, remote_cgroups, remote_problems, share_folder
 from continuum.providers.netns import configure, delete_namespace
 from continuum.remote import SshHost
 from continuum.runtime import Node
@@ -235,16 +235,7 @@ class QemuProvider(Provider):
         dep.facts["netem_available"] = True
         dep.facts["clock_offsets"] = _align_clocks(hosts, say)
 
-        versions = set()
-        for n in vms:
-            assert n.limits is not None
-            node = dep.nodes[n.name]
-            assert node.host is not None
-            made = hostside(node.host, "cgroup-create", naming.cgroup(run_id, n.name), f"{n.limits.cpus:g}",
-                            str(n.limits.memory_bytes), "1" if plan.per_app_cgroups and n.name == plan.offload_target else "0")
-            node.cgroup = RemoteCgroup(node.host, made["version"], {k: Path(v) for k, v in made["dirs"].items()}, made["leaf"])
-            versions.add(made["version"])
-        dep.facts["cgroup_version"] = min(versions) if len(versions) == 1 else sorted(versions)
+        remote_cgroups(plan, dep, undo)
         return dep
 
     @staticmethod
