@@ -127,7 +127,7 @@ def zmq_args(cell: Cell, side: str) -> str:
     """The ZMQ radio's device arguments: the eNB sends on zmq_port and
     receives on the next; the UE the other way round."""
     tx, rx = (cell.zmq_port, cell.zmq_port + 1) if side == "enb" else (cell.zmq_port + 1, cell.zmq_port)
-    return f"fail_on_disconnect=true,tx_port=tcp://*:{tx},rx_port=tcp://localhost:{rx},id={side},base_srate={SAMPLE_RATE[cell.prb]:g}"
+    return f"fail_on_disconnect=true,tx_port=tcp://*:{tx},rx_port=tcp://localhost:{rx},id={side},base_srate={SAMPLE_RATE[cell.prb]:.0f}"
 
 
 def configs(cell: Cell, files: Files) -> dict[str, str]:
