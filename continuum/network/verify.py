@@ -30,6 +30,10 @@ from continuum.network.plan import Plan
 from continuum.providers.base import Deployment
 
 PINGS = 10
+# Packets of the node's own (a guest kernel's neighbour probe, say) that may
+# cross the link while the pings do: a path shaped twice adds PINGS, bypass
+# removes PINGS, so a couple more or less than PINGS cannot hide either.
+STRAY = 2
 CORE_PINGS = 20
 OUTSIDE = ("8.8.8.8", "192.0.2.1", "1.1.1.1")
 
@@ -90,7 +94,7 @@ def shaped_once(spec: ExperimentSpec, plan: Plan, dep: Deployment, stats: Path) 
                 delta = after[name][d]["arrived_packets"] - before[name][d]["arrived_packets"]
                 want = PINGS if name == ep.name else 0
                 row[f"{name}.{d}_packets"] = delta
-                ok &= delta == want
+                ok &= want <= delta <= want + STRAY
         row["ok"] = ok
         out.append(row)
     return out

@@ -83,4 +83,8 @@ def test_early_drop_fires_exactly_when_the_budget_is_spent(run_dir):
     assert (df["status"].isin(["ok", "early_drop"])).all()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["early_drops"] == int((df["status"].eq("early_drop") & df["phase"].eq("measure")).sum())
-    assert f"{summary['early_drops']} dropped early by SMEC" in " ".join((run_dir / "summary.txt").read_text().split())
+    text = " ".join((run_dir / "summary.txt").read_text().split())
+    if summary["early_drops"]:
+        assert f"{summary['early_drops']} dropped early by SMEC" in text
+    else:  # every early drop fell in the warm-up (it happens on a slow run): the measured table claims none
+        assert "dropped early" not in text
