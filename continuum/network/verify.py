@@ -32,7 +32,7 @@ from continuum.providers.base import Deployment
 PINGS = 10
 # Frames of the node's own that may cross the link while the pings do: a
 # qemu guest's ARP (a 60-byte frame among the 88-byte pings in the uplink
-# log, one in two of the fresh-clone runs) is one. A path shaped twice adds
+# log, in two of five qemu runs on 2026-11-23) is one. A path shaped twice adds
 # PINGS and a bypass removes PINGS, so two more than PINGS hides neither.
 STRAY = 2
 CORE_PINGS = 20
