@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import importlib.metadata
 import os
 import platform
 import subprocess
@@ -50,12 +51,13 @@ def versions() -> dict:
         "mosquitto": broker.version(),
         "mahimahi-link": _out([str(mahimahi_link_binary()), "--version"]),
     }
-    for mod in ("torch", "torchvision", "paho.mqtt", "pandas", "numpy", "pydantic"):
+    # From the installed metadata, not by importing: importing torch costs seconds on every run.
+    for key, dist in (("torch", "torch"), ("torchvision", "torchvision"), ("paho.mqtt", "paho-mqtt"),
+                      ("pandas", "pandas"), ("numpy", "numpy"), ("pydantic", "pydantic")):
         try:
-            m = __import__(mod, fromlist=["__version__"])
-            v[mod] = getattr(m, "__version__", "unknown")
-        except ImportError:
-            v[mod] = "not installed"
+            v[key] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            v[key] = "not installed"
     return v
 
 
