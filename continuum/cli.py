@@ -113,7 +113,7 @@ def _validate(files: list[Path], console: Console, err: Console) -> int:
             status = 2
             continue
         console.print(f"[green]ok[/]: {f} ({spec.name}: {len(spec.nodes)} nodes, "
-                      f"{spec.mobile.uplink.given} / {spec.mobile.downlink.given}, offload to {spec.workload.offload})")
+                      f"{spec.mobile.describe()}, offload to {spec.workload.offload})")
     return status
 
 

@@ -31,6 +31,7 @@ from continuum.runtime import Node, stop_process, wait_for
 from continuum.results import manifest, report, tables
 from continuum.undo import Undo
 from continuum.workloads import launch
+from srsran_integration import lte, stack
 from workloads.contract import Env
 
 
@@ -70,7 +71,8 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
     for n in spec.nodes:
         lines.append(f"  {n.name:<10} namespace {naming.netns(run_id, n.name):<24} {plan.addresses[n.name]:<12} "
                      f"cpus {n.cpus:g}  memory {n.memory_bytes / 2**20:.0f} MiB  cgroup {naming.cgroup(run_id, n.name)}")
-    lines.append(f"  {'ran':<10} namespace {naming.netns(run_id, 'ran'):<24} mahimahi-link forward (no limits)")
+    ran = "srsepc, srsenb, srsue" if spec.mobile.srsran is not None else "mahimahi-link forward"
+    lines.append(f"  {'ran':<10} namespace {naming.netns(run_id, 'ran'):<24} {ran} (no limits)")
     lines.append(f"  {'core':<10} namespace {naming.netns(run_id, 'core'):<24} router")
     if plan.placement:
         lines.append("machines (over SSH; cross-machine links are VXLAN tunnels):")
@@ -90,11 +92,14 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
     for v in plan.veths:
         lines.append(f"  {v.a.namespace}:{v.a.name} ({v.a.address or 'unnumbered'}) <-> {v.b.namespace}:{v.b.name} ({v.b.address or 'unnumbered'})")
     m = spec.mobile
-    lines.append("cellular link (per endpoint, in ran):")
-    lines.append(f"  uplink   {m.uplink.path}  queue {m.uplink_queue} {m.uplink_queue_args}  loss {m.uplink_loss}")
-    lines.append(f"  downlink {m.downlink.path}  queue {m.downlink_queue} {m.downlink_queue_args}  loss {m.downlink_loss}")
-    lines.append(f"  bypass   {', '.join(plan.bypass)} (first one: verification probe addresses)")
-    lines.append(f"core delay (mechanism {spec.core.mechanism}):")
+    if m.uplink is not None and m.downlink is not None:
+        lines.append("cellular link (per endpoint, in ran):")
+        lines.append(f"  uplink   {m.uplink.path}  queue {m.uplink_queue} {m.uplink_queue_args}  loss {m.uplink_loss}")
+        lines.append(f"  downlink {m.downlink.path}  queue {m.downlink_queue} {m.downlink_queue_args}  loss {m.downlink_loss}")
+        lines.append(f"  bypass   {', '.join(plan.bypass)} (first one: verification probe addresses)")
+    else:
+        lines.append(f"cellular link: {m.describe()}, in ran; the endpoint's traffic enters srsUE's tunnel")
+    lines.append(f"core delay (mechanism {spec.core.mechanism}" + (f": {plan.delay_mechanism}" if spec.core.mechanism == "auto" else "") + "):")
     for role in ("edge", "cloud"):
         if spec.role(role):
             label = spec.core.edge_label if role == "edge" else spec.core.cloud_label
@@ -109,7 +114,11 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
         for u in c.members:
             lines.append(f"  {u.name:<10} {u.cls}" + (f" SLO {u.slo_ms:g} ms" if u.cls == "lc" else ""))
     lines.append("processes:")
-    lines.append(f"  ran: mahimahi-link forward ({len(plan.cell_links)} link(s))")
+    if spec.mobile.srsran is not None:
+        lines.append(f"  ran: srsepc, srsenb, srsue from {spec.mobile.srsran.prefix}/bin (configs in the run's srsran/), "
+                     f"the UE's tunnel {lte.UE_TUN} in {spec.role('endpoint')[0].name}")
+    else:
+        lines.append(f"  ran: mahimahi-link forward ({len(plan.cell_links)} link(s))")
     for n in spec.role("bulk"):
         lines.append(f"  {n.name}: iperf3 TCP {spec.cell.bulk_direction if spec.cell else ''} with {plan.offload_target}, "
                      f"port {netplan.BULK_PORT + n.index}")
@@ -267,12 +276,18 @@ def _run(ctx: Run, provider) -> None:
     provider.share_run_folder(plan, dep, run_dir, ctx.undo, ctx.phase)
     ctx.phase(f"done in {time.monotonic() - t:.1f} s")
 
-    console.print(f"[bold]network[/]: cellular link (mahimahi-link), core delay by {dep.facts['delay_mechanism']}"
-                  f" (netem {'available' if dep.facts['netem_available'] else 'not in this kernel'})")
-    emulator, stats = link.start(dep.nodes["ran"], spec, plan, run_dir, dep.facts["delay_mechanism"])
-    ctx.undo.callback(stop_process, emulator)
-    # What must stay alive while requests flow; a death ends the run, named.
-    ctx.vital.append(Vital("mahimahi-link (the cellular link)", emulator, run_dir / "logs" / "mahimahi-link.log"))
+    emulator: subprocess.Popen | None = None
+    stats: Path | None = None
+    if spec.mobile.srsran is not None:
+        console.print(f"[bold]network[/]: {spec.mobile.describe()}, core delay by {dep.facts['delay_mechanism']}")
+        _srsran(ctx)
+    else:
+        console.print(f"[bold]network[/]: cellular link (mahimahi-link), core delay by {dep.facts['delay_mechanism']}"
+                      f" (netem {'available' if dep.facts['netem_available'] else 'not in this kernel'})")
+        emulator, stats = link.start(dep.nodes["ran"], spec, plan, run_dir, dep.facts["delay_mechanism"])
+        ctx.undo.callback(stop_process, emulator)
+        # What must stay alive while requests flow; a death ends the run, named.
+        ctx.vital.append(Vital("mahimahi-link (the cellular link)", emulator, run_dir / "logs" / "mahimahi-link.log"))
 
     console.print("[bold]verify[/] the live network against the plan")
     try:
@@ -285,7 +300,10 @@ def _run(ctx: Run, provider) -> None:
     (run_dir / "verification.json").write_text(json.dumps(checks, indent=2) + "\n")
     for r in checks["core_rtt"]:
         ctx.phase(f"RTT {r['from']} -> {r['to']} (core only): {r['p25_rtt_ms']:.2f} ms (lower quartile; median {r['median_rtt_ms']:.2f}), plan {r['expected_rtt_ms']:g} ms  ok")
-    for r in checks["shaped_once"]:
+    for r in checks.get("through_stack", []):
+        ctx.phase(f"{r['endpoint']}: {r['replies']} of {r['pings']} pings answered through srsUE's tunnel, "
+                  f"RTT {r['median_rtt_ms']:.2f} ms (median)  ok")
+    for r in checks.get("shaped_once", []):
         ctx.phase(f"{r['endpoint']}: {r['pings']} pings entered uplink {r[r['endpoint'] + '.uplink_packets']}x, "
                   f"downlink {r[r['endpoint'] + '.downlink_packets']}x (shaped once), RTT through link {r['median_rtt_ms']:.2f} ms  ok")
     ctx.phase("no route from any namespace of the run to outside addresses  ok")
@@ -338,7 +356,25 @@ def _run(ctx: Run, provider) -> None:
         for rep in range(1, spec.repetitions + 1):
             _repetition(ctx, rep)
     ctx.save()
-    stop_process(emulator)  # flushes the link logs before the report reads them
+    if emulator is not None:
+        stop_process(emulator)  # flushes the link logs before the report reads them
+
+
+def _srsran(ctx: Run) -> None:
+    """mobile.mode = "srsran": the real stack up, the UE attached, the endpoint routed into its tunnel."""
+    assert ctx.dep is not None and ctx.spec.mobile.srsran is not None
+    dep, run_dir = ctx.dep, ctx.run_dir
+    endpoint = dep.nodes[ctx.spec.role("endpoint")[0].name]
+
+    def supervise(p: stack.Process) -> None:
+        ctx.undo.callback(stop_process, p.proc, 10.0)  # srsRAN's programs stop their radio and threads first
+        ctx.vital.append(Vital(p.what, p.proc, p.log))
+
+    try:
+        stack.start(ctx.spec.mobile.srsran, dep.nodes["ran"], endpoint, run_dir, ctx.phase, supervise)
+    except stack.StackError as e:
+        raise ProviderError(str(e)) from None
+    stack.route_endpoint(endpoint, netplan.ALL_NETS)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from continuum.network.plan import Machine
 from continuum.providers import REGISTRY as PROVIDERS
 from continuum.workloads import REGISTRY as APPS
 from continuum.traces import TraceRef
+from srsran_integration import lte
 
 ROLES = ("endpoint", "edge", "cloud")
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,23}")
@@ -40,10 +41,20 @@ class NodeSpec:
 
 
 @dataclass(frozen=True)
+class SrsranSpec:
+    """mode = "srsran": the real stack that carries the endpoint's traffic instead of the emulated link."""
+
+    generation: str  # 4g | 5g
+    cell: lte.Cell
+    prefix: Path  # srsRAN's installation (bin/srsenb, share/srsran/*.example)
+    attach_timeout_s: float
+
+
+@dataclass(frozen=True)
 class MobileSpec:
     preset: str | None
-    uplink: TraceRef
-    downlink: TraceRef
+    uplink: TraceRef | None  # None with mode = "srsran": no trace, the stack is the link
+    downlink: TraceRef | None
     uplink_queue: str
     uplink_queue_args: str
     downlink_queue: str
@@ -52,6 +63,18 @@ class MobileSpec:
     downlink_loss: float
     bypass: tuple[str, ...]
     ms_bursts: bool
+    mode: str = "emulated"  # emulated (mahimahi-link replays traces) | srsran
+    srsran: SrsranSpec | None = None
+
+    def describe(self) -> str:
+        """One line: the traces replayed, or the real stack."""
+        if self.srsran is not None:
+            c = self.srsran.cell
+            dl, _ = lte.frequencies_mhz(c.earfcn)
+            return (f"srsRAN {self.srsran.generation.upper()} over {c.radio.upper()} "
+                    f"(band {lte.band(c.earfcn)}, EARFCN {c.earfcn}, {dl:g} MHz down, {c.prb} PRBs)")
+        assert self.uplink is not None and self.downlink is not None
+        return f"{self.uplink.given} / {self.downlink.given}"
 
 
 @dataclass(frozen=True)
@@ -373,7 +396,12 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     # mobile network
     mobile = None
     m = p.get("mobile")
-    if m is not None:
+    if m is not None and m.mode == "srsran":
+        mobile = _srsran(m, p, nodes, bad, failed)
+    elif m is not None:
+        if m.srsran is not None:
+            bad("mobile.srsran", "[mobile.srsran] configures mode = \"srsran\"; this file's mobile.mode is \"emulated\" "
+                                 "(set mobile.mode = \"srsran\", or remove the table)")
         up_name, down_name = m.uplink, m.downlink
         if m.preset is not None:
             if m.preset in presets.NOT_PUBLIC:
@@ -531,6 +559,72 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         hosts=tuple(hosts), host_keys=p["provider"].host_keys, provision=p["provider"].provision,
         engine=p["provider"].engine, k3s_server=p["provider"].k3s_server,
     )
+
+
+# What only the emulated link uses: set with mode = "srsran", each is a mistake worth naming.
+EMULATED_ONLY = ("preset", "uplink", "downlink", "uplink_queue", "uplink_queue_args", "downlink_queue",
+                 "downlink_queue_args", "uplink_loss", "downlink_loss", "bypass", "ms_bursts")
+
+
+def _srsran(m: raw.Mobile, p: dict, nodes: list[NodeSpec], bad, failed) -> MobileSpec | None:
+    """mode = "srsran": the real stack in place of the emulated link; what it
+    cannot be combined with is named by its key."""
+    r = m.srsran or raw.Srsran()
+    ok = True
+
+    def no(key: str, why: str) -> None:
+        nonlocal ok
+        bad(key, why)
+        ok = False
+
+    for key in EMULATED_ONLY:
+        if key in m.model_fields_set:
+            no(f"mobile.{key}", "replays or shapes the emulated link (mode = \"emulated\"); with mode = \"srsran\" "
+                                "srsRAN's real stack is the link: remove the key")
+    if p.get("cell") is not None:
+        no("cell", "the shared emulated cell replaces the emulated link; with mobile.mode = \"srsran\" the cell is "
+                   "srsRAN's own (its MAC scheduler): remove [cell]")
+    provider = p.get("provider")
+    if provider is not None and provider.kind != "netns":
+        no("provider.kind", f"mobile.mode = \"srsran\" runs the stack in the netns provider's namespaces; "
+                            f"{provider.kind!r} does not place it yet (use kind = \"netns\")")
+    endpoints = [n for n in nodes if n.role == "endpoint"]
+    if len(endpoints) != 1 and not failed("nodes.endpoint.count"):
+        no("nodes.endpoint.count", f"{len(endpoints)} endpoints: srsRAN's cell here carries one UE "
+                                   "(srsUE's ZMQ radio is one socket pair; over the air, one phone): set count = 1")
+    core = p.get("core")
+    if core is not None and core.mechanism == "mahimahi-link":
+        no("core.mechanism", "with mobile.mode = \"srsran\" no emulator is on the path to add the core delay: "
+                             "use \"netem\" (or \"auto\", which picks it)")
+    w = p.get("workload")
+    if w is not None and w.runtime == "container":
+        no("workload.runtime", "with mobile.mode = \"srsran\" the endpoint runs as a process: srsUE's tunnel "
+                               "is put in the endpoint's named namespace, which a container's sandbox does not have")
+    if r.generation == "5g":
+        no("mobile.srsran.generation", "continuum run drives srsRAN 4G (srsENB, srsEPC, srsUE); 5G (srsRAN Project's gNB "
+                                       "and Open5GS) is installed and configured for a lab machine by playbooks/srsran-5g.yml "
+                                       "(see srsran-integration/README.md): use generation = \"4g\" here")
+    prb = lte.PRB_OF_MHZ.get(float(r.bandwidth_mhz))
+    if prb is None:
+        no("mobile.srsran.bandwidth_mhz", f"{r.bandwidth_mhz:g} MHz is not an LTE channel; valid: "
+                                          + ", ".join(f"{mhz:g} ({n} PRBs)" for mhz, n in lte.PRB_OF_MHZ.items()))
+        prb = 25
+    cell = lte.Cell(radio=r.radio, earfcn=r.arfcn, prb=prb, tx_gain=r.tx_gain, rx_gain=r.rx_gain,
+                    device_args=r.device_args, ue=r.ue, ue_device_args=r.ue_device_args, zmq_port=r.zmq_port)
+    for key, why in lte.problems(cell):
+        if key != "bandwidth_mhz":
+            no(f"mobile.srsran.{key}", why)
+    if r.ue == "cots" and not any(k == "ue" for k, _ in lte.problems(lte.Cell(radio=r.radio, ue=r.ue))):
+        no("mobile.srsran.ue", "a phone (ue = \"cots\") carries its own traffic, not the emulated endpoint's: "
+                               "continuum run needs ue = \"srsue\"; for a phone, srsran_integration writes the eNB, "
+                               "EPC and subscriber files (see srsran-integration/README.md)")
+    prefix = Path(r.prefix)
+    if not prefix.is_absolute():
+        no("mobile.srsran.prefix", f"{r.prefix!r}: srsRAN's installation prefix is an absolute path (e.g. /usr/local)")
+    if not ok or failed("mobile"):
+        return None
+    return MobileSpec(None, None, None, "infinite", "", "infinite", "", 0.0, 0.0, (), False,
+                      mode="srsran", srsran=SrsranSpec(r.generation, cell, prefix, r.attach_timeout_s))
 
 
 def _trace(given: str, base: Path, direction: str, materialize: bool) -> tuple[TraceRef | None, str | None]:

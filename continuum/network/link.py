@@ -18,6 +18,7 @@ from continuum.traces import mahimahi_link_binary
 def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechanism: str,
          binary: Path | None = None) -> list[str]:
     m = spec.mobile
+    assert m.uplink is not None and m.downlink is not None, "the emulated link replays traces (mobile.mode = \"emulated\")"
     out = [str(binary or mahimahi_link_binary()), "forward"]
     for link in plan.cell_links:
         own = plan.cell.member(link.name) if plan.cell else None  # a cell member may have its own channel
@@ -102,7 +103,7 @@ def start(ran: Node, spec: ExperimentSpec, plan: Plan, run_dir: Path, delay_mech
 def trace_files(spec: ExperimentSpec) -> list[Path]:
     """Every trace file the emulator reads (the experiment's, and cell members' own)."""
     m = spec.mobile
-    paths = [m.uplink.path, m.downlink.path]
+    paths = [t.path for t in (m.uplink, m.downlink) if t is not None]
     for u in (spec.cell.members if spec.cell else ()):
         paths += [t.path for t in (u.uplink, u.downlink) if t is not None]
     return sorted({Path(p) for p in paths})

@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from srsran_integration import lte
+
 if TYPE_CHECKING:  # the plan is built from a spec; at run time it needs only its values
     from continuum.config import CellSpec, ExperimentSpec
 
@@ -39,6 +41,8 @@ BULK_PORT = 5201  # bulk UE i's iperf3 server listens on BULK_PORT + i on the of
 NOTICE_PORT = 47000  # Tutti: the edge's request notices to a UE's address on this UDP port
 SMEC_PORT = 47100  # SMEC's timing: the endpoints' probes to the offload target, its ACKs back (UDP)
 NODE_IF = "eth0"  # a node's one interface
+# mobile.mode = "srsran": the EPC's SGi network and the UE's static address in it
+UE_NET, UE_ADDRESS = f"{lte.UE_POOL}.0/24", f"{lte.UE_POOL}.2"
 
 
 @dataclass(frozen=True)
@@ -191,6 +195,8 @@ class Plan:
 def delay_mechanism(spec: ExperimentSpec) -> str:
     """`auto`: the emulator's delay (µs-precise) unless jitter needs netem."""
     m = spec.core.mechanism
+    if spec.mobile.srsran is not None:  # no emulator on the path to delay anything
+        return "netem"
     if m == "auto":
         return "netem" if spec.core.jitter_ms > 0 else "mahimahi-link"
     return m
@@ -209,8 +215,12 @@ def build(spec: ExperimentSpec) -> Plan:
     probes: dict[str, str] = {}
     links: list[CellLink] = []
     delays: list[CoreDelay] = []
+    srsran = spec.mobile.srsran is not None
     for n in spec.role("endpoint") + spec.role("bulk"):
         i = n.index + (BULK_NET_OFFSET if n.role == "bulk" else 0)  # the UE's subnet; interface names say which
+        if srsran:
+            _srsran_ue(n, i, nodes, veths, routes)
+            continue
         ip, gw = f"{ENDPOINT_NET}.{i}.2", f"{ENDPOINT_NET}.{i}.1"
         nodes.append(PlanNode(n.name, n.role, ip, Limits(n.cpus, n.memory_bytes), n.name in boxed))
         probes[n.name] = f"{PROBE_NET}.{i}.2"
@@ -232,10 +242,12 @@ def build(spec: ExperimentSpec) -> Plan:
             nodes.append(PlanNode(n.name, n.role, f"{net}.2", Limits(n.cpus, n.memory_bytes), n.name in boxed))
             veths.append(Veth(Interface("core", n.name, f"{net}.1/24"), Interface(n.name, NODE_IF, f"{net}.2/24")))
             routes.append(Route(n.name, ALL_NETS, f"{net}.1"))
+            if srsran:  # the UE's address is the EPC's, outside the run's nets
+                routes.append(Route(n.name, UE_NET, f"{net}.1"))
         if tier:
             devices = tuple(d for n in tier for d in (("core", n.name), (n.name, NODE_IF)))
             delays.append(CoreDelay(role, f"{TIER_NET[role]}.0.0/16", spec.one_way_ms(role), spec.core.jitter_ms, devices))
-    nodes += [PlanNode("ran", "ran"), PlanNode("core", "core", forwarding=True)]
+    nodes += [PlanNode("ran", "ran", forwarding=srsran), PlanNode("core", "core", forwarding=True)]
     return Plan(
         nodes=tuple(nodes),
         veths=tuple(veths),
@@ -245,7 +257,7 @@ def build(spec: ExperimentSpec) -> Plan:
         cell_links=tuple(links),
         core_delays=tuple(delays),
         delay_mechanism=delay_mechanism(spec),
-        bypass=(f"{PROBE_NET}.0.0/16", *spec.mobile.bypass),
+        bypass=() if srsran else (f"{PROBE_NET}.0.0/16", *spec.mobile.bypass),
         probe_addresses=probes,
         offload_target=offload_target,
         cell=spec.cell,
@@ -260,6 +272,18 @@ def build(spec: ExperimentSpec) -> Plan:
         k3s_server=spec.k3s_server,
         images=k3s_images(spec),
     )
+
+
+def _srsran_ue(n, i: int, nodes: list[PlanNode], veths: list[Veth], routes: list[Route]) -> None:
+    """mobile.mode = "srsran": the endpoint's only way out is srsUE's tunnel,
+    which appears in its namespace once the UE has attached (the runner then
+    routes the run's nets into it). The EPC's SGi side, in ran, reaches the
+    core over a plain veth: ran forwards between the two."""
+    ran_ip, gw = f"{ENDPOINT_NET}.{i}.254", f"{ENDPOINT_NET}.{i}.1"
+    nodes.append(PlanNode(n.name, n.role, UE_ADDRESS, Limits(n.cpus, n.memory_bytes)))
+    veths.append(Veth(Interface("ran", f"core{i}", f"{ran_ip}/24"), Interface("core", f"ran{i}", f"{gw}/24")))
+    routes.append(Route("ran", ALL_NETS, gw))
+    routes.append(Route("core", UE_NET, ran_ip))
 
 
 def placement(spec: ExperimentSpec) -> dict[str, str]:

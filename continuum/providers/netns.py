@@ -22,6 +22,7 @@ from continuum.providers.base import Deployment, Provider, register
 from continuum.runtime import Node
 from continuum.traces import mahimahi_link_binary
 from smec_edge import mps
+from srsran_integration import environment
 
 if TYPE_CHECKING:
     from continuum.config import ExperimentSpec
@@ -85,6 +86,9 @@ class NetnsProvider(Provider):
             else:
                 needed = sorted({*containers.spec_images(spec), "continuum/base"})
                 problems += containers.image_problems(needed)
+        if spec.mobile.srsran is not None:
+            s = spec.mobile.srsran
+            problems += [f"mobile.mode = \"srsran\": {p}" for p in environment.problems(s.prefix, s.cell.radio)]
         if spec.core.jitter_ms > 0 and spec.core.mechanism == "mahimahi-link":
             problems.append("core.jitter_ms > 0 needs tc netem: set core.mechanism = \"auto\" or \"netem\" "
                             "(mahimahi-link's core delay is constant)")

@@ -61,6 +61,28 @@ def versions() -> dict:
     return v
 
 
+def _mobile(spec: ExperimentSpec) -> dict[str, Any]:
+    """What carried the endpoint's traffic: the emulated link, or the real stack and its cell."""
+    s = spec.mobile.srsran
+    if s is None:
+        return {"mode": "emulated"}
+    from srsran_integration import lte
+
+    c = s.cell
+    dl, ul = lte.frequencies_mhz(c.earfcn)
+    return {"mode": "srsran", "generation": s.generation, "radio": c.radio, "earfcn": c.earfcn, "band": lte.band(c.earfcn),
+            "dl_mhz": dl, "ul_mhz": ul, "prb": c.prb, "tx_gain": c.tx_gain, "rx_gain": c.rx_gain, "ue": c.ue,
+            "prefix": str(s.prefix), "srsran": _read(s.prefix / "share" / "srsran" / "continuum-version")}
+
+
+def _read(path: Path) -> str:
+    """A version marker playbooks/srsran.yml writes (srsRAN's programs have no --version: they start)."""
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return "unknown (not installed by playbooks/srsran.yml)"
+
+
 def host() -> dict:
     mem = 0
     try:
@@ -107,7 +129,8 @@ class Manifest(BaseModel):
     seed: int
     provider: str
     nodes: dict[str, dict[str, Any]]
-    traces: dict[str, dict[str, Any]]
+    traces: dict[str, dict[str, Any]]  # empty with mode = "srsran"
+    mobile: dict[str, Any] = {"mode": "emulated"}
     core: dict[str, Any]
     versions: dict[str, str]
     host: dict[str, Any]
@@ -141,10 +164,9 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
         seed=spec.seed,
         provider=spec.provider,
         nodes={n.name: {"role": n.role, "cpus": n.cpus, "memory_bytes": n.memory_bytes} for n in spec.nodes},
-        traces={
-            "uplink": {"given": spec.mobile.uplink.given, "archive_id": spec.mobile.uplink.archive_id, "path": str(spec.mobile.uplink.path), "sha256": spec.mobile.uplink.sha256},
-            "downlink": {"given": spec.mobile.downlink.given, "archive_id": spec.mobile.downlink.archive_id, "path": str(spec.mobile.downlink.path), "sha256": spec.mobile.downlink.sha256},
-        },
+        traces={d: {"given": t.given, "archive_id": t.archive_id, "path": str(t.path), "sha256": t.sha256}
+                for d, t in (("uplink", spec.mobile.uplink), ("downlink", spec.mobile.downlink)) if t is not None},
+        mobile=_mobile(spec),
         core={"edge_one_way_ms": spec.core.edge_ms, "edge": spec.core.edge_label,
               "cloud_one_way_ms": spec.core.cloud_ms, "cloud": spec.core.cloud_label,
               "jitter_ms": spec.core.jitter_ms, "delay_mechanism": spec.core.mechanism},

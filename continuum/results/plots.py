@@ -129,6 +129,56 @@ def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim
     return True
 
 
+def srsran_kpis(run_dir: Path, tl: Timeline, xlim: tuple[float, float], out: Path) -> bool:
+    """mobile.mode = "srsran": what srsENB measured of the UE each second
+    (its JSON report): bit rates, MCS, BLER and channel quality, on the
+    requests' time axis. False without a report."""
+    from srsran_integration import kpis
+
+    k = kpis.enb_report(run_dir / "srsran" / "enb-report.json")
+    if k.empty:
+        return False
+    t = tl.seconds(k["t_ns"])
+    fig, axes = plt.subplots(4, 1, figsize=(9, 9), sharex=True)
+    rate, mcs, bler, quality = axes
+    for d, c in (("dl", "C0"), ("ul", "C1")):
+        name = "downlink" if d == "dl" else "uplink"
+        rate.plot(t, k[f"{d}_bitrate"].astype(float) / 1e6, ".-", ms=3, color=c, label=name)
+        mcs.plot(t, k[f"{d}_mcs"].astype(float), ".-", ms=3, color=c, label=name)
+        bler.plot(t, k[f"{d}_bler"].astype(float) * 100, ".-", ms=3, color=c, label=name)
+    rate.set_ylabel("bit rate (Mbit/s)\nat the eNB's MAC")
+    mcs.set_ylabel("MCS index")
+    mcs.set_ylim(-1, 29)
+    bler.set_ylabel("BLER (%)")
+    bler.set_ylim(-3, 103)
+    quality.plot(t, k["dl_cqi"].astype(float), ".-", ms=3, color="C0", label="downlink CQI (UE's report)")
+    quality.set_ylabel("CQI (0-15)")
+    quality.set_ylim(-0.5, 15.5)
+    q2 = quality.twinx()
+    q2.plot(t, k["ul_snr"].astype(float), ".-", ms=3, color="C1", label="uplink SNR (eNB's PUSCH)")
+    q2.set_ylabel("uplink SNR (dB)", color="C1")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        _shade(ax, tl, xlim)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.08, 1))
+    q2.legend(fontsize=7, loc="lower left", bbox_to_anchor=(1.08, 0))
+    axes[-1].set_xlabel(TIME_LABEL)
+    fig.suptitle("srsRAN's cell, measured by srsENB each second (its JSON report); the radio is "
+                 + _radio(run_dir), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def _radio(run_dir: Path) -> str:
+    man = run_dir / "manifest.json"
+    m = (json.loads(man.read_text()).get("mobile") or {}) if man.exists() else {}
+    if m.get("radio") == "zmq":
+        return "ZMQ (samples over sockets: no channel, no fading)"
+    return f"{m.get('radio', '?')}, band {m.get('band', '?')}"
+
+
 def sending_rate(df: pd.DataFrame, rate_logs: list[Path], tl: Timeline, xlim: tuple[float, float], out: Path) -> bool:
     """Congestion control at work: each endpoint's sending rate (from its rate
     log) over its end-to-end latency. False when no rate was ever changed."""
@@ -245,6 +295,8 @@ def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5
         made.append(plots / "smec_manager.png")
     if summary.get("admission"):
         made += admission(run_dir, summary["admission"], tl, xlim, plots)
+    if srsran_kpis(run_dir, tl, xlim, plots / "srsran.png"):
+        made.append(plots / "srsran.png")
     if cell_share(run_dir, tl, xlim, plots / "cell_share.png", bin_s):
         made.append(plots / "cell_share.png")
     c = summary.get("cell")

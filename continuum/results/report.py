@@ -32,6 +32,20 @@ def build(run_dir: Path) -> tuple[dict, list[Path]]:
     c = cell.summarize(run_dir, df, timeline.of_requests(df))
     if c is not None:
         summary["cell"] = c
+    ran = _srsran(run_dir, df)
+    if ran is not None:
+        summary["srsran"] = ran
     tables.write(df, summary, run_dir)
     made = plots.all_plots(run_dir, df, summary)
     return summary, made
+
+
+def _srsran(run_dir: Path, df) -> dict | None:
+    """mobile.mode = "srsran": srsENB's KPIs over the measured requests' span."""
+    report = run_dir / "srsran" / "enb-report.json"
+    m = df[df["phase"] == "measure"] if len(df) else df
+    if not report.exists() or not len(m):
+        return None
+    from srsran_integration import kpis
+
+    return kpis.summarize(kpis.enb_report(report), int(m["t_drawn"].min()), int(m["t_received"].max()))

@@ -10,7 +10,9 @@ the one test that gives the same answer as srsRAN would get."""
 from __future__ import annotations
 
 import errno
+import shutil
 import socket
+import subprocess
 from pathlib import Path
 
 PROGRAMS = ("srsenb", "srsepc", "srsue")
@@ -40,3 +42,43 @@ def programs_problem(prefix: Path) -> str | None:
     if not (prefix / "share" / "srsran" / "rr.conf.example").is_file():
         return f"srsRAN's example radio-resource files are not in {prefix}/share/srsran (rr.conf.example): reinstall it"
     return None
+
+
+def radio_problem(prefix: Path, radio: str) -> str | None:
+    """None when srsRAN was built with the radio's plugin (libsrsran_rf_zmq.so
+    or libsrsran_rf_uhd.so): CMake leaves a plugin out, silently, when its
+    development package was missing at build time."""
+    plugin, package = {"zmq": ("zmq", "libzmq3-dev"), "usrp": ("uhd", "libuhd-dev")}[radio]
+    if not (prefix / "lib" / f"libsrsran_rf_{plugin}.so").exists():
+        return (f"srsRAN under {prefix} was built without its {radio.upper()} radio (no lib/libsrsran_rf_{plugin}.so): "
+                f"install {package} and rebuild (playbooks/srsran.yml" + (" with srsran_uhd=true)" if radio == "usrp" else ")"))
+    if radio == "usrp":
+        p = subprocess.run(["uhd_find_devices"], capture_output=True, text=True, check=False, timeout=60) \
+            if shutil.which("uhd_find_devices") else None
+        if p is None:
+            return "no uhd_find_devices: install uhd-host (playbooks/srsran.yml with srsran_uhd=true does)"
+        if "Device Address" not in p.stdout:
+            return "no USRP found by uhd_find_devices: connect the radios (USB 3 for a B210, Ethernet for an X310)"
+    return None
+
+
+def netem_problem() -> str | None:
+    """None when tc netem works (tried in a throwaway network namespace):
+    with srsRAN as the link, netem is what adds the core delay."""
+    if not shutil.which("unshare") or not shutil.which("tc"):
+        return "tc and unshare are needed to try netem: install iproute2 and util-linux"
+    p = subprocess.run(["unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+                       capture_output=True, text=True, check=False, timeout=30)
+    if p.returncode != 0:
+        return (f"this kernel has no tc netem (sch_netem: {p.stderr.strip() or p.returncode}), which adds the core "
+                "delay when srsRAN is the link (no emulator is on the path)")
+    return None
+
+
+def problems(prefix: Path, radio: str) -> list[str]:
+    """Everything that keeps srsRAN 4G from running here, each with its remedy."""
+    found = [sctp_problem(), programs_problem(prefix)]
+    if found[1] is None:
+        found.append(radio_problem(prefix, radio))
+    found.append(netem_problem())
+    return [p for p in found if p]

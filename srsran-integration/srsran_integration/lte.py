@@ -18,9 +18,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-# Sample rate per cell width (PRBs): what srsRAN's ZMQ radio must be told
-# (base_srate), since it has no hardware clock to negotiate one with.
-SAMPLE_RATE = {6: 1.92e6, 15: 3.84e6, 25: 5.76e6, 50: 11.52e6, 75: 15.36e6, 100: 23.04e6}
+# The LTE cell widths: PRBs per channel bandwidth (MHz).
+PRB_OF_MHZ = {1.4: 6, 3.0: 15, 5.0: 25, 10.0: 50, 15.0: 75, 20.0: 100}
+# srsRAN's sample rate per cell width (its reduced FFT sizes, the default).
+CELL_RATE = {6: 1.92e6, 15: 3.84e6, 25: 5.76e6, 50: 11.52e6, 75: 15.36e6, 100: 23.04e6}
+ZMQ_BASE_RATE = 23.04e6
+
+
+def zmq_base_rate(prb: int) -> float:
+    """The ZMQ radio's sample stream, on which both ends must agree (there is
+    no hardware clock to negotiate with): srsRAN's default, 23.04 MHz, which
+    the cell's rate and the UE's 6-PRB cell search (1.92 MHz) divide whole, as
+    rf_zmq_imp.c decimates by whole factors only; a 75-PRB cell's 15.36 MHz
+    does not divide it, so that cell streams at its own rate."""
+    rate = CELL_RATE[prb]
+    return ZMQ_BASE_RATE if ZMQ_BASE_RATE % rate == 0 else rate
 
 # FDD bands (3GPP TS 36.101, table 5.7.3-1): DL low frequency (MHz), DL EARFCN
 # offset and range, UL low frequency and UL EARFCN offset.
@@ -50,6 +62,7 @@ IMEI = "353490069873319"
 APN = "continuum"
 TAC = 0x0007
 UE_POOL = "172.16.0"  # the EPC's SGi network: .1 the gateway, .2 the UE (static, so the run knows it)
+UE_TUN = "tun_srsue"  # srsUE's tunnel, in the endpoint's namespace: the endpoint's way out
 MME_ADDR, ENB_ADDR = "127.0.1.100", "127.0.1.1"  # loopback addresses inside the namespace that runs them
 
 
@@ -84,12 +97,12 @@ def frequencies_mhz(earfcn: int) -> tuple[float, float]:
 def problems(cell: Cell) -> list[tuple[str, str]]:
     """(key under [mobile.srsran], what is wrong and what would be valid)."""
     out = []
-    if cell.prb not in SAMPLE_RATE:
-        out.append(("prb", f"{cell.prb} PRBs is not an LTE cell width; valid: {', '.join(map(str, SAMPLE_RATE))} "
-                           "(1.4, 3, 5, 10, 15, 20 MHz)"))
+    if cell.prb not in PRB_OF_MHZ.values():
+        out.append(("bandwidth_mhz", f"{cell.prb} PRBs is not an LTE cell width; valid: "
+                                     + ", ".join(f"{mhz:g} MHz ({prb} PRBs)" for mhz, prb in PRB_OF_MHZ.items())))
     if band(cell.earfcn) is None:
         ranges = "; ".join(f"band {b}: {lo}-{hi}" for b, (_, lo, hi, _, _) in BANDS.items())
-        out.append(("earfcn", f"{cell.earfcn} is not a downlink EARFCN of an FDD band srsRAN 4G runs ({ranges})"))
+        out.append(("arfcn", f"{cell.earfcn} is not a downlink EARFCN of an FDD band srsRAN 4G runs ({ranges})"))
     if cell.radio == "zmq" and cell.ue != "srsue":
         out.append(("ue", "the ZMQ radio is a socket: only srsUE can be at its other end (ue = \"srsue\")"))
     if cell.radio == "zmq" and (cell.device_args or cell.ue_device_args):
@@ -127,7 +140,7 @@ def zmq_args(cell: Cell, side: str) -> str:
     """The ZMQ radio's device arguments: the eNB sends on zmq_port and
     receives on the next; the UE the other way round."""
     tx, rx = (cell.zmq_port, cell.zmq_port + 1) if side == "enb" else (cell.zmq_port + 1, cell.zmq_port)
-    return f"fail_on_disconnect=true,tx_port=tcp://*:{tx},rx_port=tcp://localhost:{rx},id={side},base_srate={SAMPLE_RATE[cell.prb]:.0f}"
+    return f"fail_on_disconnect=true,tx_port=tcp://*:{tx},rx_port=tcp://localhost:{rx},id={side},base_srate={zmq_base_rate(cell.prb):.0f}"
 
 
 def configs(cell: Cell, files: Files) -> dict[str, str]:
@@ -143,7 +156,9 @@ def configs(cell: Cell, files: Files) -> dict[str, str]:
         "rf": {"dl_earfcn": cell.earfcn, "tx_gain": f"{cell.tx_gain:g}", "rx_gain": f"{cell.rx_gain:g}", **radio},
         "log": {"all_level": "warning", "filename": files.logs / "srsenb.log", "file_max_size": -1},
         "gui": {"enable": "false"},
-        "expert": {"metrics_period_secs": 1, "metrics_csv_enable": "true", "metrics_csv_filename": files.metrics / "enb.csv"},
+        # the CSV: the cell's bit rates; the JSON report: each UE's MCS, CQI, BLER, SNR per period
+        "expert": {"metrics_period_secs": 1, "metrics_csv_enable": "true", "metrics_csv_filename": files.metrics / "enb.csv",
+                   "report_json_enable": "true", "report_json_filename": files.metrics / "enb-report.json"},
     })
     epc = _ini({
         "mme": {"mme_code": "0x1a", "mme_group": "0x0001", "tac": f"0x{TAC:04x}", "mcc": MCC, "mnc": MNC,
@@ -164,7 +179,7 @@ def configs(cell: Cell, files: Files) -> dict[str, str]:
         "usim": {"mode": "soft", "algo": "milenage", "opc": OPC, "k": KEY, "imsi": IMSI, "imei": IMEI},
         "rrc": {"ue_category": 4, "release": 15},
         "nas": {"apn": APN, "apn_protocol": "ipv4"},
-        "gw": {"netns": files.ue_netns, "ip_devname": "tun_srsue", "ip_netmask": "255.255.255.0"},
+        "gw": {"netns": files.ue_netns, "ip_devname": UE_TUN, "ip_netmask": "255.255.255.0"},
         "gui": {"enable": "false"},
         "log": {"all_level": "warning", "filename": files.logs / "srsue.log", "file_max_size": -1},
         "general": {"metrics_csv_enable": "true", "metrics_period_secs": 1, "metrics_csv_filename": files.metrics / "ue.csv"},

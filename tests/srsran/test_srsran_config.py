@@ -36,8 +36,8 @@ def test_an_earfcn_names_its_band_and_carriers(earfcn, band, dl, ul):
 
 
 @pytest.mark.parametrize("cell, key, words", [
-    (lte.Cell(prb=30), "prb", "6, 15, 25, 50, 75, 100"),
-    (lte.Cell(earfcn=5000), "earfcn", "band 7: 2750-3449"),
+    (lte.Cell(prb=30), "bandwidth_mhz", "1.4 MHz (6 PRBs), 3 MHz (15 PRBs), 5 MHz (25 PRBs)"),
+    (lte.Cell(earfcn=5000), "arfcn", "band 7: 2750-3449"),
     (lte.Cell(ue="cots"), "ue", "only srsUE"),
     (lte.Cell(device_args="type=b200"), "device_args", "radio = \"usrp\""),
     (lte.Cell(radio="usrp"), "ue_device_args", "its own USRP"),
@@ -55,15 +55,19 @@ def test_valid_cells_have_no_problems():
     assert lte.problems(lte.Cell(radio="usrp", ue="cots", device_args="type=b200", prb=50, earfcn=1575)) == []
 
 
-@pytest.mark.parametrize("prb", sorted(lte.SAMPLE_RATE))
-def test_the_zmq_radios_face_each_other_at_the_cells_sample_rate(tmp_path, prb):
+@pytest.mark.parametrize("prb", sorted(lte.PRB_OF_MHZ.values()))
+def test_the_zmq_radios_face_each_other_at_one_sample_rate_every_cell_width_divides(tmp_path, prb):
     files = lte.configs(lte.Cell(prb=prb, zmq_port=2400), _files(tmp_path))
     enb, ue = _ini(files["enb.conf"]), _ini(files["ue.conf"])
     args = {side: dict(kv.split("=", 1) for kv in c["rf"]["device_args"].split(",")) for side, c in (("enb", enb), ("ue", ue))}
     assert enb["rf"]["device_name"] == ue["rf"]["device_name"] == "zmq"
     assert args["enb"]["tx_port"] == "tcp://*:2400" and args["ue"]["rx_port"] == "tcp://localhost:2400"
     assert args["ue"]["tx_port"] == "tcp://*:2401" and args["enb"]["rx_port"] == "tcp://localhost:2401"
-    assert float(args["enb"]["base_srate"]) == float(args["ue"]["base_srate"]) == lte.SAMPLE_RATE[prb]
+    base = float(args["enb"]["base_srate"])
+    assert base == float(args["ue"]["base_srate"]) and base in (lte.ZMQ_BASE_RATE, lte.CELL_RATE[prb])
+    # the cell's rate and the UE's 6-PRB search rate divide it whole (the ZMQ radio decimates by whole factors)
+    for rate in (lte.CELL_RATE[prb], 1.92e6):
+        assert base % rate == 0, (base, rate)
     assert int(enb["enb"]["n_prb"]) == prb
 
 
