@@ -276,18 +276,19 @@ def _run(ctx: Run, provider) -> None:
     provider.share_run_folder(plan, dep, run_dir, ctx.undo, ctx.phase)
     ctx.phase(f"done in {time.monotonic() - t:.1f} s")
 
-    emulator: subprocess.Popen | None = None
-    stats: Path | None = None
     if spec.mobile.srsran is not None:
-        console.print(f"[bold]network[/]: {spec.mobile.describe()}, core delay by {dep.facts['delay_mechanism']}")
-        _srsran(ctx)
+        console.print(f"[bold]network[/]: {spec.mobile.describe()}; core delay by {dep.facts['delay_mechanism']}"
+                      + (" (mahimahi-link, every frame past its trace)" if dep.facts["delay_mechanism"] == "mahimahi-link" else ""))
     else:
         console.print(f"[bold]network[/]: cellular link (mahimahi-link), core delay by {dep.facts['delay_mechanism']}"
                       f" (netem {'available' if dep.facts['netem_available'] else 'not in this kernel'})")
-        emulator, stats = link.start(dep.nodes["ran"], spec, plan, run_dir, dep.facts["delay_mechanism"])
-        ctx.undo.callback(stop_process, emulator)
-        # What must stay alive while requests flow; a death ends the run, named.
-        ctx.vital.append(Vital("mahimahi-link (the cellular link)", emulator, run_dir / "logs" / "mahimahi-link.log"))
+    emulator, stats = link.start(dep.nodes["ran"], spec, plan, run_dir, dep.facts["delay_mechanism"])
+    ctx.undo.callback(stop_process, emulator)
+    # What must stay alive while requests flow; a death ends the run, named.
+    ctx.vital.append(Vital("mahimahi-link (the cellular link)" if spec.mobile.srsran is None
+                           else "mahimahi-link (the core delay)", emulator, run_dir / "logs" / "mahimahi-link.log"))
+    if spec.mobile.srsran is not None:
+        _srsran(ctx)
 
     console.print("[bold]verify[/] the live network against the plan")
     try:
@@ -356,8 +357,7 @@ def _run(ctx: Run, provider) -> None:
         for rep in range(1, spec.repetitions + 1):
             _repetition(ctx, rep)
     ctx.save()
-    if emulator is not None:
-        stop_process(emulator)  # flushes the link logs before the report reads them
+    stop_process(emulator)  # flushes the link logs before the report reads them
 
 
 def _srsran(ctx: Run) -> None:
@@ -371,7 +371,7 @@ def _srsran(ctx: Run) -> None:
         ctx.vital.append(Vital(p.what, p.proc, p.log))
 
     try:
-        stack.start(ctx.spec.mobile.srsran, dep.nodes["ran"], endpoint, run_dir, ctx.phase, supervise)
+        stack.start(ctx.spec.mobile.srsran, dep.nodes[netplan.EPC], endpoint, run_dir, ctx.phase, supervise)
     except stack.StackError as e:
         raise ProviderError(str(e)) from None
     stack.route_endpoint(endpoint, netplan.ALL_NETS)

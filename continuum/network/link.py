@@ -18,12 +18,14 @@ from continuum.traces import mahimahi_link_binary
 def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechanism: str,
          binary: Path | None = None) -> list[str]:
     m = spec.mobile
-    assert m.uplink is not None and m.downlink is not None, "the emulated link replays traces (mobile.mode = \"emulated\")"
     out = [str(binary or mahimahi_link_binary()), "forward"]
     for link in plan.cell_links:
         own = plan.cell.member(link.name) if plan.cell else None  # a cell member may have its own channel
-        up = own.uplink.path if own and own.uplink else m.uplink.path
-        down = own.downlink.path if own and own.downlink else m.downlink.path
+        if m.uplink is None or m.downlink is None:  # srsRAN is the link: every frame bypasses this placeholder
+            up = down = unshaped_trace(logs)
+        else:
+            up = own.uplink.path if own and own.uplink else m.uplink.path
+            down = own.downlink.path if own and own.downlink else m.downlink.path
         out.append(f"--link=name={link.name},ue={link.ue_if},core={link.core_if},up={up},down={down}")
     out += [
         f"--uplink-queue={m.uplink_queue}",
@@ -49,6 +51,16 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
     if delay_mechanism == "mahimahi-link":
         out += [f"--delay={prefix}={ms}" for prefix, ms in plan.delay_rules]
     return out
+
+
+def unshaped_trace(folder: Path) -> Path:
+    """mobile.mode = "srsran": the link only adds the core delay (every frame
+    bypasses the trace), but mahimahi-link's --link needs a trace; this one
+    (one opportunity per ms) is never used, and says so."""
+    path = folder / "unused-bypassed.trace"
+    if not path.exists():
+        path.write_text("1\n")
+    return path
 
 
 def cell_argv(plan: Plan, logs: Path) -> list[str]:

@@ -13,6 +13,13 @@ frames from the UE, downlink trace for frames toward it, so each direction is
 shaped exactly once. The per-tier one-way core delay is applied by the same
 process (--delay by destination prefix uplink, source prefix downlink).
 
+With mobile.mode = "srsran" the stack takes the link's place:
+
+    endpoint_0  tun_srsue ~~ srsUE ~ZMQ radio~ srsENB ~S1~ srsEPC  [epc] eth0 ==veth== ue_0  [ran: delay only] ...
+
+srsRAN's programs run in the epc namespace (the UE's tunnel is moved into
+the endpoint's), which takes the endpoint's place towards ran and the core.
+
 Addresses live in 10.200.0.0/14 and only inside this run's namespaces:
     endpoint i: 10.200.i.2/24 (core side 10.200.i.1)
     bulk UE i:  10.200.(100+i).2/24 (a shared cell's best-effort file transfers)
@@ -43,6 +50,7 @@ SMEC_PORT = 47100  # SMEC's timing: the endpoints' probes to the offload target,
 NODE_IF = "eth0"  # a node's one interface
 # mobile.mode = "srsran": the EPC's SGi network and the UE's static address in it
 UE_NET, UE_ADDRESS = f"{lte.UE_POOL}.0/24", f"{lte.UE_POOL}.2"
+EPC = "epc"  # the namespace srsRAN's programs run in (mobile.mode = "srsran")
 
 
 @dataclass(frozen=True)
@@ -195,8 +203,6 @@ class Plan:
 def delay_mechanism(spec: ExperimentSpec) -> str:
     """`auto`: the emulator's delay (µs-precise) unless jitter needs netem."""
     m = spec.core.mechanism
-    if spec.mobile.srsran is not None:  # no emulator on the path to delay anything
-        return "netem"
     if m == "auto":
         return "netem" if spec.core.jitter_ms > 0 else "mahimahi-link"
     return m
@@ -219,7 +225,7 @@ def build(spec: ExperimentSpec) -> Plan:
     for n in spec.role("endpoint") + spec.role("bulk"):
         i = n.index + (BULK_NET_OFFSET if n.role == "bulk" else 0)  # the UE's subnet; interface names say which
         if srsran:
-            _srsran_ue(n, i, nodes, veths, routes)
+            _srsran_ue(n, i, nodes, veths, routes, neighbours, links)
             continue
         ip, gw = f"{ENDPOINT_NET}.{i}.2", f"{ENDPOINT_NET}.{i}.1"
         nodes.append(PlanNode(n.name, n.role, ip, Limits(n.cpus, n.memory_bytes), n.name in boxed))
@@ -247,7 +253,7 @@ def build(spec: ExperimentSpec) -> Plan:
         if tier:
             devices = tuple(d for n in tier for d in (("core", n.name), (n.name, NODE_IF)))
             delays.append(CoreDelay(role, f"{TIER_NET[role]}.0.0/16", spec.one_way_ms(role), spec.core.jitter_ms, devices))
-    nodes += [PlanNode("ran", "ran", forwarding=srsran), PlanNode("core", "core", forwarding=True)]
+    nodes += [PlanNode("ran", "ran"), PlanNode("core", "core", forwarding=True)]
     return Plan(
         nodes=tuple(nodes),
         veths=tuple(veths),
@@ -257,7 +263,7 @@ def build(spec: ExperimentSpec) -> Plan:
         cell_links=tuple(links),
         core_delays=tuple(delays),
         delay_mechanism=delay_mechanism(spec),
-        bypass=() if srsran else (f"{PROBE_NET}.0.0/16", *spec.mobile.bypass),
+        bypass=("0.0.0.0/0",) if srsran else (f"{PROBE_NET}.0.0/16", *spec.mobile.bypass),
         probe_addresses=probes,
         offload_target=offload_target,
         cell=spec.cell,
@@ -274,16 +280,25 @@ def build(spec: ExperimentSpec) -> Plan:
     )
 
 
-def _srsran_ue(n, i: int, nodes: list[PlanNode], veths: list[Veth], routes: list[Route]) -> None:
+def _srsran_ue(n, i: int, nodes: list[PlanNode], veths: list[Veth], routes: list[Route],
+               neighbours: list[Neighbour], links: list[CellLink]) -> None:
     """mobile.mode = "srsran": the endpoint's only way out is srsUE's tunnel,
     which appears in its namespace once the UE has attached (the runner then
-    routes the run's nets into it). The EPC's SGi side, in ran, reaches the
-    core over a plain veth: ran forwards between the two."""
-    ran_ip, gw = f"{ENDPOINT_NET}.{i}.254", f"{ENDPOINT_NET}.{i}.1"
+    routes the run's nets into it). srsRAN's programs run in the epc
+    namespace, whose SGi side is wired to the core exactly as an endpoint is
+    in the emulated mode: through ran, where mahimahi-link lets every frame
+    past its trace (bypass 0.0.0.0/0) and adds only the core delay, as it
+    does for the verification probes; epc forwards between SGi and the core."""
+    ip, gw = f"{ENDPOINT_NET}.{i}.2", f"{ENDPOINT_NET}.{i}.1"
     nodes.append(PlanNode(n.name, n.role, UE_ADDRESS, Limits(n.cpus, n.memory_bytes)))
-    veths.append(Veth(Interface("ran", f"core{i}", f"{ran_ip}/24"), Interface("core", f"ran{i}", f"{gw}/24")))
-    routes.append(Route("ran", ALL_NETS, gw))
-    routes.append(Route("core", UE_NET, ran_ip))
+    nodes.append(PlanNode(EPC, EPC, ip, forwarding=True))
+    veths.append(Veth(Interface(EPC, NODE_IF, f"{ip}/24"), Interface("ran", f"ue{i}", None)))
+    veths.append(Veth(Interface("ran", f"core{i}", None), Interface("core", f"ran{i}", f"{gw}/24")))
+    links.append(CellLink(EPC, f"ue{i}", f"core{i}"))
+    routes.append(Route(EPC, ALL_NETS, gw))
+    routes.append(Route("core", UE_NET, ip))
+    neighbours.append(Neighbour(EPC, NODE_IF, gw, "core", f"ran{i}"))
+    neighbours.append(Neighbour("core", f"ran{i}", ip, EPC, NODE_IF))
 
 
 def placement(spec: ExperimentSpec) -> dict[str, str]:

@@ -156,26 +156,28 @@ def through_stack(spec: ExperimentSpec, plan: Plan, dep: Deployment) -> list[dic
     return out
 
 
-def core_rtt_from_ran(spec: ExperimentSpec, plan: Plan, dep: Deployment) -> list[dict]:
-    """mobile.mode = "srsran": the core delay, from the EPC's side of the core (ran) to each remote node."""
+def core_rtt_from_epc(spec: ExperimentSpec, plan: Plan, dep: Deployment) -> list[dict]:
+    """mobile.mode = "srsran": the core delay, from the EPC's SGi side to each remote node."""
+    from continuum.network.plan import EPC
+
     out = []
     for remote in (n for n in spec.nodes if n.role in ("edge", "cloud")):
-        rtts = _ping(dep, "ran", plan.addresses[remote.name], CORE_PINGS)
+        rtts = _ping(dep, EPC, plan.addresses[remote.name], CORE_PINGS)
         expected = 2 * spec.one_way_ms(remote.role)
         measured = _lower_quartile(rtts)
         tolerance = 0.5 + 0.1 * expected
-        out.append({"from": "ran", "to": remote.name, "tier": remote.role, "expected_rtt_ms": round(expected, 3),
+        out.append({"from": EPC, "to": remote.name, "tier": remote.role, "expected_rtt_ms": round(expected, 3),
                     "p25_rtt_ms": round(measured, 3), "median_rtt_ms": round(_median(rtts), 3), "min_rtt_ms": min(rtts),
                     "max_rtt_ms": max(rtts), "tolerance_ms": round(tolerance, 3), "ok": abs(measured - expected) <= tolerance})
     return out
 
 
-def verify(spec: ExperimentSpec, plan: Plan, dep: Deployment, stats: Path | None) -> dict:
+def verify(spec: ExperimentSpec, plan: Plan, dep: Deployment, stats: Path) -> dict:
     """Run all checks; raise VerificationError (with the numbers) if one fails.
-    stats: the emulator's statistics; None when srsRAN's stack is the link."""
-    if stats is None:
+    With srsRAN as the link: the core delay from its SGi side, and the path through its tunnel."""
+    if spec.mobile.srsran is not None:
         result: dict[str, Any] = {
-            "core_rtt": core_rtt_from_ran(spec, plan, dep),
+            "core_rtt": core_rtt_from_epc(spec, plan, dep),
             "through_stack": through_stack(spec, plan, dep),
             "no_leaks": no_leaks(dep, dep.run_id),
         }

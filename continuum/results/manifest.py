@@ -66,13 +66,14 @@ def _mobile(spec: ExperimentSpec) -> dict[str, Any]:
     s = spec.mobile.srsran
     if s is None:
         return {"mode": "emulated"}
-    from srsran_integration import lte
+    from srsran_integration import environment, lte
 
     c = s.cell
     dl, ul = lte.frequencies_mhz(c.earfcn)
     return {"mode": "srsran", "generation": s.generation, "radio": c.radio, "earfcn": c.earfcn, "band": lte.band(c.earfcn),
             "dl_mhz": dl, "ul_mhz": ul, "prb": c.prb, "tx_gain": c.tx_gain, "rx_gain": c.rx_gain, "ue": c.ue,
-            "prefix": str(s.prefix), "srsran": _read(s.prefix / "share" / "srsran" / "continuum-version")}
+            "prefix": str(s.prefix), "srsran": _read(s.prefix / "share" / "srsran" / "continuum-version"),
+            "s1_transport": environment.s1_transport()}
 
 
 def _read(path: Path) -> str:

@@ -10,6 +10,8 @@ the one test that gives the same answer as srsRAN would get."""
 from __future__ import annotations
 
 import errno
+import hashlib
+import os
 import shutil
 import socket
 import subprocess
@@ -62,23 +64,46 @@ def radio_problem(prefix: Path, radio: str) -> str | None:
     return None
 
 
-def netem_problem() -> str | None:
-    """None when tc netem works (tried in a throwaway network namespace):
-    with srsRAN as the link, netem is what adds the core delay."""
-    if not shutil.which("unshare") or not shutil.which("tc"):
-        return "tc and unshare are needed to try netem: install iproute2 and util-linux"
-    p = subprocess.run(["unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
-                       capture_output=True, text=True, check=False, timeout=30)
-    if p.returncode != 0:
-        return (f"this kernel has no tc netem (sch_netem: {p.stderr.strip() or p.returncode}), which adds the core "
-                "delay when srsRAN is the link (no emulator is on the path)")
+SHIM_SOURCE = Path(__file__).resolve().parents[1] / "sctp-shim" / "s1_over_udp.c"
+
+
+def s1_shim() -> Path | None:
+    """Where the kernel has no SCTP: the S1-over-UDP library (sctp-shim/),
+    built once per source version into continuum's cache; None where the
+    kernel's SCTP is there to use."""
+    if sctp_problem() is None:
+        return None
+    digest = hashlib.sha256(SHIM_SOURCE.read_bytes()).hexdigest()[:12]
+    out = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "continuum" / "srsran" / f"s1_over_udp-{digest}.so"
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
+        subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(tmp), str(SHIM_SOURCE), "-ldl"],
+                       check=True, capture_output=True, text=True, timeout=120)
+        tmp.replace(out)
+    return out
+
+
+def s1_transport() -> str:
+    """What carries S1-MME between srsENB and srsEPC here, for the manifest."""
+    return "sctp (the kernel's)" if sctp_problem() is None else \
+        "udp datagrams on the epc namespace's loopback (sctp-shim/s1_over_udp.c: this kernel has no SCTP)"
+
+
+def shim_problem() -> str | None:
+    """None when S1 can run here: over the kernel's SCTP, or over the shim, which needs a C compiler and lksctp's header."""
+    if sctp_problem() is None:
+        return None
+    if not shutil.which("cc"):
+        return f"{sctp_problem()}; S1 then goes over the UDP shim, which needs a C compiler: install gcc"
+    if not Path("/usr/include/netinet/sctp.h").exists():
+        return f"{sctp_problem()}; S1 then goes over the UDP shim, which needs lksctp's header: install libsctp-dev"
     return None
 
 
 def problems(prefix: Path, radio: str) -> list[str]:
     """Everything that keeps srsRAN 4G from running here, each with its remedy."""
-    found = [sctp_problem(), programs_problem(prefix)]
+    found = [shim_problem(), programs_problem(prefix)]
     if found[1] is None:
         found.append(radio_problem(prefix, radio))
-    found.append(netem_problem())
     return [p for p in found if p]

@@ -22,17 +22,16 @@ from pathlib import Path
 PRB_OF_MHZ = {1.4: 6, 3.0: 15, 5.0: 25, 10.0: 50, 15.0: 75, 20.0: 100}
 # srsRAN's sample rate per cell width (its reduced FFT sizes, the default).
 CELL_RATE = {6: 1.92e6, 15: 3.84e6, 25: 5.76e6, 50: 11.52e6, 75: 15.36e6, 100: 23.04e6}
-ZMQ_BASE_RATE = 23.04e6
 
 
 def zmq_base_rate(prb: int) -> float:
     """The ZMQ radio's sample stream, on which both ends must agree (there is
-    no hardware clock to negotiate with): srsRAN's default, 23.04 MHz, which
-    the cell's rate and the UE's 6-PRB cell search (1.92 MHz) divide whole, as
-    rf_zmq_imp.c decimates by whole factors only; a 75-PRB cell's 15.36 MHz
-    does not divide it, so that cell streams at its own rate."""
-    rate = CELL_RATE[prb]
-    return ZMQ_BASE_RATE if ZMQ_BASE_RATE % rate == 0 else rate
+    no hardware clock to negotiate with): the cell's own rate, the least
+    traffic between the two programs. The UE's 6-PRB cell search (1.92 MHz)
+    divides every cell's rate, as rf_zmq_imp.c needs (it decimates by whole
+    factors only); srsRAN's usual 23.04 MHz would not divide a 75-PRB cell's
+    15.36 MHz and streams up to 12 times the samples."""
+    return CELL_RATE[prb]
 
 # FDD bands (3GPP TS 36.101, table 5.7.3-1): DL low frequency (MHz), DL EARFCN
 # offset and range, UL low frequency and UL EARFCN offset.

@@ -1,16 +1,17 @@
 """srsRAN 4G as a run's cellular hop (mobile.mode = "srsran"): the EPC, the
-eNB and srsUE started in the run's ran namespace, in that order, each only
+eNB and srsUE started in the run's epc namespace, in that order, each only
 once the one before it is up, and the endpoint routed into srsUE's tunnel once
 the UE has attached.
 
-Why in the ran namespace, with the tunnel in the endpoint's: the eNB and
-the UE talk over the ZMQ radio's TCP sockets on ran's loopback, the eNB and
-the MME over SCTP on it too, so none of the stack's own traffic is on a
-path the run measures; srsUE's `gw.netns` puts the tunnel, the UE's IP
+Why in one namespace of their own, with the tunnel in the endpoint's: the
+eNB and the UE talk over the ZMQ radio's TCP sockets on epc's loopback, the
+eNB and the MME over S1 on it too, so none of the stack's own traffic is on
+a path the run measures; srsUE's `gw.netns` puts the tunnel, the UE's IP
 interface, where the endpoint's workload runs, and the EPC's SGi interface
-in ran is one routed hop from the core. An endpoint request therefore
-crosses srsUE's PDCP/RLC/MAC/PHY, the radio, the eNB's, GTP-U and the
-SP-GW, then the usual core delay to the edge or cloud."""
+in epc is one routed hop from the core (through ran, which adds the core
+delay). An endpoint request therefore crosses srsUE's PDCP/RLC/MAC/PHY, the
+radio, the eNB's, GTP-U and the SP-GW, then the core delay to the edge or
+cloud. Where the kernel has no SCTP, S1 goes over environment.s1_shim()."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from srsran_integration import lte
+from srsran_integration import environment, lte
 
 if TYPE_CHECKING:
     from continuum.config.resolve import SrsranSpec
@@ -58,7 +59,7 @@ def write_configs(s: SrsranSpec, f: lte.Files) -> dict[str, Path]:
     return out
 
 
-def start(s: SrsranSpec, ran: Node, ue: Node, run_dir: Path, say: Callable[[str], None],
+def start(s: SrsranSpec, epc: Node, ue: Node, run_dir: Path, say: Callable[[str], None],
           on_start: Callable[[Process], None]) -> list[Process]:
     """Start the three programs; on_start is called with each as soon as it
     runs (so the caller can stop it whatever happens next). Returns them once
@@ -67,10 +68,14 @@ def start(s: SrsranSpec, ran: Node, ue: Node, run_dir: Path, say: Callable[[str]
     conf = write_configs(s, f)
     bin_ = s.prefix / "bin"
     started: list[Process] = []
+    shim = environment.s1_shim()
+    env = {"LD_PRELOAD": str(shim)} if shim else None
+    if shim:
+        say(f"S1 over UDP on epc's loopback: this kernel has no SCTP ({shim.name})")
 
     def launch(what: str, program: str, config: Path) -> Process:
         log = f.logs / f"{program}.out"
-        p = Process(what, ran.start([str(bin_ / program), str(config)], log, contained=False), log)
+        p = Process(what, epc.start([str(bin_ / program), str(config)], log, env, contained=False), log)
         on_start(p)
         started.append(p)
         return p
@@ -91,11 +96,11 @@ def start(s: SrsranSpec, ran: Node, ue: Node, run_dir: Path, say: Callable[[str]
             time.sleep(0.1)
         return time.monotonic() - t0
 
-    epc = launch("srsEPC (MME, HSS, SP-GW)", "srsepc", conf["epc.conf"])
-    took = wait("srsEPC's SGi interface", lambda: _has_link(ran, SGI_IF), 30, [epc])
+    mme = launch("srsEPC (MME, HSS, SP-GW)", "srsepc", conf["epc.conf"])
+    took = wait("srsEPC's SGi interface", lambda: _has_link(epc, SGI_IF), 30, [mme])
     say(f"srsEPC up in {took:.1f} s (SGi {lte.UE_POOL}.1 on {SGI_IF})")
     enb = launch("srsENB", "srsenb", conf["enb.conf"])
-    took = wait("srsENB's S1 Setup with the MME", lambda: ENB_STARTED in _read(enb.log), 60, [epc, enb])
+    took = wait("srsENB's S1 Setup with the MME", lambda: ENB_STARTED in _read(enb.log), 60, [mme, enb])
     band = lte.band(s.cell.earfcn)
     dl, ul = lte.frequencies_mhz(s.cell.earfcn)
     say(f"srsENB up in {took:.1f} s: band {band}, EARFCN {s.cell.earfcn} ({dl:g} MHz down, {ul:g} up), "
@@ -106,7 +111,7 @@ def start(s: SrsranSpec, ran: Node, ue: Node, run_dir: Path, say: Callable[[str]
     ue_proc = launch("srsUE", "srsue", conf["ue.conf"])
     took = wait(f"srsUE to attach (cell search, RRC, NAS; mobile.srsran.attach_timeout_s = {s.attach_timeout_s:g})",
                 lambda: ATTACHED in _read(ue_proc.log) and _has_address(ue, lte.UE_TUN, f"{lte.UE_POOL}.2"),
-                s.attach_timeout_s, [epc, enb, ue_proc])
+                s.attach_timeout_s, [mme, enb, ue_proc])
     say(f"srsUE attached in {took:.1f} s: {lte.UE_POOL}.2 on {lte.UE_TUN} in {ue.name}")
     return started
 
