@@ -176,7 +176,7 @@ def configs(cell: Cell, files: Files) -> dict[str, str]:
         "rf": {"tx_gain": f"{cell.tx_gain:g}", "rx_gain": f"{cell.rx_gain:g}", **ue_radio},
         "rat.eutra": {"dl_earfcn": cell.earfcn, "nof_carriers": 1},
         "usim": {"mode": "soft", "algo": "milenage", "opc": OPC, "k": KEY, "imsi": IMSI, "imei": IMEI},
-        "rrc": {"ue_category": 4, "release": 15},
+        "rrc": {"ue_category": 4, "release": 8},
         "nas": {"apn": APN, "apn_protocol": "ipv4"},
         "gw": {"netns": files.ue_netns, "ip_devname": UE_TUN, "ip_netmask": "255.255.255.0"},
         "gui": {"enable": "false"},

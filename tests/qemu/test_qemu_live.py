@@ -3,7 +3,7 @@ the same experiment file run with provider = netns and provider = qemu. The
 VMs boot from the locally built Debian image, are provisioned by
 playbooks/site.yml over SSH, get the core delay by netem inside the edge
 guest (the verification step must measure it), and their requests cross
-mahimahi-link on the host. Both runs saturate the uplink, so the link's
+mahimahi-link on the host. Both runs saturate the uplink (6 Mbit/s), so the link's
 per-second delivered bytes must agree (within 5%); the result folders have
 one format; nothing of the VM run is left on the host."""
 
@@ -43,7 +43,7 @@ cpus = 1.0
 memory = "256M"
 
 [mobile]
-uplink = "const-12mbps"
+uplink = "6mbps.trace"
 downlink = "const-48mbps"
 uplink_queue = "droptail"
 uplink_queue_args = "packets=200"
@@ -53,7 +53,7 @@ edge = 5.0
 
 [workload]
 app = "custom"
-rate = 120.0
+rate = 80.0
 timeout_s = 5
 
 [workload.payload]
@@ -85,6 +85,9 @@ def runs(tmp_path_factory, root_netns):
     exp = tmp / "exp"
     exp.mkdir()
     shutil.copy(ROOT / "workloads" / "example" / "app.py", exp / "app.py")
+    # 6 Mbit/s (one 1500-byte opportunity every 2 ms): low enough that a TCG guest on a busy
+    # 2-core host still fills it (at 12 Mbit/s one fell 7% short), and the offered ~10 Mbit/s saturates it
+    (exp / "6mbps.trace").write_text("2\n")
     out: dict = {"before": _host_state()}
     for provider in ("netns", "qemu"):
         cfg = exp / f"{provider}.toml"
@@ -142,7 +145,7 @@ def test_netns_and_qemu_give_the_same_link_behaviour(runs):
     # the full seconds of each run's traffic (its first and last are partial)
     a, b = a.iloc[1:-1], b.iloc[1:-1]
     assert len(a) >= 5 and len(b) >= 5, (a, b)
-    capacity = 12e6 / 8
+    capacity = 6e6 / 8
     assert a.median() > 0.9 * capacity, a  # saturated
     assert abs(b.median() - a.median()) <= 0.05 * a.median(), (a.median(), b.median())
 
