@@ -177,6 +177,12 @@ def render(summary: dict):
         parts.append(apps.render(summary["apps"]))
     if "cell" in summary:
         parts.append(cell.render(summary["cell"]))
+    if summary.get("srsran"):
+        k = summary["srsran"]
+        m = k["median"]
+        parts.append(f"srsRAN's cell (srsENB, {k['periods']} one-second reports while measuring): median MCS "
+                     f"{m['dl_mcs']:g} down / {m['ul_mcs']:g} up, BLER {100 * m['dl_bler']:.1f}% / {100 * m['ul_bler']:.1f}%, "
+                     f"CQI {m['dl_cqi']:g}; peak {k['max_dl_mbps']:g} Mbit/s down, {k['max_ul_mbps']:g} up")
     return Group(*parts)
 
 
