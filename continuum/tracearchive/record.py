@@ -72,8 +72,10 @@ class Sender:
     without waiting a queueing delay for the effect of each change (a window
     grown on the delayed "queue still short" signal overshoots by far)."""
 
-    def __init__(self, sock: socket.socket, dest, direction: str, payload: int):
+    def __init__(self, sock: socket.socket, dest, direction: str, payload: int, queue_s: float = TARGET_S):
         self.sock, self.dest, self.dir, self.payload = sock, dest, direction, payload
+        # saturatr's band around the queue it keeps: 0.75-3 s around 1.5 s by default
+        self.target_s, self.low_s, self.high_s = queue_s, queue_s * LOW_S / TARGET_S, queue_s * HIGH_S / TARGET_S
         self.window, self.next_seq, self.acked = 16, 0, -1
         self.qdelay = 0.0
         self.cv = threading.Condition()
@@ -90,11 +92,11 @@ class Sender:
                 self.history.pop(0)
             t0, a0 = self.history[0]
             rate = (self.acked - a0) / max(now - t0, FEEDBACK_S)
-            target = int(rate * TARGET_S) + 16
-            if qdelay_s < LOW_S:
+            target = int(rate * self.target_s) + 16
+            if qdelay_s < self.low_s:
                 # queue not built yet (or drained): probe above the measured rate
                 target = max(target, int(self.window * 1.02) + 1)
-            elif qdelay_s > HIGH_S:
+            elif qdelay_s > self.high_s:
                 target = min(target, self.window)
             self.window = max(16, target)
             self.cv.notify()
@@ -124,8 +126,9 @@ class Sender:
 class Receiver:
     """Kernel timestamps of arriving packets of one direction; feedback every 10 ms."""
 
-    def __init__(self, sock: socket.socket, direction: str, feedback):
+    def __init__(self, sock: socket.socket, direction: str, feedback, queue_s: float = TARGET_S):
         self.sock, self.dir, self.feedback = sock, direction, feedback
+        self.low_s = queue_s * LOW_S / TARGET_S  # the queue from which the link counts as saturated
         self.times: list[int] = []
         self.sizes: list[int] = []
         self.owd: list[int] = []
@@ -175,7 +178,7 @@ class Receiver:
         t = np.array(self.times, dtype=np.int64)
         owd = np.array(self.owd, dtype=np.int64)
         q = (owd - owd.min()) / 1e9
-        sat = np.nonzero(q >= LOW_S)[0]
+        sat = np.nonzero(q >= self.low_s)[0]
         start = int(sat[0]) if len(sat) else 0
         t0 = int(t[start])
         ms = (t[start:] - t0) // 1_000_000 + 1
@@ -212,8 +215,9 @@ def _session(ctl: Control, udp: socket.socket, role: str, cfg: dict, peer_udp=No
     sends = "up" if role == "device" else "down"
     recvs = "down" if role == "device" else "up"
     dirs = cfg["directions"]
-    sender = Sender(udp, peer_udp, sends, cfg["payload"]) if sends in dirs else None
-    receiver = Receiver(udp, recvs, lambda seq, q: ctl.send(fb=recvs, seq=seq, q=q)) if recvs in dirs else None
+    queue_s = float(cfg.get("queue_s", TARGET_S))
+    sender = Sender(udp, peer_udp, sends, cfg["payload"], queue_s) if sends in dirs else None
+    receiver = Receiver(udp, recvs, lambda seq, q: ctl.send(fb=recvs, seq=seq, q=q), queue_s) if recvs in dirs else None
     done = threading.Event()
     remote: dict = {}
 
@@ -282,14 +286,16 @@ def serve(port: int, bind: str = "0.0.0.0", once: bool = False, say=print) -> No
     udp.close()
 
 
-def record(peer: str, port: int, data_peer: str, duration_s: float, directions: list[str], payload: int, say=print) -> dict:
+def record(peer: str, port: int, data_peer: str, duration_s: float, directions: list[str], payload: int, say=print,
+           queue_s: float = TARGET_S) -> dict:
     ctl_sock = socket.create_connection((peer, port), timeout=10)
     ctl_sock.settimeout(None)
     ctl = Control(ctl_sock)
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 23)
     udp.bind(("0.0.0.0", 0))
-    ctl.send(hello={"duration_s": duration_s, "directions": directions, "payload": payload})
+    cfg = {"duration_s": duration_s, "directions": directions, "payload": payload, "queue_s": queue_s}
+    ctl.send(hello=cfg)
     m = ctl.recv()
     if not m or "ready" not in m:
         raise RuntimeError(f"the peer did not start a session: {m}")
@@ -307,7 +313,7 @@ def record(peer: str, port: int, data_peer: str, duration_s: float, directions: 
     if not m or "seen" not in m:
         raise RuntimeError(f"the peer got no data packets from us: {m}")
     say(f"recording {', '.join(directions)} for {duration_s:g} s")
-    s = _session(ctl, udp, "device", {"duration_s": duration_s, "directions": directions, "payload": payload}, dest)
+    s = _session(ctl, udp, "device", cfg, dest)
     s["done"].wait(timeout=duration_s + 60)
     ctl_sock.close()
     udp.close()
@@ -328,6 +334,10 @@ def add_arguments(p) -> None:
     p.add_argument("--duration", type=float, default=60.0, help="seconds of sending per direction")
     p.add_argument("--direction", choices=["up", "down", "both"], default="both")
     p.add_argument("--payload", type=int, default=1472, help="UDP payload bytes (1472: one 1500-byte IP packet = one opportunity)")
+    p.add_argument("--queue-s", type=float, default=TARGET_S,
+                   help=f"seconds of data the sender keeps queued at the bottleneck (saturatr: {TARGET_S:g}, kept between "
+                        f"{LOW_S:g} and {HIGH_S:g}; the band scales with it). Less for a stack whose buffers hold less "
+                        "(srsRAN's eNB runs out of buffers at saturatr's)")
     p.add_argument("--ping", help="also measure core latency to this host (one-way = RTT/2)")
     p.add_argument("--ping-count", type=int, default=50)
     p.add_argument("--name", default="recorded", help="file names: NAME.up, NAME.down")
@@ -342,15 +352,19 @@ def main(args, console) -> int:
         return 0
     if not args.peer:
         raise TraceCommandError("record: give --peer (the far end running `continuum traces record serve`)", 2)
+    if not 0.005 <= args.queue_s <= 10:
+        raise TraceCommandError(f"--queue-s: {args.queue_s:g} must be 0.005..10 seconds", 2)
     if args.payload < HDR.size or args.payload > 1472:
         raise TraceCommandError(f"--payload: {args.payload} must be {HDR.size}..1472 bytes", 2)
     dirs = ["up", "down"] if args.direction == "both" else [args.direction]
     try:
-        got = record(args.peer, args.port, args.data_peer or args.peer, args.duration, dirs, args.payload, say=console.print)
+        got = record(args.peer, args.port, args.data_peer or args.peer, args.duration, dirs, args.payload, say=console.print,
+                     queue_s=args.queue_s)
     except (OSError, RuntimeError) as e:
         raise TraceCommandError(f"record: {e}") from None
     args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"method": "saturatr (continuum implementation)", "duration_s": args.duration, "payload_bytes": args.payload, "directions": {}}
+    meta = {"method": "saturatr (continuum implementation)", "duration_s": args.duration, "payload_bytes": args.payload,
+            "queue_s": args.queue_s, "directions": {}}
     for d, (ts, m) in got.items():
         if len(ts) == 0:
             raise TraceCommandError(f"record: nothing arrived {d}link; is the data path open?")

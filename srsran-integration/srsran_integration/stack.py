@@ -75,7 +75,8 @@ def start(s: SrsranSpec, epc: Node, ue: Node, run_dir: Path, say: Callable[[str]
 
     def launch(what: str, program: str, config: Path) -> Process:
         log = f.logs / f"{program}.out"
-        p = Process(what, epc.start([str(bin_ / program), str(config)], log, env), log)
+        # in the run's srsran/ folder: srsUE keeps its NAS context (.ctxt) where it runs
+        p = Process(what, epc.start([str(bin_ / program), str(config)], log, env, cwd=f.folder), log)
         on_start(p)
         started.append(p)
         return p
