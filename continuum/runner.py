@@ -27,7 +27,7 @@ from continuum.monitor import NodeSampler
 from continuum.network import link, plan as netplan, verify
 from continuum.providers import REGISTRY
 from continuum.providers.base import Deployment
-from continuum.runtime import Node, stop_process, wait_for
+from continuum.runtime import Node, stop_process, stop_processes, wait_for
 from continuum.results import manifest, report, tables
 from continuum.undo import Undo
 from continuum.workloads import launch
@@ -366,8 +366,11 @@ def _srsran(ctx: Run) -> None:
     dep, run_dir = ctx.dep, ctx.run_dir
     endpoint = dep.nodes[ctx.spec.role("endpoint")[0].name]
 
+    procs: list[subprocess.Popen] = []
+    ctx.undo.callback(stop_processes, procs, 10.0)  # all at once: srsUE alone takes ~5 s to stop its radio and threads
+
     def supervise(p: stack.Process) -> None:
-        ctx.undo.callback(stop_process, p.proc, 10.0)  # srsRAN's programs stop their radio and threads first
+        procs.append(p.proc)
         ctx.vital.append(Vital(p.what, p.proc, p.log))
 
     try:

@@ -146,6 +146,23 @@ def stop_process(p: subprocess.Popen, grace: float = 5.0) -> None:
         p.wait(grace)
 
 
+def stop_processes(procs: list[subprocess.Popen], grace: float = 5.0) -> None:
+    """stop_process for several at once: SIGTERM to all, one shared grace, then SIGKILL
+    (programs that each take seconds to stop, such as srsRAN's, stop side by side)."""
+    for p in procs:
+        if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for p in procs:
+        try:
+            p.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                p.kill()
+            p.wait(grace)
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float, what: str, poll: float = 0.05) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():

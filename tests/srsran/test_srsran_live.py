@@ -32,7 +32,7 @@ pytestmark = [
 def run_dir(tmp_path_factory, continuum_run) -> Path:
     tmp = tmp_path_factory.mktemp("srsran")
     text = (REPO / "configs" / "srsran-zmq.toml").read_text()
-    text = text.replace("duration_s = 30", "duration_s = 10").replace("warmup_s = 5", "warmup_s = 3")
+    text = text.replace("duration_s = 30", "duration_s = 6").replace("warmup_s = 5", "warmup_s = 2")
     text = text.replace('output = "runs"', f'output = "{tmp / "runs"}"').replace('prefix = "/usr/local"', f'prefix = "{PREFIX}"')
     cfg = tmp / "srsran-zmq.toml"
     cfg.write_text(text)
@@ -53,7 +53,7 @@ def test_the_ue_attaches_and_the_verification_pings_cross_its_tunnel(run_dir):
 def test_every_request_crossed_the_stack_and_was_answered(run_dir):
     df = pd.read_csv(run_dir / "requests.csv")
     m = df[df["phase"] == "measure"]
-    assert len(m) >= 15 and (m["status"] == "ok").mean() >= 0.9, m["status"].value_counts()
+    assert len(m) >= 10 and (m["status"] == "ok").mean() >= 0.9, m["status"].value_counts()
     # the server saw the UE's address (the EPC's pool), not an emulated endpoint's
     man = json.loads((run_dir / "manifest.json").read_text())
     assert man["mobile"]["mode"] == "srsran" and man["mobile"]["prb"] == 25 and man["traces"] == {}
@@ -65,7 +65,7 @@ def test_every_request_crossed_the_stack_and_was_answered(run_dir):
 def test_the_enbs_kpis_are_in_the_results(run_dir):
     summary = json.loads((run_dir / "summary.json").read_text())
     s = summary["srsran"]
-    assert s["periods"] >= 5 and s["ues"] == 1
+    assert s["periods"] >= 4 and s["ues"] == 1
     assert 0 <= s["median"]["dl_mcs"] <= 28 and s["max_ul_mbps"] > 0
     assert (run_dir / "plots" / "srsran.png").stat().st_size > 10_000
     for name in ("enb.conf", "epc.conf", "ue.conf", "user_db.csv", "enb-report.json"):
