@@ -118,6 +118,8 @@ class Srsran(Strict):
     ue: Literal["srsue", "cots"] = "srsue"
     ue_device_args: str = ""  # usrp + srsue: the UE's own radio
     zmq_port: int = 2000
+    band: int | None = None  # 5g: the NR band (n3, n7, n78); 4g: follows from arfcn (if given, must agree)
+    policy: Literal["pf", "smec", "tutti", "arma"] = "pf"  # 5g: SMEC's fork's low-latency policy in its pf scheduler
     prefix: str = "/usr/local"  # where playbooks/srsran.yml installed srsRAN
     attach_timeout_s: float = Field(default=120.0, gt=0, le=3600)
 

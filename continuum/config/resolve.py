@@ -600,10 +600,17 @@ def _srsran(m: raw.Mobile, p: dict, nodes: list[NodeSpec], bad, failed) -> Mobil
     if w is not None and w.runtime == "container":
         no("workload.runtime", "with mobile.mode = \"srsran\" the endpoint runs as a process: srsUE's tunnel "
                                "is put in the endpoint's named namespace, which a container's sandbox does not have")
-    if r.generation == "5g":
-        no("mobile.srsran.generation", "continuum run drives srsRAN 4G (srsENB, srsEPC, srsUE); 5G (srsRAN Project's gNB "
-                                       "and Open5GS) is installed and configured for a lab machine by playbooks/srsran-5g.yml "
-                                       "(see srsran-integration/README.md): use generation = \"4g\" here")
+    if r.generation == "5g":  # the rest of the table is the 5G files' business
+        bad("mobile.srsran.generation", "continuum run drives srsRAN 4G (srsENB, srsEPC, srsUE); for 5G (srsRAN Project's "
+                                        "gNB or SMEC's fork, Open5GS) playbooks/srsran-5g.yml installs a lab machine and "
+                                        "`python3 -m srsran_integration configs FILE OUT` writes the cell's files "
+                                        "(srsran-integration/README.md): use generation = \"4g\" to run here")
+        return None
+    if r.generation == "4g" and r.band is not None and r.band != lte.band(r.arfcn):
+        no("mobile.srsran.band", f"EARFCN {r.arfcn} is in band {lte.band(r.arfcn)}, not {r.band} (leave band out for 4g)")
+    if r.generation == "4g" and r.policy != "pf":
+        no("mobile.srsran.policy", f"{r.policy!r} picks SMEC's fork's 5G scheduler policy (generation = \"5g\", "
+                                   "written by `python3 -m srsran_integration configs`); srsENB schedules with its own")
     prb = lte.PRB_OF_MHZ.get(float(r.bandwidth_mhz))
     if prb is None:
         no("mobile.srsran.bandwidth_mhz", f"{r.bandwidth_mhz:g} MHz is not an LTE channel; valid: "

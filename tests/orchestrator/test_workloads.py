@@ -124,11 +124,21 @@ endpoint_command = ["{python}", "app.py", "endpoint"]
 """
 
 
-def test_bring_your_own_example_app(tmp_path):
-    shutil.copy(REPO / "workloads" / "example" / "app.py", tmp_path / "app.py")
-    tmp_path.chmod(0o755)  # the app runs as nobody from this folder (pytest makes it 0700)
-    run_dir = run(experiment(tmp_path, "byo", EXAMPLE + AS_PROCESSES + """environment = { EXAMPLE_WORK_MS = "20" }
-""", duration=4))
+WORK = """environment = { EXAMPLE_WORK_MS = "20" }
+"""
+
+
+@pytest.fixture(scope="module")
+def byo_processes(tmp_path_factory) -> Path:
+    """The example app as processes: its own test, and what the container run is compared with."""
+    tmp = tmp_path_factory.mktemp("byo")
+    shutil.copy(REPO / "workloads" / "example" / "app.py", tmp / "app.py")
+    tmp.chmod(0o755)  # the app runs as nobody from this folder (pytest makes it 0700)
+    return run(experiment(tmp, "byo", EXAMPLE + AS_PROCESSES + WORK, duration=4))
+
+
+def test_bring_your_own_example_app(byo_processes):
+    run_dir = byo_processes
     ok = assert_complete(records(run_dir), 15)
     assert 19 <= ok["inference_ms"].median() <= 40  # the 20 ms of work the environment asked for
     assert ok["request_bytes"].between(500, 5200).all()
@@ -144,22 +154,21 @@ def _docker_ready() -> str | None:
     return "; ".join(missing) or None
 
 
-def test_containers_give_the_same_records_as_processes(tmp_path):
+def test_containers_give_the_same_records_as_processes(tmp_path, byo_processes):
     problem = _docker_ready()
     if problem:
         pytest.skip(f"containers unavailable: {problem} (./run-tests.sh builds them)")
-    shutil.copy(REPO / "workloads" / "example" / "app.py", tmp_path / "app.py")
-    tmp_path.chmod(0o755)  # the app runs as nobody from this folder (pytest makes it 0700)
-    process = records(run(experiment(tmp_path, "byo-process", EXAMPLE + AS_PROCESSES, duration=3)))
-    boxed_dir = run(experiment(tmp_path, "byo-container", EXAMPLE + """
+    process = records(byo_processes)  # the same file, but for the images
+    boxed_dir = run(experiment(tmp_path, "byo", EXAMPLE + """
 server_image = "continuum/example"
 server_command = ["server"]
 endpoint_image = "continuum/example"
 endpoint_command = ["endpoint"]
-""", duration=3))
+""" + WORK, duration=4))
     boxed = records(boxed_dir)
     assert list(boxed.columns) == list(process.columns)
-    assert_complete(boxed, 12)
+    assert_complete(boxed, 15)
+    assert 19 <= boxed["inference_ms"].median() <= 40  # the environment reached the app in its container too
     # the same seed draws the same payloads either way
     assert list(boxed["request_bytes"]) == list(process["request_bytes"])
     m = json.loads((boxed_dir / "manifest.json").read_text())

@@ -28,7 +28,7 @@ def test_ansible_lint_production_profile_is_clean():
     assert "production" in (p.stdout + p.stderr)
 
 
-@pytest.mark.parametrize("playbook", ["site.yml", "k3s.yml", "srsran.yml"])
+@pytest.mark.parametrize("playbook", ["site.yml", "k3s.yml", "srsran.yml", "srsran-5g.yml"])
 def test_playbook_passes_the_syntax_check(playbook):
     _need("ansible-playbook")
     p = subprocess.run(["ansible-playbook", "-i", "inventory/example.yml", "--syntax-check", playbook], cwd=PLAYBOOKS,

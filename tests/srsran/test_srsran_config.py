@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import configparser
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,17 @@ def test_every_option_written_is_one_srsran_documents(tmp_path, conf, example):
             continue
         unknown = set(section) - documented.get(section.name, set())
         assert not unknown, f"{conf} [{section.name}]: {sorted(unknown)} not in srsRAN's {example}"
+
+
+@pytest.mark.parametrize("conf, program", [("enb.conf", "srsenb"), ("epc.conf", "srsepc"), ("ue.conf", "srsue")])
+def test_every_option_written_is_one_the_program_takes(tmp_path, conf, program):
+    """The programs' own option tables (`PROGRAM --help`), which also hold what the examples leave out."""
+    binary = EXAMPLES.parents[1] / "bin" / program
+    if not binary.is_file():
+        pytest.skip(f"srsRAN 4G is not installed ({binary} is absent): "
+                    "ansible-playbook -i playbooks/inventory/local.yml playbooks/srsran.yml builds it")
+    text = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=30).stdout
+    known = set(re.findall(r"--([a-z_][a-z_0-9.]*)", text))
+    c = _ini(lte.configs(lte.Cell(), _files(tmp_path))[conf])
+    written = {f"{s}.{k}" for s in c.sections() for k in c[s]}
+    assert written - known == set(), f"{conf}: {sorted(written - known)} not among {program}'s options"
