@@ -54,12 +54,21 @@ TAP = "tap0"
 OS_MEMORY = 384 << 20  # the guest's own kernel and services, on top of the node's memory
 BOOT_TIMEOUT_S = 900.0
 _probed: dict[str, str] = {}
+VERDICT = Path("/run/continuum/qemu-accelerator.json")  # /run: gone at the next boot, like the verdict's validity
 
 
-def accelerator(image: vmimage.Image, say: Callable[[str], None], timeout_s: float = 20.0) -> str:
-    """kvm if a kernel boots with it within the probe's time, else tcg (the reason said)."""
+def accelerator(image: vmimage.Image, say: Callable[[str], None], timeout_s: float = 8.0) -> str:
+    """kvm if a kernel boots with it within the probe's time, else tcg (the reason said).
+    With KVM a kernel reaches its init in 1-2 s; 8 s leaves room for a busy host.
+    The verdict is kept for the rest of the host's boot (VERDICT, keyed by the kernel's
+    boot id): where nested KVM hangs, every run would otherwise wait out the probe."""
     if "accel" in _probed:
         return _probed["accel"]
+    kept = _kept_verdict()
+    if kept is not None:
+        _probed["accel"] = kept["accel"]
+        say(f"accelerator: {kept['accel'].upper()} (probed at {kept['at']} in this boot of the host: {kept['why']})")
+        return kept["accel"]
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         _probed["accel"] = "tcg"
         say("accelerator: TCG (no usable /dev/kvm)")
@@ -81,9 +90,39 @@ def accelerator(image: vmimage.Image, say: Callable[[str], None], timeout_s: flo
         p.kill()
     p.wait()
     _probed["accel"] = "kvm" if booted else "tcg"
-    say("accelerator: KVM" if booted else f"accelerator: TCG (a KVM guest's kernel did not boot within {timeout_s:.0f} s: "
-        "nested KVM here hangs; TCG is software emulation, several times slower)")
+    why = ("a KVM guest's kernel booted" if booted else f"a KVM guest's kernel did not boot within {timeout_s:.0f} s: "
+           "nested KVM here hangs; TCG is software emulation, several times slower")
+    say("accelerator: KVM" if booted else f"accelerator: TCG ({why})")
+    _keep_verdict(_probed["accel"], why)
     return _probed["accel"]
+
+
+def _boot_key() -> str:
+    """This boot of the host, and whether /dev/kvm is usable (a kvm module loaded later changes it)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+    return f"{boot} kvm-device={int(os.access('/dev/kvm', os.R_OK | os.W_OK))}"
+
+
+def _kept_verdict() -> dict | None:
+    try:
+        doc = json.loads(VERDICT.read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if doc.get("key") == _boot_key() != "" and doc.get("accel") in ("kvm", "tcg") else None
+
+
+def _keep_verdict(accel: str, why: str) -> None:
+    key = _boot_key()
+    if not key:
+        return
+    with contextlib.suppress(OSError):
+        VERDICT.parent.mkdir(parents=True, exist_ok=True)
+        tmp = VERDICT.with_suffix(f".{os.getpid()}")
+        tmp.write_text(json.dumps({"key": key, "accel": accel, "why": why, "at": time.strftime("%H:%M:%S")}) + "\n")
+        tmp.replace(VERDICT)
 
 
 STEP = "import sys, time\ntime.clock_settime(time.CLOCK_REALTIME, time.clock_gettime(time.CLOCK_REALTIME) - float(sys.argv[1]) / 1e3)\n"
