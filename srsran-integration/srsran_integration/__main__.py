@@ -44,10 +44,7 @@ def main(argv: list[str]) -> int:
         cell = nr.NrCell(band=s.band or 3, arfcn=s.arfcn, bandwidth_mhz=int(s.bandwidth_mhz), radio=s.radio,
                          device_args=s.device_args, tx_gain=s.tx_gain, rx_gain=s.rx_gain, ue=s.ue, policy=s.policy,
                          zmq_port=s.zmq_port)
-        found = nr.problems(cell)
-        if found:
-            for key, why in found:
-                print(f"{a.experiment}: mobile.srsran.{key}: {why}", file=sys.stderr)
+        if _refused(a.experiment, nr.problems(cell)):
             return 2
         files = {"gnb.yml": nr.gnb_yaml(cell, logs),
                  "open5gs-subscriber.sh": "#!/bin/sh\n# the test subscriber, in Open5GS's database\n"
@@ -59,10 +56,7 @@ def main(argv: list[str]) -> int:
         cell4 = lte.Cell(radio=s.radio, earfcn=s.arfcn, prb=lte.PRB_OF_MHZ.get(float(s.bandwidth_mhz), 0), tx_gain=s.tx_gain,
                          rx_gain=s.rx_gain, device_args=s.device_args, ue=s.ue, ue_device_args=s.ue_device_args,
                          zmq_port=s.zmq_port)
-        found4 = lte.problems(cell4)
-        if found4:
-            for key, why in found4:
-                print(f"{a.experiment}: mobile.srsran.{key}: {why}", file=sys.stderr)
+        if _refused(a.experiment, lte.problems(cell4)):
             return 2
         files = lte.configs(cell4, lte.Files(folder=a.out.resolve(), logs=a.out.resolve(), metrics=a.out.resolve(),
                                             examples=Path(s.prefix) / "share" / "srsran", ue_netns=a.ue_netns))
@@ -72,6 +66,13 @@ def main(argv: list[str]) -> int:
         (a.out / name).write_text(text)
     print(f"{what}: " + ", ".join(str(a.out / n) for n in files))
     return 0
+
+
+def _refused(experiment: Path, found: list[tuple[str, str]]) -> bool:
+    """Each problem of the cell, named by its key; True when there was one."""
+    for key, why in found:
+        print(f"{experiment}: mobile.srsran.{key}: {why}", file=sys.stderr)
+    return bool(found)
 
 
 if __name__ == "__main__":
