@@ -71,7 +71,10 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
     for n in spec.nodes:
         lines.append(f"  {n.name:<10} namespace {naming.netns(run_id, n.name):<24} {plan.addresses[n.name]:<12} "
                      f"cpus {n.cpus:g}  memory {n.memory_bytes / 2**20:.0f} MiB  cgroup {naming.cgroup(run_id, n.name)}")
-    ran = "srsepc, srsenb, srsue" if spec.mobile.srsran is not None else "mahimahi-link forward"
+    if spec.mobile.srsran is not None:
+        lines.append(f"  {netplan.EPC:<10} namespace {naming.netns(run_id, netplan.EPC):<24} "
+                     f"{plan.node(netplan.EPC).address:<12} srsepc, srsenb, srsue (no limits)")
+    ran = "mahimahi-link forward (core delay only)" if spec.mobile.srsran is not None else "mahimahi-link forward"
     lines.append(f"  {'ran':<10} namespace {naming.netns(run_id, 'ran'):<24} {ran} (no limits)")
     lines.append(f"  {'core':<10} namespace {naming.netns(run_id, 'core'):<24} router")
     if plan.placement:
@@ -98,7 +101,7 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
         lines.append(f"  downlink {m.downlink.path}  queue {m.downlink_queue} {m.downlink_queue_args}  loss {m.downlink_loss}")
         lines.append(f"  bypass   {', '.join(plan.bypass)} (first one: verification probe addresses)")
     else:
-        lines.append(f"cellular link: {m.describe()}, in ran; the endpoint's traffic enters srsUE's tunnel")
+        lines.append(f"cellular link: {m.describe()}, in {netplan.EPC}; the endpoint's traffic enters srsUE's tunnel")
     lines.append(f"core delay (mechanism {spec.core.mechanism}" + (f": {plan.delay_mechanism}" if spec.core.mechanism == "auto" else "") + "):")
     for role in ("edge", "cloud"):
         if spec.role(role):
@@ -115,8 +118,9 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
             lines.append(f"  {u.name:<10} {u.cls}" + (f" SLO {u.slo_ms:g} ms" if u.cls == "lc" else ""))
     lines.append("processes:")
     if spec.mobile.srsran is not None:
-        lines.append(f"  ran: srsepc, srsenb, srsue from {spec.mobile.srsran.prefix}/bin (configs in the run's srsran/), "
+        lines.append(f"  {netplan.EPC}: srsepc, srsenb, srsue from {spec.mobile.srsran.prefix}/bin (configs in the run's srsran/), "
                      f"the UE's tunnel {lte.UE_TUN} in {spec.role('endpoint')[0].name}")
+        lines.append("  ran: mahimahi-link forward: every frame past its trace (bypass 0.0.0.0/0), the core delay added")
     else:
         lines.append(f"  ran: mahimahi-link forward ({len(plan.cell_links)} link(s))")
     for n in spec.role("bulk"):
