@@ -22,18 +22,23 @@ UE_IP, CORE_IP = "100.100.0.1", "100.100.0.2"
 UDP_SEND = r"""
 import socket, sys, time
 dst, port, pps, count, size = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+segs = int(sys.argv[6]) if len(sys.argv) > 6 else 1  # > 1: UDP GSO, that many datagrams per send (UDP_SEGMENT)
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
-payload = bytearray(size)
+if segs > 1:
+    s.setsockopt(socket.IPPROTO_UDP, 103, size)  # UDP_SEGMENT: the kernel (or the NIC) cuts each send into datagrams
+payload = bytearray(size * segs)
 t0 = time.monotonic()
-for i in range(count):
+for i in range(0, count, segs):
     due = t0 + i / pps
     while True:
         d = due - time.monotonic()
         if d <= 0: break
         time.sleep(min(d, 0.002))
-    payload[0:8] = i.to_bytes(8, "big")
-    s.sendto(payload, (dst, port))
+    n = min(segs, count - i)
+    for k in range(n):
+        payload[k * size:k * size + 8] = (i + k).to_bytes(8, "big")
+    s.sendto(payload[:n * size], (dst, port))
 """
 
 UDP_RECV = r"""
@@ -193,12 +198,15 @@ class Lab:
         finally:
             server.wait(timeout=10)
 
-    def udp(self, src_ns: str, dst_ns: str, dst_ip: str, pps: float, count: int, size: int = 1472, port: int = 9000, idle: float = 2.0):
-        """Send `count` datagrams at `pps`; return the receiver's rows (t_ns, bytes, seq)."""
+    def udp(self, src_ns: str, dst_ns: str, dst_ip: str, pps: float, count: int, size: int = 1472, port: int = 9000, idle: float = 2.0,
+            gso_segments: int = 1):
+        """Send `count` datagrams at `pps` (gso_segments > 1: that many per send, by UDP GSO);
+        return the receiver's rows (t_ns, bytes, seq)."""
         out = self.dir / f"recv-{port}.txt"
         rx = self.popen(dst_ns, sys.executable, "-c", UDP_RECV, str(port), str(idle), str(out), stdout=subprocess.PIPE)
         assert rx.stdout.readline().strip() == "ready"
-        self.run(src_ns, sys.executable, "-c", UDP_SEND, dst_ip, str(port), str(pps), str(count), str(size), timeout=count / pps + 60)
+        self.run(src_ns, sys.executable, "-c", UDP_SEND, dst_ip, str(port), str(pps), str(count), str(size), str(gso_segments),
+                 timeout=count / pps + 60)
         rx.wait(timeout=count / pps + 90)
         return [tuple(map(int, line.split())) for line in out.read_text().splitlines()]
 

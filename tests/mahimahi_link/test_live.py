@@ -317,6 +317,31 @@ def test_gso_mode_charges_super_frames_per_segment_and_keeps_the_trace_rate(gso_
         assert max(bytes_per_ms.values()) <= (per_ms + 1) * 1504, f"{log.name}: a millisecond carried more than its {per_ms} opportunities"
 
 
+def test_gso_mode_takes_udp_super_frames_whole_and_charges_each_datagram(gso_lab, tmp_path):
+    """--gso: a sender's UDP GSO (UDP_SEGMENT, 16 datagrams of 1200 bytes per
+    send, as QUIC stacks do) reaches the emulator as super-frames. Each
+    datagram is charged as mm-link would charge it (1200 + 28 + 4 bytes in
+    the log), all of them arrive, in order and whole, at the trace's pace."""
+    lab = gso_lab
+    trace = constant_trace(tmp_path / "c120", 120)
+    up_log = tmp_path / "up.log"
+    lab.start_emulator(trace, trace, "--gso", f"--uplink-log={up_log}")
+    lab.run(lab.ue, "ping", "-c", "1", "-W", "2", CORE_IP)  # resolve the address first
+    count, size = 8000, 1200
+    rows = lab.udp(lab.ue, lab.core, CORE_IP, pps=5000, count=count, size=size, gso_segments=16)
+    assert lab.stop_emulator() == 0
+    up = lab.read_stats()["uplink"]
+    assert up["superframes"] > 0 and up["unsplittable_frames"] == 0, up
+    assert sorted(seq for _, _, seq in rows) == list(range(count)) and {n for _, n, _ in rows} == {size}
+    _, _, arr, dep, drop = parse_log(up_log)
+    assert not drop and sum(1 for _, n in arr if n == size + 32) == count, collections.Counter(n for _, n in arr).most_common(3)
+    # 10 opportunities (15000 bytes) per ms at 120 Mbit/s: never more than that left in a millisecond
+    per_ms = collections.Counter()
+    for t, n, _ in dep:
+        per_ms[t] += n
+    assert max(per_ms.values()) <= 15000 + 1504
+
+
 def test_gso_mode_keeps_a_burst_of_small_frames(gso_lab, tmp_path):
     """--gso: MTU-sized frames have a ring of their own with thousands of
     2 KiB slots, next to the few 68 KiB slots for super-frames. With one
