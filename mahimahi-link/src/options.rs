@@ -68,7 +68,7 @@ options (shell and forward):
                                         (default 1000, mm-link's own granularity; 0 = wake for each)
   --coalesce-us=N                       while the next departure is at most N us away, pick up
                                         arriving frames then instead of waking (default 100)
-  --gso                                 take TCP super-frames (TSO/GSO) whole: each MTU segment is
+  --gso                                 take TCP and UDP super-frames (TSO/GSO, UDP_SEGMENT) whole: each MTU segment or datagram is
                                         still charged and timed on its own, the segments that leave
                                         together go on as one frame (fewer per-packet costs; the
                                         hosts keep segmentation offload on)
