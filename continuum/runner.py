@@ -100,6 +100,8 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
         lines.append(f"  uplink   {m.uplink.path}  queue {m.uplink_queue} {m.uplink_queue_args}  loss {m.uplink_loss}")
         lines.append(f"  downlink {m.downlink.path}  queue {m.downlink_queue} {m.downlink_queue_args}  loss {m.downlink_loss}")
         lines.append(f"  bypass   {', '.join(plan.bypass)} (first one: verification probe addresses)")
+        lines.append("  segmentation " + ("kernel: host offloads on, mahimahi-link --gso charges each MTU segment"
+                                          if plan.gso else "emulator: host offloads off, MTU frames into the link"))
     else:
         lines.append(f"cellular link: {m.describe()}, in {netplan.EPC}; the endpoint's traffic enters srsUE's tunnel")
     lines.append(f"core delay (mechanism {spec.core.mechanism}" + (f": {plan.delay_mechanism}" if spec.core.mechanism == "auto" else "") + "):")

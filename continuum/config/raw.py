@@ -138,6 +138,10 @@ class Mobile(Strict):
     downlink_loss: float = Field(default=0.0, ge=0, le=1)
     bypass: list[str] = []
     ms_bursts: bool = False
+    # Who cuts TCP/UDP super-frames into MTU packets: the hosts before the link ("emulator": their
+    # offloads off, the emulator sees MTU frames), or nobody before it ("kernel": offloads on and
+    # mahimahi-link --gso, which charges each segment as mm-link would; far less CPU per Gbit/s)
+    segmentation: Literal["emulator", "kernel"] = "emulator"
 
 
 class Core(Strict):

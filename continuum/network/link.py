@@ -46,6 +46,8 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
         out.append(f"--downlink-loss={m.downlink_loss}")
     if m.ms_bursts:
         out.append("--ms-bursts")
+    if plan.gso:
+        out.append("--gso")
     out += cell_argv(plan, logs)
     out += [f"--bypass={b}" for b in plan.bypass]
     if delay_mechanism == "mahimahi-link":

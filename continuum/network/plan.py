@@ -31,7 +31,7 @@ Addresses live in 10.200.0.0/14 and only inside this run's namespaces:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from srsran_integration import lte
@@ -181,6 +181,7 @@ class Plan:
     engine: str = "processes"
     k3s_server: str | None = None
     images: tuple[str, ...] = ()  # engine k3s: the images its containerd must have (imported by provisioning)
+    gso: bool = False  # mobile.segmentation = "kernel": every veth keeps its offloads, the emulator runs --gso
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -254,7 +255,11 @@ def build(spec: ExperimentSpec) -> Plan:
             devices = tuple(d for n in tier for d in (("core", n.name), (n.name, NODE_IF)))
             delays.append(CoreDelay(role, f"{TIER_NET[role]}.0.0/16", spec.one_way_ms(role), spec.core.jitter_ms, devices))
     nodes += [PlanNode("ran", "ran"), PlanNode("core", "core", forwarding=True)]
+    gso = spec.mobile.segmentation == "kernel"
+    if gso:  # super-frames reach the emulator whole, and leave it as the kernel's own GRO'd frames
+        veths = [Veth(replace(v.a, offloads=True), replace(v.b, offloads=True)) for v in veths]
     return Plan(
+        gso=gso,
         nodes=tuple(nodes),
         veths=tuple(veths),
         extra_addresses=tuple(extra),

@@ -82,7 +82,7 @@ def test_the_plan_puts_the_stack_where_the_endpoint_was_and_routes_the_endpoint_
 
 
 @pytest.mark.parametrize("extra, keys", [
-    ('uplink = "const-12mbps"\nuplink_loss = 0.1\n', ["mobile.uplink", "mobile.uplink_loss"]),
+    ('uplink = "const-12mbps"\nuplink_loss = 0.1\nsegmentation = "kernel"\n', ["mobile.uplink", "mobile.uplink_loss", "mobile.segmentation"]),
     ('[nodes.endpoint]\ncount = 2\n', ["nodes.endpoint.count"]),
     ('[provider]\nkind = "qemu"\n', ["provider.kind"]),
     ('[core]\nmechanism = "mahimahi-link"\n', ["core.mechanism"]),
