@@ -441,6 +441,9 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
                 m.downlink_queue, m.downlink_queue_args, m.uplink_loss, m.downlink_loss, tuple(m.bypass), m.ms_bursts,
                 segmentation=m.segmentation,
             )
+        if m.segmentation == "kernel" and p.get("cell") is not None:
+            bad("mobile.segmentation", "\"kernel\" is not available with a shared [cell] yet (mahimahi-link --gso would "
+                                       "schedule a super-frame's segments as one); use \"emulator\" with [cell]")
         if m.segmentation == "kernel" and provider is not None and provider.kind != "netns":
             bad("mobile.segmentation", f"\"kernel\" (host offloads on, mahimahi-link --gso) is built by the netns provider; "
                                        f"{provider.kind!r} keeps \"emulator\"")

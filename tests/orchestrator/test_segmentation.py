@@ -80,3 +80,7 @@ def test_kernel_segmentation_is_refused_where_no_provider_builds_it(tmp_path):
     assert [i.key for i in e.value.issues] == ["mobile.segmentation"] and "netns" in e.value.issues[0].message
     f.write_text(f.read_text().replace('kind = "qemu"', 'kind = "netns"'))
     assert config.load(f, materialize=False).mobile.segmentation == "kernel"
+    f.write_text(f.read_text() + '[cell]\nuplink = "pf"\n')  # the emulator's shared cell takes no super-frames yet
+    with pytest.raises(ConfigError) as e:
+        config.load(f, materialize=False)
+    assert [i.key for i in e.value.issues] == ["mobile.segmentation"] and "[cell]" in e.value.issues[0].message
