@@ -22,7 +22,6 @@ import argparse
 import json
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -81,10 +80,6 @@ def replay_config(out: Path, quick: bool, up: Path, down: Path) -> Path:
     return path
 
 
-def sh(argv: list[str], **kw) -> subprocess.CompletedProcess:
-    return commands.run(argv, **kw)
-
-
 def record(out: Path, seconds: float) -> tuple[Path, Path]:
     """The stack alone: srsUE's tunnel in ue, srsRAN in epc, the far end on SGi's side; the recorder's
     control connection goes ue <-> far directly (around the stack, as saturatr asks)."""
@@ -97,11 +92,11 @@ def record(out: Path, seconds: float) -> tuple[Path, Path]:
     procs = []
     try:
         for ns in NS:
-            sh(["ip", "netns", "add", ns])
-            sh(commands.in_netns(ns, ["ip", "link", "set", "lo", "up"]))
+            commands.run(["ip", "netns", "add", ns])
+            commands.run(commands.in_netns(ns, ["ip", "link", "set", "lo", "up"]))
         epc, ue, far = (Node(n.split("-")[-1], n) for n in NS)
-        sh(["ip", "link", "add", "sgi0", "netns", NS[0], "type", "veth", "peer", "name", "eth0", "netns", NS[2]])
-        sh(["ip", "link", "add", "ctl0", "netns", NS[1], "type", "veth", "peer", "name", "ctl0", "netns", NS[2]])
+        commands.run(["ip", "link", "add", "sgi0", "netns", NS[0], "type", "veth", "peer", "name", "eth0", "netns", NS[2]])
+        commands.run(["ip", "link", "add", "ctl0", "netns", NS[1], "type", "veth", "peer", "name", "ctl0", "netns", NS[2]])
         for node, dev, cidr in ((epc, "sgi0", f"{EPC_SGI}/24"), (far, "eth0", f"{FAR_SGI}/24"),
                                 (ue, "ctl0", f"{UE_CTL}/24"), (far, "ctl0", f"{FAR_CTL}/24")):
             node.run(["ip", "addr", "add", cidr, "dev", dev])

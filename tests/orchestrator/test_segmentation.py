@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -47,14 +45,12 @@ endpoint_command = ["{{python}}", "app.py", "endpoint"]
 """
 
 
-def test_kernel_segmentation_still_charges_every_mtu_segment(tmp_path):
+def test_kernel_segmentation_still_charges_every_mtu_segment(tmp_path, continuum_run):
     shutil.copy(REPO / "workloads" / "example" / "app.py", tmp_path / "app.py")
     tmp_path.chmod(0o755)  # the app runs as nobody from this folder
     cfg = tmp_path / "seg.toml"
     cfg.write_text(CONFIG.format(out=tmp_path / "runs"))
-    p = subprocess.run([sys.executable, "-m", "continuum", "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    run = sorted((tmp_path / "runs").glob("*-segmentation"))[-1]
+    run = continuum_run(cfg, tmp_path, "segmentation")
     assert json.loads((run / "manifest.json").read_text())["mobile"] == {"mode": "emulated", "segmentation": "kernel"}
     up = json.loads((run / "links" / "stats.json").read_text())["links"][0]["uplink"]
     assert up["superframes"] > 0 and up["unsplittable_frames"] == up["oversize_frames"] == 0, up
