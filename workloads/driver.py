@@ -194,8 +194,8 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
         expire(time.time_ns())
         stop.wait(0.05)
     expire(time.time_ns(), everything=True)  # stopped early: still unanswered
+    client.disconnect()  # first: it wakes the network thread, which loop_stop would otherwise wait out (up to 1 s)
     client.loop_stop()
-    client.disconnect()
     if smec:
         smec.close()
     records.close()
@@ -308,8 +308,8 @@ def run_server(app_cls: type[ServerApp]) -> int:
     end = time.monotonic() + 5  # for all of them together
     for t in workers:
         t.join(timeout=max(0.0, end - time.monotonic()))
+    client.disconnect()  # before loop_stop, as the endpoint does
     client.loop_stop()
-    client.disconnect()
     log.close()
     if hasattr(app, "close") and not queueing:  # an app with its own processes and records to finish
         app.close()
