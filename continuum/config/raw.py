@@ -140,8 +140,9 @@ class Mobile(Strict):
     ms_bursts: bool = False
     # Who cuts TCP/UDP super-frames into MTU packets: the hosts before the link ("emulator": their
     # offloads off, the emulator sees MTU frames), or nobody before it ("kernel": offloads on and
-    # mahimahi-link --gso, which charges each segment as mm-link would; far less CPU per Gbit/s)
-    segmentation: Literal["emulator", "kernel"] = "emulator"
+    # mahimahi-link --gso, which charges each segment as mm-link would; far less CPU per Gbit/s).
+    # "auto": kernel where the provider builds it (netns), emulator elsewhere (qemu, hosts).
+    segmentation: Literal["auto", "emulator", "kernel"] = "auto"
 
 
 class Core(Strict):

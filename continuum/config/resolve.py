@@ -439,11 +439,8 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
             mobile = MobileSpec(
                 m.preset, up_ref, down_ref, m.uplink_queue, m.uplink_queue_args,
                 m.downlink_queue, m.downlink_queue_args, m.uplink_loss, m.downlink_loss, tuple(m.bypass), m.ms_bursts,
-                segmentation=m.segmentation,
+                segmentation=_segmentation(m.segmentation, provider),
             )
-        if m.segmentation == "kernel" and p.get("cell") is not None:
-            bad("mobile.segmentation", "\"kernel\" is not available with a shared [cell] yet (mahimahi-link --gso would "
-                                       "schedule a super-frame's segments as one); use \"emulator\" with [cell]")
         if m.segmentation == "kernel" and provider is not None and provider.kind != "netns":
             bad("mobile.segmentation", f"\"kernel\" (host offloads on, mahimahi-link --gso) is built by the netns provider; "
                                        f"{provider.kind!r} keeps \"emulator\"")
@@ -572,6 +569,16 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
 # What only the emulated link uses: set with mode = "srsran", each is a mistake worth naming.
 EMULATED_ONLY = ("preset", "uplink", "downlink", "uplink_queue", "uplink_queue_args", "downlink_queue",
                  "downlink_queue_args", "uplink_loss", "downlink_loss", "bypass", "ms_bursts", "segmentation")
+
+
+def _segmentation(asked: str, provider: raw.Provider | None) -> str:
+    """mobile.segmentation as run: "auto" is the kernel's (offloads on, mahimahi-link --gso: a
+    tenth of the CPU per Gbit/s, 10 Gbit/s-class links) where the netns provider builds the
+    path, and the emulator's MTU frames where another provider does (its own check refuses
+    an explicit "kernel" there)."""
+    if asked != "auto":
+        return asked
+    return "kernel" if provider is None or provider.kind == "netns" else "emulator"
 
 
 def _srsran(m: raw.Mobile, p: dict, nodes: list[NodeSpec], bad, failed) -> MobileSpec | None:

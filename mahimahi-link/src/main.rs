@@ -190,9 +190,6 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
         if !errors.is_empty() {
             return Err(errors);
         }
-        if c.gso {
-            return Err(vec!["--gso: not with a shared cell yet (a super-frame's segments would be scheduled as one)".into()]);
-        }
         if c.uplink_cell.is_some() && c.downlink_cell.is_some() && c.cell_log.as_ref().is_some_and(|p| !p.contains("{dir}")) {
             return Err(vec!["--cell-log: with a cell in each direction the file name must contain {dir}".into()]);
         }

@@ -94,6 +94,9 @@ def test_smec_meets_the_slo_that_pf_misses(runs):
     assert "shared cell: uplink smec" in text and "latency-critical" in text
     for png in ("cell_share.png", "ran_latency_cdf.png"):
         assert (runs["smec"] / "plots" / png).stat().st_size > 10_000
+    # the netns default: the hosts' super-frames reach the cell whole, which schedules their segments
+    assert json.loads((runs["smec"] / "manifest.json").read_text())["mobile"]["segmentation"] == "kernel"
+    assert sum(lk["uplink"]["superframes"] for lk in json.loads((runs["smec"] / "links" / "stats.json").read_text())["links"]) > 0
 
 
 def test_smec_start_estimates_are_within_an_sr_period_and_k2(runs):

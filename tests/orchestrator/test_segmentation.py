@@ -1,9 +1,10 @@
-"""mobile.segmentation = "kernel" (issue #23): the hosts keep their
-segmentation offloads and mahimahi-link runs --gso. A request of 30 KB
-leaves the endpoint as TCP super-frames; the link must still charge it
-per MTU segment (no arrival in its log above 1504 bytes, the 21 segments'
-serialization at 12 Mbit/s in its uplink time), and say it took
-super-frames whole. `segmentation = "emulator"` is what every other test runs."""
+"""mobile.segmentation (issue #23). "kernel", the netns provider's default
+("auto"): the hosts keep their segmentation offloads and mahimahi-link runs
+--gso. A request of 30 KB leaves the endpoint as TCP super-frames; the link
+must still charge it per MTU segment (no arrival in its log above 1504
+bytes, the 21 segments' serialization at 12 Mbit/s in its uplink time), and
+say it took super-frames whole. The same file with "emulator" (offloads off,
+MTU frames from the hosts) must measure the same uplink times."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ output = "{out}"
 [mobile]
 uplink = "const-12mbps"
 downlink = "const-48mbps"
-segmentation = "kernel"
+segmentation = "{segmentation}"
 
 [workload]
 app = "custom"
@@ -45,26 +46,51 @@ endpoint_command = ["{{python}}", "app.py", "endpoint"]
 """
 
 
-def test_kernel_segmentation_still_charges_every_mtu_segment(tmp_path, continuum_run):
-    shutil.copy(REPO / "workloads" / "example" / "app.py", tmp_path / "app.py")
-    tmp_path.chmod(0o755)  # the app runs as nobody from this folder
-    cfg = tmp_path / "seg.toml"
-    cfg.write_text(CONFIG.format(out=tmp_path / "runs"))
-    run = continuum_run(cfg, tmp_path, "segmentation")
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, continuum_run) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("segmentation")
+    shutil.copy(REPO / "workloads" / "example" / "app.py", tmp / "app.py")
+    tmp.chmod(0o755)  # the app runs as nobody from this folder
+    out = {}
+    for mode in ("kernel", "emulator"):
+        cfg = tmp / f"{mode}.toml"
+        cfg.write_text(CONFIG.format(out=tmp / "runs", segmentation=mode).replace('name = "segmentation"', f'name = "seg-{mode}"'))
+        out[mode] = continuum_run(cfg, tmp, f"seg-{mode}")
+    return out
+
+
+def _measured(run: Path) -> pd.DataFrame:
+    df = pd.read_csv(run / "requests.csv")
+    ok = df[(df["phase"] == "measure") & (df["status"] == "ok")]
+    assert len(ok) >= 20 and len(ok) == len(df[df["phase"] == "measure"])
+    return ok
+
+
+def test_kernel_segmentation_still_charges_every_mtu_segment(runs):
+    run = runs["kernel"]
     assert json.loads((run / "manifest.json").read_text())["mobile"] == {"mode": "emulated", "segmentation": "kernel"}
     up = json.loads((run / "links" / "stats.json").read_text())["links"][0]["uplink"]
     assert up["superframes"] > 0 and up["unsplittable_frames"] == up["oversize_frames"] == 0, up
     sizes = [int(line.split()[2]) for line in (run / "links" / "endpoint0.uplink.log").read_text().splitlines()
              if len(line.split()) >= 3 and line.split()[1] == "+"]
     assert sizes and max(sizes) <= 1504, max(sizes)
-    df = pd.read_csv(run / "requests.csv")
-    ok = df[(df["phase"] == "measure") & (df["status"] == "ok")]
-    assert len(ok) >= 20 and len(ok) == len(df[df["phase"] == "measure"])
     # 30000 bytes + headers: >= 21 full segments of 1504 bytes at 12 Mbit/s = 21 ms, plus the 0.5 ms core delay
+    ok = _measured(run)
     assert 21 <= ok["uplink_ms"].median() <= 45, ok["uplink_ms"].describe()
 
 
-def test_kernel_segmentation_is_refused_where_no_provider_builds_it(tmp_path):
+def test_both_segmentations_measure_the_same_uplink(runs):
+    kernel, emulator = _measured(runs["kernel"]), _measured(runs["emulator"])
+    assert json.loads((runs["emulator"] / "manifest.json").read_text())["mobile"]["segmentation"] == "emulator"
+    up = json.loads((runs["emulator"] / "links" / "stats.json").read_text())["links"][0]["uplink"]
+    assert up["superframes"] == 0, up  # the hosts cut every request into MTU frames themselves
+    a, b = kernel["uplink_ms"].median(), emulator["uplink_ms"].median()
+    assert abs(a - b) <= 0.15 * b, (a, b)
+    # the bytes on the link are the same: per request, the same MTU packets were charged
+    assert kernel["request_bytes"].median() == emulator["request_bytes"].median()
+
+
+def test_kernel_segmentation_is_refused_where_no_provider_builds_it_and_auto_picks_it_on_netns(tmp_path):
     from continuum import config
     from continuum.errors import ConfigError
 
@@ -74,9 +100,9 @@ def test_kernel_segmentation_is_refused_where_no_provider_builds_it(tmp_path):
     with pytest.raises(ConfigError) as e:
         config.load(f, materialize=False)
     assert [i.key for i in e.value.issues] == ["mobile.segmentation"] and "netns" in e.value.issues[0].message
+    f.write_text(f.read_text().replace('segmentation = "kernel"\n', ""))
+    assert config.load(f, materialize=False).mobile.segmentation == "emulator"  # "auto" on qemu
     f.write_text(f.read_text().replace('kind = "qemu"', 'kind = "netns"'))
+    assert config.load(f, materialize=False).mobile.segmentation == "kernel"  # "auto" on netns
+    f.write_text(f.read_text() + '[cell]\nuplink = "pf"\n')  # the shared cell schedules the segments one by one
     assert config.load(f, materialize=False).mobile.segmentation == "kernel"
-    f.write_text(f.read_text() + '[cell]\nuplink = "pf"\n')  # the emulator's shared cell takes no super-frames yet
-    with pytest.raises(ConfigError) as e:
-        config.load(f, materialize=False)
-    assert [i.key for i in e.value.issues] == ["mobile.segmentation"] and "[cell]" in e.value.issues[0].message
