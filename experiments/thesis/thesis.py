@@ -63,18 +63,21 @@ def expected_s(point: str, t: dict) -> float:
     return t["repetitions"] * (t["duration_s"] + t["warmup_s"] + 4) + OVERHEAD_S.get(point, DEFAULT_OVERHEAD_S)
 
 
-def variant(point: str, t: dict, out: Path) -> Path:
-    """The point's experiment file with this run's timing and output folder."""
+def variant(point: str, t: dict, out: Path, segmentation: str | None = None) -> Path:
+    """The point's experiment file with this run's timing and output folder
+    (and, when asked, who segments the hosts' traffic: mobile.segmentation)."""
     data = tomllib.loads((CONFIGS / f"{point}.toml").read_text())
     data["experiment"].update(t, output=str(out / "runs" / point))
+    if segmentation:
+        data.setdefault("mobile", {})["segmentation"] = segmentation
     path = out / "configs" / f"{point}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"# configs/thesis/{point}.toml as run by experiments/thesis/run\n" + tomli_w.dumps(data))
     return path
 
 
-def run_point(point: str, t: dict, out: Path) -> dict:
-    cfg = variant(point, t, out)
+def run_point(point: str, t: dict, out: Path, segmentation: str | None = None) -> dict:
+    cfg = variant(point, t, out, segmentation)
     log = out / "logs" / f"{point}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     runs = out / "runs" / point
@@ -89,7 +92,7 @@ def run_point(point: str, t: dict, out: Path) -> dict:
     if run_dir and (run_dir / "manifest.json").exists():
         status = json.loads((run_dir / "manifest.json").read_text()).get("status", "unknown")
     return {"point": point, "experiment": experiment_of(point), "config": f"configs/thesis/{point}.toml", "as_run": str(cfg.relative_to(out)),
-            "timing": t, "rc": rc, "status": status if rc == 0 else f"exit {rc}: {status}",
+            "timing": t, "segmentation": segmentation or "as in the file", "rc": rc, "status": status if rc == 0 else f"exit {rc}: {status}",
             "run_dir": str(run_dir.relative_to(out)) if run_dir else None, "wall_s": round(time.monotonic() - t0, 1), "log": str(log.relative_to(out))}
 
 
@@ -111,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma-separated experiments or points, e.g. E1,E4 or e4-10rps")
     ap.add_argument("--repetitions", type=int, help="override every point's repetitions")
     ap.add_argument("--out", type=Path, help="results folder (default: experiments/thesis/results, or runs/thesis-quick with --quick)")
+    ap.add_argument("--segmentation", choices=["auto", "emulator", "kernel"],
+                    help="set every point's mobile.segmentation (default: each file's own, i.e. auto); "
+                         "compare two runs with experiments/thesis/compare.py")
     ap.add_argument("--resume", action="store_true", help="keep points of an earlier run in --out that completed")
     ap.add_argument("--analyze-only", action="store_true", help="redraw figures and report.md from --out; run nothing")
     ap.add_argument("--list", action="store_true", help="print the points and the expected duration; run nothing")
@@ -165,11 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     for i, p in enumerate(points, 1):
         t = plan[p]
         old = records.get(p)
-        if a.resume and old and old["status"] == "complete" and old["timing"] == t:
+        if (a.resume and old and old["status"] == "complete" and old["timing"] == t
+                and old.get("segmentation", "as in the file") == (a.segmentation or "as in the file")):
             print(f"[{i:2}/{len(points)}] {p:18} kept from the earlier run ({old['run_dir']})", flush=True)
             continue
         print(f"[{i:2}/{len(points)}] {p:18} {t['repetitions']} x {t['duration_s']:g} s ... ", end="", flush=True)
-        r = run_point(p, t, out)
+        r = run_point(p, t, out, a.segmentation)
         r["command"] = command
         records[p] = r
         save()
