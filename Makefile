@@ -3,7 +3,6 @@ bench:
 	cd mahimahi-link && cargo build --release --quiet --example wakeup_cost
 	cd mahimahi-link && cargo run --release --quiet --example cell_bench 10
 	.venv/bin/python mahimahi-link/bench/bench.py
-	.venv/bin/python mahimahi-link/bench/bench_udp_gso.py
 	.venv/bin/python mahimahi-link/bench/bench_many_ues.py 100
 	.venv/bin/python mahimahi-link/bench/bench_many_ues.py 100 --cell=pf
 	.venv/bin/python mahimahi-link/bench/bench_many_ues.py 100 --cell=smec

@@ -6,7 +6,10 @@ CPU 0, the end hosts' receive stacks steered to the other CPUs (RPS). Prints the
 per-link delivered rate (the emulator's own departure counters), and idle CPU
 with 100 links. A measurement, not a pass/fail test. Run as root:
 
-    .venv/bin/python mahimahi-link/bench/bench_many_ues.py [N_UES] [--cell=rr|pf|smec]
+    .venv/bin/python mahimahi-link/bench/bench_many_ues.py [N_UES] [--cell=rr|pf|smec] [--threads=K]
+
+With --threads=K the emulator serves the links with K forwarding threads
+(pinned to CPUs 0..K-1); on a machine with many cores, the scaling figure.
 
 With --cell the downlinks share one cell (issue #18) instead: each UE's
 channel is the whole cell, N x 10 Mbit/s, and the scheduler splits it slot by
@@ -122,8 +125,9 @@ def constant_trace(path: Path, mbps: float) -> None:
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if not a.startswith("--cell=")]
+    args = [a for a in sys.argv[1:] if not a.startswith(("--cell=", "--threads="))]
     cell = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--cell=")), None)
+    threads = int(next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--threads=")), "1"))
     n = int(args[0]) if args else 100
     tag = f"mmlb{os.getpid() % 10000}"
     ran = core = None
@@ -138,7 +142,7 @@ def main() -> None:
             trace.write_text("1\n2\n3\n4\n6\n")  # 5 opportunities per 6 ms = 10 Mbit/s
             down = trace
             stats = Path(d) / "stats.json"
-            argv = [str(MML), "forward", f"--stats={stats}", "--stats-interval-ms=200", "--quiet", "--cpu=0"]
+            argv = [str(MML), "forward", f"--stats={stats}", "--stats-interval-ms=200", "--quiet", "--cpu=0", f"--threads={threads}"]
             if cell:
                 down = Path(d) / "cell"
                 constant_trace(down, RATE_MBPS * n)
@@ -178,7 +182,7 @@ def main() -> None:
     before = {link["name"]: link["downlink"]["departed_bytes"] for link in doc0["links"]}
     per_link = sorted((link["downlink"]["departed_bytes"] - before[link["name"]]) * 8 / wall / 1e6 for link in doc1["links"])
     total = sum(per_link)
-    print(f"downlinks: {'one shared cell, scheduler ' + cell + f', channel {RATE_MBPS * n} Mbit/s per UE' if cell else 'private links'}")
+    print(f"downlinks: {'one shared cell, scheduler ' + cell + f', channel {RATE_MBPS * n} Mbit/s per UE' if cell else 'private links'}; {threads} forwarding thread(s)")
     print("| UE links | trace per link | delivered total Mbit/s (mm-link bytes: IP + 4) | per link min / median / max (% of trace) | emulator CPU, cores | CPU per delivered Gbit/s | idle CPU (100 links) | namespace setup |")
     print("|---|---|---|---|---|---|---|---|")
     pct = [f"{100 * x / RATE_MBPS:.1f}%" for x in (per_link[0], per_link[len(per_link) // 2], per_link[-1])]

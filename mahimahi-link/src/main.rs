@@ -103,6 +103,8 @@ fn config(c: &Common, link_args: &[LinkArg], links: Vec<LinkSpec>, argv: &[Strin
         ring_frames: c.ring_frames,
         cells: [c.uplink_cell.as_ref().map(|s| cell_spec(c, s, true, link_args)), c.downlink_cell.as_ref().map(|s| cell_spec(c, s, false, link_args))],
         cell_notice_port: c.cell_notice_port,
+        link_ids: Vec::new(),
+        stats_share: None,
     }
 }
 
@@ -208,8 +210,12 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
     let specs = p.links.iter().map(|l| spec(&p.common, &traces, l)).collect();
     let cfg = config(&p.common, &p.links, specs, argv);
     sys::install_stop_handler();
-    let mut fwd = Forwarder::open(cfg).map_err(|e| vec![e])?;
-    match fwd.run(None).map_err(|e| vec![e])? {
+    let stop = if c.threads > 1 {
+        mahimahi_link::forward::run_threads(mahimahi_link::forward::split(cfg, c.threads))
+    } else {
+        Forwarder::open(cfg).and_then(|mut fwd| fwd.run(None))
+    };
+    match stop.map_err(|e| vec![e])? {
         Stop::Signal(_) | Stop::TracesEnded | Stop::ChildExited => Ok(0),
     }
 }
@@ -220,6 +226,9 @@ fn shell_mode(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
     }
     if !p.links.is_empty() {
         return Err(vec!["--link belongs to forward mode".into()]);
+    }
+    if p.common.threads > 1 {
+        return Err(vec!["--threads: forward mode only (shell mode has one link, served by one thread)".into()]);
     }
     let (up, down) = (p.positional[0].as_str(), p.positional[1].as_str());
     let traces = load_traces(&[up, down])?;

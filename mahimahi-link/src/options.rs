@@ -62,7 +62,10 @@ options (shell and forward):
                                         (downlink) PREFIX, microsecond precision (repeatable)
   --stats=FILE                          live JSON statistics, rewritten atomically
   --stats-interval-ms=N                 how often (default 100)
-  --cpu=N                               pin the emulator to CPU N (keep other work off it)
+  --cpu=N                               pin the emulator to CPU N (keep other work off it);
+                                        with --threads, thread K to CPU N+K
+  --threads=N                           forward mode: N forwarding threads, the links dealt out
+                                        among them (a shared cell's members stay on one; default 1)
   --batch-us=N                          while a link is busy (a queue backlogged), serve up to
                                         32 opportunities' departures per wakeup, at most N us
                                         (default 1000, mm-link's own granularity; 0 = wake for each)
@@ -96,6 +99,8 @@ pub struct Common {
     pub stats_interval_ms: u64,
     pub quiet: bool,
     pub cpu: Option<usize>,
+    /// Forward mode: forwarding threads, each serving its share of the links.
+    pub threads: usize,
     pub batch_us: u64,
     pub coalesce_us: u64,
     pub gso: bool,
@@ -178,7 +183,7 @@ fn parse_prob(key: &str, v: &str) -> Result<f64, String> {
 /// Parse everything after the mode word. `allowed_simulate` enables --queue.
 pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
     let mut errors = Vec::new();
-    let mut c = Common { seed: 1, stats_interval_ms: 100, batch_us: 1000, coalesce_us: 100, cell_slot_us: 500, cell_blocks: 51, cell_be_starvation_slots: 40, ..Default::default() };
+    let mut c = Common { seed: 1, stats_interval_ms: 100, batch_us: 1000, threads: 1, coalesce_us: 100, cell_slot_us: 500, cell_blocks: 51, cell_be_starvation_slots: 40, ..Default::default() };
     let mut positional = Vec::new();
     let mut links = Vec::new();
     let mut command = Vec::new();
@@ -314,6 +319,7 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
                     .ok_or_else(|| format!("--cell-class: {v:?} is not a class; valid: be, lc:SLO_MS (one per --link, in order)")),
             },
             "--cpu" => val.parse().map(|v| c.cpu = Some(v)).map_err(|_| format!("--cpu: {val:?} is not a CPU number")),
+            "--threads" => val.parse().ok().filter(|v| (1..=256).contains(v)).map(|v| c.threads = v).ok_or_else(|| format!("--threads: {val:?} is not an integer 1..=256")),
             "--batch-us" => val.parse().ok().filter(|v| *v <= 1000).map(|v| c.batch_us = v).ok_or_else(|| format!("--batch-us: {val:?} is not an integer 0..=1000")),
             "--ring-frames" => val.parse().ok().filter(|v| (16..=65_536).contains(v)).map(|v| c.ring_frames = Some(v)).ok_or_else(|| format!("--ring-frames: {val:?} is not an integer 16..=65536")),
             "--coalesce-us" => val.parse().ok().filter(|v| *v <= 10_000).map(|v| c.coalesce_us = v).ok_or_else(|| format!("--coalesce-us: {val:?} is not an integer 0..=10000")),

@@ -661,6 +661,45 @@ pub fn install_stop_handler() {
 }
 
 /// The stop signal received so far, if any.
+/// Ask every forwarding thread to stop, as a stop signal would (keeps a signal already seen).
+pub fn request_stop() {
+    let _ = STOP_SIGNAL.compare_exchange(0, libc::SIGTERM, Ordering::SeqCst, Ordering::SeqCst);
+}
+
+extern "C" fn on_wake_signal(_sig: libc::c_int) {}
+
+/// SIGUSR1 only interrupts what it reaches (no SA_RESTART): a forwarding
+/// thread's epoll_wait returns, and its loop sees a stop request.
+pub fn install_wake_handler() {
+    // SAFETY: installing a handler that does nothing.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_wake_signal as extern "C" fn(libc::c_int) as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
+    }
+}
+
+/// Block the stop signals in this thread (threads started now inherit it); the old mask.
+pub fn block_stop_signals() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data, filled by sigemptyset/sigaddset before use.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        old
+    }
+}
+
+pub fn restore_signals(old: libc::sigset_t) {
+    // SAFETY: `old` came from pthread_sigmask.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+}
+
 pub fn stop_signal() -> Option<i32> {
     match STOP_SIGNAL.load(Ordering::Relaxed) {
         0 => None,

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -56,25 +57,37 @@ def two_ue_lab(mml, tmp_path):
         assert tag not in left
 
 
-def test_two_links_in_one_process_are_shaped_independently(mml, tmp_path, two_ue_lab):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_two_links_in_one_process_are_shaped_independently(mml, tmp_path, two_ue_lab, threads):
+    """With --threads=2 each link has a forwarding thread of its own: the same
+    shaping, one statistics file with both links, and SIGTERM stops both."""
     ran, core, ues = two_ue_lab
     slow, fast = constant_trace(tmp_path / "c12", 12), constant_trace(tmp_path / "c48", 48)
     stats = tmp_path / "stats.json"
     emu = subprocess.Popen(["ip", "netns", "exec", ran, str(mml), "forward",
                             f"--link=name=slow,ue=ue0,core=c0,up={slow},down={slow}",
                             f"--link=name=fast,ue=ue1,core=c1,up={fast},down={fast}",
-                            f"--uplink-log={tmp_path}/{{name}}.up.log", f"--stats={stats}"], stderr=subprocess.PIPE, text=True)
+                            f"--uplink-log={tmp_path}/{{name}}.up.log", f"--stats={stats}", f"--threads={threads}"],
+                           stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 10
         while not stats.exists():
             assert emu.poll() is None, emu.stderr.read()
             assert time.monotonic() < deadline
             time.sleep(0.02)
+        # ip netns exec execs the emulator in place: the Popen pid is the emulator's
+        names = sorted(p.read_text().strip() for p in Path(f"/proc/{emu.pid}/task").glob("*/comm"))
+        forwarding = [n for n in names if n.startswith("mml-fwd-")]
+        assert forwarding == ([] if threads == 1 else ["mml-fwd-0", "mml-fwd-1"]), names
         rates, steal = undisturbed(lambda: _two_uploads(core, ues))
-        links = {link["name"]: link for link in json.loads(stats.read_text())["links"]}
+        doc = json.loads(stats.read_text())
+        assert [link["name"] for link in doc["links"]] == ["slow", "fast"]
+        links = {link["name"]: link for link in doc["links"]}
     finally:
+        stopped = time.monotonic()
         emu.send_signal(signal.SIGTERM)
         assert emu.wait(timeout=10) == 0
+        assert time.monotonic() - stopped < 2, "every forwarding thread stops at once"
     goodput = 1448 / 1500
     assert 0.95 * 12e6 * goodput <= rates[0] <= 1.02 * 12e6 * goodput, (rates, f"CPU steal {steal:.0%}")
     assert 0.95 * 48e6 * goodput <= rates[1] <= 1.02 * 48e6 * goodput, (rates, f"CPU steal {steal:.0%}")
