@@ -106,7 +106,10 @@ def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim
         cap, dlv = b["capacity_mbps"], b["delivered_mbps"]
         log = dlv.max() < 0.1 * cap.max() and (dlv > 0).any()
         ax.plot(b["t_s"], cap.where(cap > 0) if log else cap, color="0.5", lw=1, label="trace capacity")
-        ax.plot(b["t_s"], dlv.where(dlv > 0) if log else dlv, color="C0", lw=1, label="delivered")
+        # on a log scale an empty bin is a gap: sparse traffic (a request a second in 0.5 s
+        # bins) would leave lone points a line cannot draw, so each bin gets a marker
+        ax.plot(b["t_s"], dlv.where(dlv > 0) if log else dlv, color="C0", lw=1, label="delivered",
+                **({"marker": ".", "ms": 3} if log else {}))
         if log:
             ax.set_yscale("log")
         ax.set_ylabel(f"{d} Mbit/s" + (" (log scale)" if log else ""))

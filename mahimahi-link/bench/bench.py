@@ -115,15 +115,16 @@ def main() -> None:
         raw_lab(lab)
         time.sleep(1)
         tcp, _, tb = measure(lab, lambda: iperf(lab, None))
-        gso_udp, _, _ = measure(lab, lambda: bench_udp_gso.udp_gso(lab))
-        rows.append(("raw veth, host offloads on (no emulator)", "-", tcp, None, None, gso_udp))
+        # (UDP GSO on the raw path: bench_udp_gso.py; here, after TCP on the bridge, its receiver did not finish)
+        rows.append(("raw veth, host offloads on (no emulator)", "-", tcp, None, None, None))
         sh("ip", "-n", lab.ran, "link", "del", "br0")
         traces = {r: constant_trace(Path(d) / f"c{r}", r) for r in rates}
         for r in rates:
             lab.start_emulator(traces[r], traces[r], "--gso")
             tcp, tcpu, tb = measure(lab, lambda: iperf(lab, None))
             udp, ucpu, _ = measure(lab, lambda r=r: iperf(lab, r * 1e6 * 1.05))
-            gso_udp, _, _ = measure(lab, lambda: bench_udp_gso.udp_gso(lab))
+            # (a UDP GSO sender outruns slow links by far: their queue would drain for minutes)
+            gso_udp = measure(lab, lambda: bench_udp_gso.udp_gso(lab))[0] if r >= 1200 else None
             lab.stop_emulator()
             rows.append((f"segmentation = \"kernel\" (default): mahimahi-link --gso {r} Mbit/s", r, tcp, udp, (tcpu, ucpu), gso_udp))
         lab.start_emulator(traces[4800], traces[4800], "--gso")
