@@ -485,6 +485,11 @@ def _repetition(ctx: Run, rep: int) -> None:
         stop_process(srv)
         if cli.returncode not in (0, -15):
             console.print(f"  [yellow]bulk UE {n.name}: iperf3 ended with {cli.returncode}[/]; see {run_dir}/logs/bulk-{n.name}.log")
+    if spec.smec_quota is not None:
+        # The load has ended; SMEC's manager sees it in its usage average one window later and
+        # gives the quota back. Its decisions (raw/smec-decisions.csv, the plot) should show
+        # that, not end with the servers' stop, which now follows the last answer within 1 s.
+        time.sleep(launch.SMEC_WINDOW_S)
     for server in servers:
         stop_process(server)
 

@@ -239,6 +239,10 @@ def pod_spec(spec: ExperimentSpec, app: AppSpec, side: str, image: str, command:
                        memory_bytes=limits.memory_bytes, mounts=tuple(mounts), as_root=spec.workload.run_as_root)
 
 
+# SMEC's manager averages a server's CPU use over this long (smec_edge.manager --window-ms, its default).
+SMEC_WINDOW_S = 1.0
+
+
 def start_smec_manager(spec: ExperimentSpec, node: Node, run_dir: Path) -> subprocess.Popen:
     """SMEC's edge manager daemon (smec_edge.manager) for the server's node:
     root, on the host and outside the node's cgroup (its own work must not

@@ -89,7 +89,7 @@ def test_a_run_that_ends_with_tasks_queued_still_counts_them(tmp_path, continuum
     (the queued tasks get rows with ok = 0), and the summary counts them as missed."""
     cfg = tmp_path / "over.toml"
     text = CONFIG.format(out=tmp_path / "runs").replace('name = "tasks"', 'name = "over"').replace("rate = 2", "rate = 6")
-    text = text.replace("timeout_s = 30", "timeout_s = 2").replace('policy = "mosaic"', 'policy = "fcfs"\nslots = 1').replace("scale = 0.25", "scale = 1.0")
+    text = text.replace("timeout_s = 30", "timeout_s = 2").replace("duration_s = 8", "duration_s = 4").replace('policy = "mosaic"', 'policy = "fcfs"\nslots = 1').replace("scale = 0.25", "scale = 1.0")
     cfg.write_text(text)
     run = continuum_run(cfg, tmp_path, "over")
     tasks = pd.read_csv(run / "raw" / "mosaic-tasks.csv")
