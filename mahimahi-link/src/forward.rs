@@ -292,35 +292,10 @@ impl Members<Pkt> for CellMembers<'_> {
 }
 
 /// A frame on its way, with the virtio-net header to send it with (unused
-/// on plain sockets): `data`, or with a `body`, `data` is its headers and the
-/// body (part of a received super-frame) follows them.
+/// on plain sockets).
 pub struct Frame {
     data: Vec<u8>,
-    body: Option<Body>,
     vnet: Vnet,
-}
-
-impl Frame {
-    /// The frame's bytes in one buffer.
-    fn into_bytes(self) -> Vec<u8> {
-        match self.body {
-            None => self.data,
-            Some(b) => {
-                let mut v = self.data;
-                v.extend_from_slice(b.as_ref());
-                v
-            }
-        }
-    }
-}
-
-/// Part of a super-frame's payload, sent where it lies.
-pub struct Body(Rc<SuperFrame>, std::ops::Range<usize>);
-
-impl AsRef<[u8]> for Body {
-    fn as_ref(&self) -> &[u8] {
-        &self.0.bytes()[self.1.clone()]
-    }
 }
 
 /// What a link queues: a whole frame, or one MTU segment of a super-frame.
@@ -337,8 +312,8 @@ fn assemble(deps: &mut Vec<(Nanos, Pkt)>) -> Vec<(Nanos, Frame)> {
     let mut run: Option<(Rc<SuperFrame>, usize, usize, Nanos)> = None;
     let flush = |run: &mut Option<(Rc<SuperFrame>, usize, usize, Nanos)>, out: &mut Vec<(Nanos, Frame)>| {
         if let Some((sf, i, j, t)) = run.take() {
-            let (vnet, data, range) = sf.build_head(i, j);
-            out.push((t, Frame { data, body: Some(Body(sf, range)), vnet }));
+            let (vnet, data) = sf.build(i, j);
+            out.push((t, Frame { data, vnet }));
         }
     };
     for (t, p) in deps.drain(..) {
@@ -479,7 +454,7 @@ pub struct Forwarder {
     /// Their per-slot logs, and how many detected starts each has written.
     cell_logs: [Option<(Appender, usize)>; 2],
     /// One per network namespace the links are in.
-    senders: Vec<(Option<String>, Sender<Body>)>,
+    senders: Vec<(Option<String>, Sender)>,
     t0: u64,
     /// When the stats file was last written (ns since t0).
     stats_at: Nanos,
@@ -519,7 +494,7 @@ impl Forwarder {
         let frames = cfg.ring_frames.unwrap_or((8192 / n).clamp(256, 4096));
         let large_frames = (480 / n).clamp(30, 120);
         let mut links = Vec::new();
-        let mut senders: Vec<(Option<String>, Sender<Body>)> = Vec::new();
+        let mut senders: Vec<(Option<String>, Sender)> = Vec::new();
         for (i, spec) in cfg.links.iter().enumerate() {
             let open_pair = || -> std::io::Result<(PacketSocket, PacketSocket)> {
                 for dev in [&spec.ue_if, &spec.core_if] {
@@ -884,7 +859,7 @@ impl Forwarder {
                     Some(t) if fr.ts_real_ns != 0 && t <= now => t,
                     _ => now,
                 };
-                let frame = Frame { data: fr.data.to_vec(), body: None, vnet: fr.vnet.map(|v| v.for_resend()).unwrap_or_default() };
+                let frame = Frame { data: fr.data.to_vec(), vnet: fr.vnet.map(|v| v.for_resend()).unwrap_or_default() };
                 sock.rx_release();
                 self.ingress(li, uplink, frame, at, deps);
             }
@@ -945,8 +920,7 @@ impl Forwarder {
             Self::offer(d, ip_len + 4, Pkt::Whole(frame), now, deps);
             return;
         }
-        let vnet = frame.vnet;
-        match SuperFrame::new(frame.into_bytes(), &vnet) {
+        match SuperFrame::new(frame.data, &frame.vnet) {
             Ok(sf) => {
                 d.extra.superframes += 1;
                 let sf = Rc::new(sf);
@@ -1012,7 +986,7 @@ impl Forwarder {
         let l = &mut self.links[li];
         let ifindex = if to_core { l.core.ifindex } else { l.ue.ifindex };
         let sender = &mut self.senders[l.sender].1;
-        if !sender.push(ifindex, &frame.vnet, frame.data, frame.body, (li as u32) << 1 | to_core as u32) {
+        if !sender.push(ifindex, &frame.vnet, frame.data, (li as u32) << 1 | to_core as u32) {
             let d = if to_core { &mut l.up } else { &mut l.down };
             d.extra.tx_full_drops += 1;
         } else if sender.pending().is_multiple_of(TX_BURST) {

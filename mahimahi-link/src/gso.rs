@@ -139,42 +139,27 @@ impl SuperFrame {
 
     /// Segments `i..j` as one frame, with the header to send it with: a
     /// super-frame again when it holds several segments, else a plain frame.
-    /// (Tests and fallbacks; the forwarder sends [`build_head`](Self::build_head)'s parts.)
+    /// IP length, IPv4 id and checksum, TCP sequence number and flags (UDP:
+    /// its length) are those the kernel's own segmentation would give the
+    /// same segments; the L4 checksum is left to the kernel (pseudo-header
+    /// sum + NEEDS_CSUM).
     pub fn build(&self, i: usize, j: usize) -> (Vnet, Vec<u8>) {
-        let (v, mut out, body) = self.build_head(i, j);
-        out.extend_from_slice(&self.frame[body]);
-        (v, out)
-    }
-
-    /// The bytes of this super-frame (its payload is what a frame built by
-    /// [`build_head`](Self::build_head) sends after its headers).
-    pub fn bytes(&self) -> &[u8] {
-        &self.frame
-    }
-
-    /// Segments `i..j` as one frame, in two parts: its rewritten headers, and
-    /// the range of [`bytes`](Self::bytes) that is its payload, sent after
-    /// them as it lies (a second copy of 64 KB per super-frame was a tenth of
-    /// the emulator's CPU at 9.6 Gbit/s). IP length, IPv4 id and checksum,
-    /// TCP sequence number and flags (UDP: its length) are those the kernel's
-    /// own segmentation would give the same segments; the L4 checksum is left
-    /// to the kernel (pseudo-header sum + NEEDS_CSUM).
-    pub fn build_head(&self, i: usize, j: usize) -> (Vnet, Vec<u8>, std::ops::Range<usize>) {
         let n = self.segments();
         assert!(i < j && j <= n, "segments {i}..{j} of {n}");
         let start = self.payload + i * self.mss;
         let end = (self.payload + j * self.mss).min(self.frame.len());
-        let mut out = self.frame[..self.payload].to_vec();
+        let mut out = Vec::with_capacity(self.payload + end - start);
+        out.extend_from_slice(&self.frame[..self.payload]);
+        out.extend_from_slice(&self.frame[start..end]);
         let ip = ETH_HLEN;
-        let frame_len = self.payload + end - start;
-        let (l4, l4_len) = (self.l4, frame_len - self.l4);
+        let (l4, l4_len) = (self.l4, out.len() - self.l4);
         let mut sum: u32 = if self.udp { 17 } else { 6 } + l4_len as u32;
         if self.v6 {
-            let len = (frame_len - ip - 40) as u16;
+            let len = (out.len() - ip - 40) as u16;
             out[ip + 4..ip + 6].copy_from_slice(&len.to_be_bytes());
             sum += ones_sum(&out[ip + 8..ip + 40]);
         } else {
-            let len = (frame_len - ip) as u16;
+            let len = (out.len() - ip) as u16;
             out[ip + 2..ip + 4].copy_from_slice(&len.to_be_bytes());
             let id = u16::from_be_bytes([out[ip + 4], out[ip + 5]]).wrapping_add(i as u16);
             out[ip + 4..ip + 6].copy_from_slice(&id.to_be_bytes());
@@ -206,7 +191,7 @@ impl SuperFrame {
             v.gso_size = self.mss as u16;
             v.hdr_len = self.payload as u16;
         }
-        (v, out, start..end)
+        (v, out)
     }
 }
 

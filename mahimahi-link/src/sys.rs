@@ -327,14 +327,11 @@ impl PacketSocket {
 }
 
 /// A frame waiting in a [`Sender`]: its interface, its virtio-net header
-/// (used by senders opened with `vnet`), its bytes (its headers and, sent
-/// after them, a `tail` the caller keeps alive: a super-frame's payload
-/// that is not copied again), and the caller's tag.
-struct Outgoing<T> {
+/// (used by senders opened with `vnet`), its bytes, and the caller's tag.
+struct Outgoing {
     ifindex: i32,
     vnet: [u8; VNET_HDR_LEN],
     data: Vec<u8>,
-    tail: Option<T>,
     tag: u32,
 }
 
@@ -355,19 +352,19 @@ const MMSG_MAX: usize = 1024;
 /// Frames sent back to back in one call reach the receiver while it is still
 /// busy with the first. The socket is bound to no protocol, so it receives
 /// nothing.
-pub struct Sender<T: AsRef<[u8]>> {
+pub struct Sender {
     fd: RawFd,
     vnet: bool,
-    out: Vec<Outgoing<T>>,
+    out: Vec<Outgoing>,
     addrs: Vec<libc::sockaddr_ll>,
-    iovs: Vec<[libc::iovec; 3]>,
+    iovs: Vec<[libc::iovec; 2]>,
     hdrs: Vec<libc::mmsghdr>,
 }
 
-impl<T: AsRef<[u8]>> Sender<T> {
+impl Sender {
     /// Open in the current network namespace; with `vnet`, every frame goes
     /// with its virtio-net header (segmentation offload).
-    pub fn open(vnet: bool) -> io::Result<Sender<T>> {
+    pub fn open(vnet: bool) -> io::Result<Sender> {
         // SAFETY: plain socket call.
         let fd = cvt(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK, 0) }, "socket(AF_PACKET)")?;
         let s = Sender { fd, vnet, out: Vec::new(), addrs: Vec::new(), iovs: Vec::new(), hdrs: Vec::new() };
@@ -382,15 +379,15 @@ impl<T: AsRef<[u8]>> Sender<T> {
         Ok(s)
     }
 
-    /// Queue a frame for interface `ifindex`: `data`, then `tail`'s bytes;
-    /// false (not queued) when too many frames already wait for buffer space.
-    pub fn push(&mut self, ifindex: i32, vnet: &Vnet, data: Vec<u8>, tail: Option<T>, tag: u32) -> bool {
+    /// Queue a frame for interface `ifindex`; false (not queued) when too
+    /// many frames already wait for buffer space.
+    pub fn push(&mut self, ifindex: i32, vnet: &Vnet, data: Vec<u8>, tag: u32) -> bool {
         if self.out.len() >= SENDER_BACKLOG {
             return false;
         }
         let mut hdr = [0u8; VNET_HDR_LEN];
         vnet.write(&mut hdr);
-        self.out.push(Outgoing { ifindex, vnet: hdr, data, tail, tag });
+        self.out.push(Outgoing { ifindex, vnet: hdr, data, tag });
         true
     }
 
@@ -421,10 +418,6 @@ impl<T: AsRef<[u8]>> Sender<T> {
                 self.iovs.push([
                     libc::iovec { iov_base: o.vnet[skip..].as_ptr() as *mut libc::c_void, iov_len: VNET_HDR_LEN - skip },
                     libc::iovec { iov_base: o.data.as_ptr() as *mut libc::c_void, iov_len: o.data.len() },
-                    match &o.tail {
-                        Some(t) => libc::iovec { iov_base: t.as_ref().as_ptr() as *mut libc::c_void, iov_len: t.as_ref().len() },
-                        None => libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 },
-                    },
                 ]);
             }
             for i in 0..n {
@@ -434,7 +427,7 @@ impl<T: AsRef<[u8]>> Sender<T> {
                 h.msg_hdr.msg_name = &mut self.addrs[i] as *mut libc::sockaddr_ll as *mut libc::c_void;
                 h.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_ll>() as u32;
                 h.msg_hdr.msg_iov = self.iovs[i].as_mut_ptr();
-                h.msg_hdr.msg_iovlen = if self.out[done + i].tail.is_some() { 3 } else { 2 };
+                h.msg_hdr.msg_iovlen = 2;
                 self.hdrs.push(h);
             }
             // SAFETY: hdrs holds n initialised headers pointing at live buffers.
@@ -457,7 +450,7 @@ impl<T: AsRef<[u8]>> Sender<T> {
     }
 }
 
-impl<T: AsRef<[u8]>> Drop for Sender<T> {
+impl Drop for Sender {
     fn drop(&mut self) {
         self.flush(|_, _| {});
         // SAFETY: closing our own fd.
