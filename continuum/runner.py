@@ -102,6 +102,9 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
         lines.append(f"  bypass   {', '.join(plan.bypass)} (first one: verification probe addresses)")
         lines.append("  segmentation " + ("kernel: host offloads on, mahimahi-link --gso charges each MTU segment"
                                           if plan.gso else "emulator: host offloads off, MTU frames into the link"))
+        if m.emulator_threads > 1:
+            lines.append(f"  forwarding threads {min(m.emulator_threads, len(plan.cell_links))} (mahimahi-link --threads; "
+                         "the links dealt out, a shared cell's members on one thread)")
     else:
         lines.append(f"cellular link: {m.describe()}, in {netplan.EPC}; the endpoint's traffic enters srsUE's tunnel")
     lines.append(f"core delay (mechanism {spec.core.mechanism}" + (f": {plan.delay_mechanism}" if spec.core.mechanism == "auto" else "") + "):")

@@ -143,6 +143,10 @@ class Mobile(Strict):
     # mahimahi-link --gso, which charges each segment as mm-link would; far less CPU per Gbit/s).
     # "auto": kernel where the provider builds it (netns), emulator elsewhere (qemu, hosts).
     segmentation: Literal["auto", "emulator", "kernel"] = "auto"
+    # Forwarding threads of the one emulator process that serves every endpoint's link (mahimahi-link
+    # --threads): links are dealt out, a shared cell's members stay on one thread. One thread carries
+    # ~10 Gbit/s; more only help with several endpoints and spare cores.
+    emulator_threads: int = Field(default=1, ge=1, le=256)
 
 
 class Core(Strict):

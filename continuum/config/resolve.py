@@ -66,6 +66,7 @@ class MobileSpec:
     mode: str = "emulated"  # emulated (mahimahi-link replays traces) | srsran
     srsran: SrsranSpec | None = None
     segmentation: str = "emulator"  # emulator | kernel (offloads on, mahimahi-link --gso)
+    emulator_threads: int = 1  # mahimahi-link --threads
 
     def describe(self) -> str:
         """One line: the traces replayed, or the real stack."""
@@ -439,7 +440,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
             mobile = MobileSpec(
                 m.preset, up_ref, down_ref, m.uplink_queue, m.uplink_queue_args,
                 m.downlink_queue, m.downlink_queue_args, m.uplink_loss, m.downlink_loss, tuple(m.bypass), m.ms_bursts,
-                segmentation=_segmentation(m.segmentation, provider),
+                segmentation=_segmentation(m.segmentation, provider), emulator_threads=m.emulator_threads,
             )
         if m.segmentation == "kernel" and provider is not None and provider.kind != "netns":
             bad("mobile.segmentation", f"\"kernel\" (host offloads on, mahimahi-link --gso) is built by the netns provider; "
@@ -568,7 +569,8 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
 
 # What only the emulated link uses: set with mode = "srsran", each is a mistake worth naming.
 EMULATED_ONLY = ("preset", "uplink", "downlink", "uplink_queue", "uplink_queue_args", "downlink_queue",
-                 "downlink_queue_args", "uplink_loss", "downlink_loss", "bypass", "ms_bursts", "segmentation")
+                 "downlink_queue_args", "uplink_loss", "downlink_loss", "bypass", "ms_bursts", "segmentation",
+                 "emulator_threads")
 
 
 def _segmentation(asked: str, provider: raw.Provider | None) -> str:

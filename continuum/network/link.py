@@ -48,6 +48,8 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
         out.append("--ms-bursts")
     if plan.gso:
         out.append("--gso")
+    if m.emulator_threads > 1:
+        out.append(f"--threads={m.emulator_threads}")
     out += cell_argv(plan, logs)
     out += [f"--bypass={b}" for b in plan.bypass]
     if delay_mechanism == "mahimahi-link":

@@ -65,7 +65,7 @@ def _mobile(spec: ExperimentSpec) -> dict[str, Any]:
     """What carried the endpoint's traffic: the emulated link, or the real stack and its cell."""
     s = spec.mobile.srsran
     if s is None:
-        return {"mode": "emulated", "segmentation": spec.mobile.segmentation}
+        return {"mode": "emulated", "segmentation": spec.mobile.segmentation, "emulator_threads": spec.mobile.emulator_threads}
     from srsran_integration import environment, lte
 
     c = s.cell

@@ -141,7 +141,7 @@ def test_cli_validate_and_dry_run_touch_nothing(tmp_path):
     before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     dry = subprocess.run([*cli, "run", str(HERE / "good-full.toml"), "--dry-run"], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert dry.returncode == 0, dry.stderr
-    for word in ("endpoint1", "10.203.0.2", "mahimahi-link forward", "us_east_1", "codel", "mosquitto"):
+    for word in ("endpoint1", "10.203.0.2", "mahimahi-link forward", "us_east_1", "codel", "mosquitto", "forwarding threads 2"):
         assert word in dry.stdout
     assert "host not ready" in dry.stdout and "not-built" in dry.stdout  # said, not crashed on
     assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout == before
@@ -160,7 +160,7 @@ def test_one_pass_reports_schema_and_resolution_problems_together():
     assert set(by_key) == {
         "experiment.name", "experiment.duration_s", "nodes.endpoint.count", "nodes.edge.cpus",
         "mobile.uplink", "mobile.downlink", "mobile.downlink_queue", "mobile.uplink_queue_args", "mobile.uplink_loss",
-        "core.edge", "workload.app", "workload.rate", "workload.payload",
+        "mobile.emulator_threads", "core.edge", "workload.app", "workload.rate", "workload.payload",
     }, e.value
     assert "no-such-uplink-trace" in by_key["mobile.uplink"][0]
     assert "at least one endpoint" in by_key["nodes.endpoint.count"][0]
@@ -175,7 +175,7 @@ def test_cli_validate_prints_every_problem_in_one_run():
     r = subprocess.run([sys.executable, "-m", "continuum", "validate", str(HERE / "bad-one-pass.toml")],
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2
-    assert "13 problem(s)" in r.stderr, r.stderr
+    assert "14 problem(s)" in r.stderr, r.stderr
     for key in ("mobile.uplink", "nodes.endpoint.count", "workload.app", "workload.payload", "experiment.duration_s"):
         assert f": {key}:" in r.stderr
 

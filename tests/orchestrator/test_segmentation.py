@@ -4,7 +4,11 @@
 must still charge it per MTU segment (no arrival in its log above 1504
 bytes, the 21 segments' serialization at 12 Mbit/s in its uplink time), and
 say it took super-frames whole. The same file with "emulator" (offloads off,
-MTU frames from the hosts) must measure the same uplink times."""
+MTU frames from the hosts) must measure the same uplink times.
+
+The kernel-mode run has two endpoints and `emulator_threads = 2`: the one
+emulator serves their links from two forwarding threads (mahimahi-link
+--threads, whose own test checks the threads and their shaping)."""
 
 from __future__ import annotations
 
@@ -25,11 +29,12 @@ name = "segmentation"
 duration_s = 3
 warmup_s = 1
 output = "{out}"
-
+{nodes}
 [mobile]
 uplink = "const-12mbps"
 downlink = "const-48mbps"
 segmentation = "{segmentation}"
+{threads}
 
 [workload]
 app = "custom"
@@ -54,7 +59,10 @@ def runs(tmp_path_factory, continuum_run) -> dict[str, Path]:
     out = {}
     for mode in ("kernel", "emulator"):
         cfg = tmp / f"{mode}.toml"
-        cfg.write_text(CONFIG.format(out=tmp / "runs", segmentation=mode).replace('name = "segmentation"', f'name = "seg-{mode}"'))
+        two = mode == "kernel"
+        cfg.write_text(CONFIG.format(out=tmp / "runs", segmentation=mode, nodes="\n[nodes.endpoint]\ncount = 2\n" if two else "",
+                                     threads="emulator_threads = 2" if two else "")
+                       .replace('name = "segmentation"', f'name = "seg-{mode}"'))
         out[mode] = continuum_run(cfg, tmp, f"seg-{mode}")
     return out
 
@@ -68,12 +76,18 @@ def _measured(run: Path) -> pd.DataFrame:
 
 def test_kernel_segmentation_still_charges_every_mtu_segment(runs):
     run = runs["kernel"]
-    assert json.loads((run / "manifest.json").read_text())["mobile"] == {"mode": "emulated", "segmentation": "kernel"}
-    up = json.loads((run / "links" / "stats.json").read_text())["links"][0]["uplink"]
-    assert up["superframes"] > 0 and up["unsplittable_frames"] == up["oversize_frames"] == 0, up
-    sizes = [int(line.split()[2]) for line in (run / "links" / "endpoint0.uplink.log").read_text().splitlines()
-             if len(line.split()) >= 3 and line.split()[1] == "+"]
-    assert sizes and max(sizes) <= 1504, max(sizes)
+    assert json.loads((run / "manifest.json").read_text())["mobile"] == {"mode": "emulated", "segmentation": "kernel",
+                                                                         "emulator_threads": 2}
+    links = json.loads((run / "links" / "stats.json").read_text())["links"]
+    assert [link["name"] for link in links] == ["endpoint0", "endpoint1"]  # one statistics file from both threads
+    for link in links:
+        up = link["uplink"]
+        assert up["superframes"] > 0 and up["unsplittable_frames"] == up["oversize_frames"] == 0, up
+        log = (run / "links" / f"{link['name']}.uplink.log").read_text()
+        command = next(line for line in log.splitlines() if line.startswith("# command line: "))
+        assert " --threads=2" in command, command
+        sizes = [int(line.split()[2]) for line in log.splitlines() if len(line.split()) >= 3 and line.split()[1] == "+"]
+        assert sizes and max(sizes) <= 1504, max(sizes)
     # 30000 bytes + headers: >= 21 full segments of 1504 bytes at 12 Mbit/s = 21 ms, plus the 0.5 ms core delay
     ok = _measured(run)
     assert 21 <= ok["uplink_ms"].median() <= 45, ok["uplink_ms"].describe()
