@@ -511,6 +511,9 @@ impl Forwarder {
                 None => open_pair(),
             }
             .map_err(|e| format!("link {}: {e}", spec.name))?;
+            for dev in [&spec.ue_if, &spec.core_if] {
+                sys::keep_flow_order(spec.netns.as_deref(), dev, cfg.cpu);
+            }
             let sender = match senders.iter().position(|(ns, _)| *ns == spec.netns) {
                 Some(k) => k,
                 None => {
