@@ -146,7 +146,7 @@ def main() -> None:
         traces = {r: constant_trace(Path(d) / f"c{r}", r) for r in rates}
         for r in rates:
             lab.start_emulator(traces[r], traces[r], "--gso")
-            tcp, tcpu = tcp_rows(lab, ccs, repeats=3 if r >= 4800 else 1)
+            tcp, tcpu = tcp_rows(lab, ccs, repeats=5 if r >= 4800 else 1)
             udp, ucpu, _ = measure(lab, lambda r=r: iperf(lab, r * 1e6 * 1.05))
             # (a UDP GSO sender outruns slow links by far: their queue would drain for minutes)
             gso_udp = measure(lab, lambda: bench_udp_gso.udp_gso(lab))[0] if r >= 1200 else None
