@@ -169,7 +169,12 @@ def test_the_far_cloud_adds_its_preset_rtt_to_the_network_time(tmp_path):
     s = json.loads((run_dir / "summary.json").read_text())
     net = s["metrics"]["uplink_ms"]["median"] + s["metrics"]["downlink_ms"]["median"]
     assert 2 * 40 <= net <= 2 * 40 + 15, s["metrics"]
-    assert 2 * 40 <= s["metrics"]["e2e_ms"]["median"] <= 2 * 40 + 40, s["metrics"]
+    # End to end adds the endpoint's pre-processing and the server's time, which
+    # depend on the machine's speed (25 ms of server time on a slow CI runner),
+    # so its bound is the network bound plus their P99s, not a fixed margin.
+    m = s["metrics"]
+    local = m["preprocessing_ms"]["p99"] + m["server_ms"]["p99"]
+    assert 2 * 40 <= m["e2e_ms"]["median"] <= 2 * 40 + 15 + local + 5, m
 
 
 def _wait_for(pred, timeout: float, what: str):
