@@ -49,6 +49,7 @@ class Run:
     console: Console
     dep: Deployment | None = None
     vital: list["Vital"] = field(default_factory=list)
+    emulator: subprocess.Popen | None = None  # mahimahi-link, once it runs
 
     def phase(self, msg: str) -> None:
         self.console.print(f"  {msg}")
@@ -293,6 +294,7 @@ def _run(ctx: Run, provider) -> None:
                       f" (netem {'available' if dep.facts['netem_available'] else 'not in this kernel'})")
     emulator, stats = link.start(dep.nodes["ran"], spec, plan, run_dir, dep.facts["delay_mechanism"])
     ctx.undo.callback(stop_process, emulator)
+    ctx.emulator = emulator
     # What must stay alive while requests flow; a death ends the run, named.
     ctx.vital.append(Vital("mahimahi-link (the cellular link)" if spec.mobile.srsran is None
                            else "mahimahi-link (the core delay)", emulator, run_dir / "logs" / "mahimahi-link.log"))
@@ -439,6 +441,7 @@ def _repetition(ctx: Run, rep: int) -> None:
     if w.runtime == "container":
         man.workload.images = {i: containers.image_id(i) for a in spec.apps for i in (a.workload.endpoint.image, a.workload.server.image) if i}
 
+    _restart_traces(ctx)
     bulk = []
     for n in spec.role("bulk"):
         box_ = launch.sandbox(spec, run_dir)
@@ -495,6 +498,16 @@ def _repetition(ctx: Run, rep: int) -> None:
         time.sleep(launch.SMEC_WINDOW_S)
     for server in servers:
         stop_process(server)
+
+
+def _restart_traces(ctx: Run) -> None:
+    """Every repetition's traffic meets the traces from their first line: the
+    emulator has run since before the network checks, and the time to there
+    (provisioning, checks, model loads: seconds to minutes, varying run to run)
+    would otherwise decide which part of the trace the measurement sees."""
+    assert ctx.emulator is not None
+    ctx.emulator.send_signal(signal.SIGUSR2)
+    ctx.manifest.trace_restarts_unix_ns = [*ctx.manifest.trace_restarts_unix_ns, time.time_ns()]
 
 
 def _wait_ready(app: str, node: Node, server: subprocess.Popen, ready: Path, log: Path) -> dict:

@@ -152,6 +152,8 @@ class Manifest(BaseModel):
     apps: dict[str, dict[str, Any]] = {}  # each application: its app, endpoints, SLO (None: best effort)
     admission: dict[str, Any] | None = None  # [edge.admission] as run (edge_tasks: MOSAIC or a baseline)
     duration_s: float | None = None  # the measured window of each repetition
+    # when each repetition's workload started, and with it the traces (from their first line)
+    trace_restarts_unix_ns: list[int] = []
 
 
 def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> Manifest:

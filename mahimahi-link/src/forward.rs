@@ -456,6 +456,8 @@ pub struct Forwarder {
     /// One per network namespace the links are in.
     senders: Vec<(Option<String>, Sender)>,
     t0: u64,
+    /// The trace restart (`sys::trace_restart_at`) this forwarder has carried out.
+    restart_seen: u64,
     /// When the stats file was last written (ns since t0).
     stats_at: Nanos,
     warned_oversize: bool,
@@ -583,7 +585,7 @@ impl Forwarder {
             core.log = Some(Vec::new());
             cell_logs[k] = Some((writer.register(&path, f), 0));
         }
-        Ok(Forwarder { cfg, links, cells, member_of, cell_logs, senders, t0: sys::monotonic_ns(), stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer })
+        Ok(Forwarder { cfg, links, cells, member_of, cell_logs, senders, t0: sys::monotonic_ns(), restart_seen: 0, stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer })
     }
 
     /// Forward until a stop signal, the child (pidfd) exits, or `once` traces end.
@@ -634,6 +636,7 @@ impl Forwarder {
             if let Some(sig) = sys::stop_signal() {
                 break Stop::Signal(sig);
             }
+            self.restart_traces(&mut deps);
             let mono = sys::monotonic_ns();
             let real_offset = sys::realtime_ns() - mono + self.t0;
             let now = mono - self.t0;
@@ -765,6 +768,31 @@ impl Forwarder {
         self.flush_logs()?;
         self.writer.finish()?;
         Ok(stop)
+    }
+
+    /// Carry out a trace restart asked for since the last round (SIGUSR2):
+    /// every link runs to the signal's instant on its old phase, then starts
+    /// its trace over from there. Taken from the signal's own timestamp, so a
+    /// forwarder that notices it late (asleep until its next event) restarts
+    /// at the same instant as the others.
+    fn restart_traces(&mut self, deps: &mut Vec<(Nanos, Pkt)>) {
+        let asked = sys::trace_restart_at();
+        if asked == self.restart_seen {
+            return;
+        }
+        self.restart_seen = asked;
+        let at = asked.saturating_sub(self.t0);
+        for li in 0..self.links.len() {
+            self.advance(li, at, deps);
+        }
+        self.advance_cell(true, at);
+        self.advance_cell(false, at);
+        for l in &mut self.links {
+            l.up.link.restart_trace(at);
+            l.down.link.restart_trace(at);
+        }
+        // Not a warning: said even with --quiet, once per restart, for the run's log.
+        eprintln!("mahimahi-link: every trace restarted from its first line at {:.3} s (SIGUSR2)", at as f64 / 1e9);
     }
 
     /// Add the kernel's receive-ring drops to each direction's count (frames

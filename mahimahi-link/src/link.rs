@@ -296,6 +296,18 @@ impl<P> Link<P> {
         }
     }
 
+    /// Start the trace over from its first opportunity, as if the link had
+    /// started at `at` (or at the latest time it was run to, if later). The
+    /// caller runs the link to that time first; queued packets stay queued.
+    /// The first opportunity comes strictly after it: a packet that arrived
+    /// at that very instant is not sent at its own arrival.
+    pub fn restart_trace(&mut self, at: Nanos) {
+        self.base = at.max(self.now) + 1;
+        self.group = 0;
+        self.k = 0;
+        self.finished = false;
+    }
+
     /// Run the link up to and including `now`.
     pub fn advance_to<S: Sink<P>>(&mut self, now: Nanos, sink: &mut S) {
         self.now = self.now.max(now);
@@ -400,6 +412,26 @@ mod tests {
         l.enqueue(1504, 0, MS, &mut s); // arrives exactly at the opportunity of 1 ms
         l.advance_to(10 * MS, &mut s);
         assert_eq!(s.deps, vec![(2 * MS, 0)]);
+    }
+
+    #[test]
+    fn a_restart_starts_the_trace_over_at_its_instant_and_keeps_the_queue() {
+        // Opportunities at 1, 5 and 10 ms of a 10 ms loop.
+        let mut l = link("1\n5\n10\n", false);
+        let mut s = Rec::default();
+        l.advance_to(23 * MS, &mut s); // idle, mid-way through the third loop
+        l.enqueue(1504, 0, 23 * MS, &mut s);
+        l.enqueue(1504, 1, 23 * MS, &mut s);
+        l.enqueue(1504, 2, 23 * MS, &mut s);
+        l.restart_trace(23 * MS);
+        l.advance_to(40 * MS, &mut s);
+        // Without the restart: 25, 30 and 31 ms.
+        assert_eq!(s.deps, vec![(24 * MS + 1, 0), (28 * MS + 1, 1), (33 * MS + 1, 2)]);
+        // A restart asked for before the time the link already ran to is taken at that time.
+        l.restart_trace(35 * MS);
+        l.enqueue(1504, 3, 40 * MS, &mut s);
+        l.advance_to(50 * MS, &mut s);
+        assert_eq!(s.deps[3], (41 * MS + 1, 3));
     }
 
     #[test]

@@ -210,6 +210,7 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
     let specs = p.links.iter().map(|l| spec(&p.common, &traces, l)).collect();
     let cfg = config(&p.common, &p.links, specs, argv);
     sys::install_stop_handler();
+    sys::install_restart_handler();
     let stop = if c.threads > 1 {
         mahimahi_link::forward::run_threads(mahimahi_link::forward::split(cfg, c.threads))
     } else {
@@ -236,6 +237,7 @@ fn shell_mode(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
     let link = spec(&p.common, &traces, &shell);
     let cfg = config(&p.common, &[], vec![], argv);
     sys::install_stop_handler();
+    sys::install_restart_handler();
     shell::run(cfg, link, p.command).map_err(|e| vec![e])
 }
 

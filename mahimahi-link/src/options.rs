@@ -80,6 +80,10 @@ options (shell and forward):
                                         30..120, of 68 KiB for super-frames); frames lost to a
                                         full ring are reported as ring_drops
   --quiet                               no warnings on stderr
+
+signals (shell and forward): SIGINT, SIGTERM or SIGHUP stop; SIGUSR2 starts every link's trace
+over from its first line at that instant (queues kept), e.g. when an experiment's measurement
+begins, so the trace's phase does not depend on how long the set-up took
 ";
 
 #[derive(Clone, Debug, Default)]

@@ -681,6 +681,33 @@ pub fn install_stop_handler() {
     }
 }
 
+static RESTART_AT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+extern "C" fn on_restart_signal(_sig: libc::c_int) {
+    // clock_gettime is async-signal-safe.
+    RESTART_AT.store(monotonic_ns(), Ordering::SeqCst);
+}
+
+/// SIGUSR2 asks every link to start its trace over, from its first line, at
+/// the instant the signal arrived: an experiment aligns the trace with its
+/// measurement (the workload starts seconds after the emulator, after the
+/// network checks and the model load, and the trace's phase must not depend
+/// on how long those took). No SA_RESTART: a sleeping epoll_wait returns.
+pub fn install_restart_handler() {
+    // SAFETY: installing an async-signal-safe handler that reads the clock and stores an atomic.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_restart_signal as extern "C" fn(libc::c_int) as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
+    }
+}
+
+/// When the latest trace restart was asked for (CLOCK_MONOTONIC ns; 0: never).
+pub fn trace_restart_at() -> u64 {
+    RESTART_AT.load(Ordering::SeqCst)
+}
+
 /// The stop signal received so far, if any.
 /// Ask every forwarding thread to stop, as a stop signal would (keeps a signal already seen).
 pub fn request_stop() {

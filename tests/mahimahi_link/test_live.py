@@ -6,12 +6,13 @@ from __future__ import annotations
 import collections
 import os
 import re
+import signal
 import statistics
 import subprocess
 
 import pytest
 
-from netlab import CORE_IP, Lab, constant_trace, parse_log, sh, undisturbed, write_trace
+from netlab import CORE_IP, Lab, constant_trace, parse_log, sh, undisturbed, wait_until, write_trace
 
 pytestmark = pytest.mark.usefixtures("root_netns")
 
@@ -86,6 +87,36 @@ def test_gap_delivers_nothing_then_queue_drains(lab, tmp_path):
     assert len(burst) > 2 * sum(1 for t, _ in arr if 2000 <= t % 3999 < 2200)
     gaps = [b[0] - a[0] for a, b in zip(rows, rows[1:])]
     assert max(gaps) >= 0.95e9, "the receiver saw a one-second silence"
+
+
+def _logged_opportunities(log) -> list[int]:
+    """The opportunity times (ms) of the complete lines the emulator has flushed so far."""
+    text = log.read_text() if log.exists() else ""
+    lines = text.splitlines() if text.endswith("\n") else text.splitlines()[:-1]
+    return [int(f[0]) for f in (line.split() for line in lines if not line.startswith("#")) if f[1] == "#"]
+
+
+def test_sigusr2_starts_the_trace_over_at_its_instant(lab, tmp_path):
+    """An experiment restarts the traces when its workload starts. A 10 s loop
+    with opportunities only in its first 30 ms: after the signal (sent a
+    second or so in) they must come again 1-30 ms after it, where the
+    unrestarted trace has none until 10 s."""
+    trace = write_trace(tmp_path / "burst", [*range(1, 31), 10_000])
+    log = tmp_path / "up.log"
+    lab.start_emulator(trace, trace, f"--uplink-log={log}", "--quiet")
+    wait_until(lambda: _logged_opportunities(log), lab.emulator, 10, "the first burst logged")
+    lab.emulator.send_signal(signal.SIGUSR2)
+    wait_until(lambda: (len(_logged_opportunities(log)) >= 60), lab.emulator, 10, "a second burst logged")
+    assert lab.stop_emulator() == 0
+    said = re.findall(r"every trace restarted from its first line at ([0-9.]+) s \(SIGUSR2\)", lab.emulator_stderr)
+    assert len(said) == 1, lab.emulator_stderr  # printed despite --quiet: it is not a warning
+    at = float(said[0]) * 1000
+    assert 300 < at < 9_900, "the signal came a second or so after the start (the first log flush)"
+    opps = _logged_opportunities(log)
+    before = [t for t in opps if t < at]
+    after = [t for t in opps if t >= at]
+    assert before == list(range(1, 31)), before
+    assert len(after) == 30 and all(at - 1 <= t - k <= at + 1 for k, t in zip(range(1, 31), after)), (at, after)
 
 
 def test_droptail_drops_are_counted_and_logged(lab, tmp_path):

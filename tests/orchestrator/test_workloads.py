@@ -226,3 +226,9 @@ min_rate = 1.0
     slow = df[df["send_rate"] < 4]
     assert len(slow) and (df["send_rate"] == 4).sum() > len(slow)
     assert (run_dir / "plots" / "sending_rate.png").exists()
+    # The trace starts over when the workload starts, so the drop (3 s to 9 s into
+    # the trace) is what the first decrease answers, whatever the set-up took.
+    restart = json.loads((run_dir / "manifest.json").read_text())["trace_restarts_unix_ns"]
+    assert len(restart) == 1
+    first = (decreases["t"].min() - restart[0]) / 1e9
+    assert 3.0 <= first <= 10.0, f"first decrease {first:.2f} s after the trace's start"
