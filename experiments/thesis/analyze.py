@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,16 +134,40 @@ def _queue_and_capacity(p: Point, log: Path) -> pd.DataFrame:
                          "backlog_bytes": (ahead * size[None, :]).sum(axis=1), "uplink_ms": p.df["uplink_ms"].to_numpy()})
 
 
-def capacity_series(p: Point) -> pd.Series:
-    """Uplink capacity per second of the link's clock (cached like queue_and_capacity)."""
-    cached = p.run_dir / "link_capacity_per_second.csv"
+def trace_restarts_s(p: Point) -> list[float]:
+    """When each repetition's traces started, in seconds of the link's clock
+    (mahimahi-link says so in its log; continuum restarts them at each
+    warm-up). A run from before the restarts had its traces start with the
+    link, at 0 s, and run on through its repetitions."""
+    log = p.run_dir / "logs" / "mahimahi-link.log"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return [float(x) for x in re.findall(r"restarted from its first line at ([0-9.]+) s", text)] or [0.0]
+
+
+def trace_seconds(p: Point) -> np.ndarray:
+    """Each request's publish time in seconds since its repetition's traces started."""
+    starts = trace_restarts_s(p)
+    rep = p.df["repetition"].to_numpy().astype(int) if "repetition" in p.df else np.ones(len(p.df), dtype=int)
+    start = np.array([starts[min(r, len(starts)) - 1] for r in rep])
+    return queue_and_capacity(p)["link_s"].to_numpy() - start
+
+
+def trace_capacity(p: Point) -> pd.Series:
+    """Uplink capacity per second of the trace as the first repetition met it
+    (from its restart to the next one), from the link log; cached beside the
+    run like queue_and_capacity."""
+    cached = p.run_dir / "trace_capacity_per_second.csv"
     log = p.run_dir / "links" / "endpoint0.uplink.log"
     if cached.exists() and not log.exists():
-        return pd.read_csv(cached)["capacity_mbps"]
+        return pd.read_csv(cached, index_col="trace_second")["capacity_mbps"]
     _, ev = link_log(log)
-    t = ev.loc[ev["ev"] == "#", "t"].to_numpy()
-    cap = pd.Series(np.bincount((t // 1000).astype(int)) * 1504 * 8 / 1e6, name="capacity_mbps")
-    cap.to_frame().to_csv(cached, index_label="second")
+    starts = trace_restarts_s(p)
+    t = ev.loc[ev["ev"] == "#", "t"].to_numpy() / 1000 - starts[0]
+    end = math.floor(starts[1] - starts[0] if len(starts) > 1 else t.max())  # whole seconds only: a partial one reads as a dip
+    t = t[(t >= 0) & (t < end)]
+    cap = pd.Series(np.bincount(t.astype(int), minlength=end) * 1504 * 8 / 1e6, name="capacity_mbps")
+    cap.index.name = "trace_second"
+    cap.to_frame().to_csv(cached)
     return cap
 
 
@@ -224,14 +249,17 @@ def e3_uplink_vs_core(points: list[Point], path: Path) -> Path:
 
 
 def e4_over_time(points: list[Point], path: Path) -> Path:
+    """On the trace's own time axis: every repetition meets the trace from its
+    first line, so the repetitions are overlaid on the capacity they met."""
     fig, ax = plt.subplots(figsize=(10, 4.8))
     cap = None
+    reps = max(len(trace_restarts_s(p)) for p in points)
     for p in points:
         q = queue_and_capacity(p)
-        ax.plot(q["link_s"], q["uplink_ms"], ".", ms=3, label=f"{p.name}: uplink latency")
-        cap = capacity_series(p)
+        ax.plot(trace_seconds(p), q["uplink_ms"], ".", ms=3, label=f"{p.name}: uplink latency")
+        cap = trace_capacity(p)
     ax.set_yscale("log")
-    ax.set_xlabel("time since the link started (s)")
+    ax.set_xlabel("time since the trace started (s)" + (f"; {reps} repetitions overlaid, each from the trace's start" if reps > 1 else ""))
     ax.set_ylabel("uplink latency M1 (ms)")
     if cap is not None:
         ax2 = ax.twinx()
@@ -466,7 +494,7 @@ def main(out: Path) -> int:
         rows.append(("E4: uplink latency growth under a capacity drop", "up to ~20 s, ~200x",
                      f"up to {ms(float(high.df['uplink_ms'].max()))}, {growth:.0f}x ({high.name} max / {low.name} median)",
                      verdict(50 <= growth <= 800),
-                     "Same trace (Verizon LTE) and infinite queue as the thesis; the growth depends on how much of the trace's long dip (~38-72 s) the measured window covers."))
+                     "Same trace (Verizon LTE) and infinite queue as the thesis; the growth depends on how much of the trace's long dip (~38-72 s into the trace) the measured window covers. Each repetition meets the trace from its first line at its warm-up's start, so the full run's window (trace seconds 5-125) covers all of it and the quick run's (3-48) its first 10 s; before the traces were restarted there, the phase followed the set-up time and e4-10rps' median ranged 0.47-14.6 s between runs."))
         if e4cc:
             pairs = [(f"{int(off.df['send_rate'].max())}/s", off, on) for off, on in zip(e4, e4cc) if on.name == off.name + "-cc"]
             made.append(e4_cc_bars(pairs, figs / "e4_congestion_control.png"))
