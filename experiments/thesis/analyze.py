@@ -141,7 +141,8 @@ def trace_restarts_s(p: Point) -> list[float]:
     link, at 0 s, and run on through its repetitions."""
     log = p.run_dir / "logs" / "mahimahi-link.log"
     text = log.read_text(errors="replace") if log.exists() else ""
-    return [float(x) for x in re.findall(r"restarted from its first line at ([0-9.]+) s", text)] or [0.0]
+    said = re.findall(r"restarted from its first line at ([0-9.]+) s", text)
+    return [float(x) for x in dict.fromkeys(said)] or [0.0]
 
 
 def trace_seconds(p: Point) -> np.ndarray:

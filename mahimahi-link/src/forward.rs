@@ -791,8 +791,10 @@ impl Forwarder {
             l.up.link.restart_trace(at);
             l.down.link.restart_trace(at);
         }
-        // Not a warning: said even with --quiet, once per restart, for the run's log.
-        eprintln!("mahimahi-link: every trace restarted from its first line at {:.3} s (SIGUSR2)", at as f64 / 1e9);
+        // Not a warning: said even with --quiet, once per restart (by one thread), for the run's log.
+        if sys::first_to_report_restart(asked) {
+            eprintln!("mahimahi-link: every trace restarted from its first line at {:.3} s (SIGUSR2)", at as f64 / 1e9);
+        }
     }
 
     /// Add the kernel's receive-ring drops to each direction's count (frames

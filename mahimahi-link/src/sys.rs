@@ -708,6 +708,14 @@ pub fn trace_restart_at() -> u64 {
     RESTART_AT.load(Ordering::SeqCst)
 }
 
+static RESTART_SAID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// True for the first forwarding thread to carry out the restart asked for
+/// at `asked`: the process says so once, however many threads it has.
+pub fn first_to_report_restart(asked: u64) -> bool {
+    RESTART_SAID.swap(asked, Ordering::SeqCst) != asked
+}
+
 /// The stop signal received so far, if any.
 /// Ask every forwarding thread to stop, as a stop signal would (keeps a signal already seen).
 pub fn request_stop() {

@@ -88,6 +88,9 @@ def test_kernel_segmentation_still_charges_every_mtu_segment(runs):
         assert " --threads=2" in command, command
         sizes = [int(line.split()[2]) for line in log.splitlines() if len(line.split()) >= 3 and line.split()[1] == "+"]
         assert sizes and max(sizes) <= 1504, max(sizes)
+    # Both threads restarted their traces at the workload's start; the process said so once.
+    said = (run / "logs" / "mahimahi-link.log").read_text().count("every trace restarted from its first line")
+    assert said == len(json.loads((run / "manifest.json").read_text())["trace_restarts_unix_ns"]) == 1
     # 30000 bytes + headers: >= 21 full segments of 1504 bytes at 12 Mbit/s = 21 ms, plus the 0.5 ms core delay
     ok = _measured(run)
     assert 21 <= ok["uplink_ms"].median() <= 45, ok["uplink_ms"].describe()
