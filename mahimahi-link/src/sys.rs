@@ -671,13 +671,20 @@ extern "C" fn on_stop_signal(sig: libc::c_int) {
 /// without SA_RESTART they also interrupt a sleeping epoll_wait at once.
 pub fn install_stop_handler() {
     for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: installing an async-signal-safe handler that only stores an atomic.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(s, &sa, std::ptr::null_mut());
-        }
+        install_handler(s, on_stop_signal);
+    }
+}
+
+/// `handler` for `sig`, without SA_RESTART (a sleeping epoll_wait returns).
+/// Every handler here is async-signal-safe: it stores an atomic, reads the
+/// clock or does nothing.
+fn install_handler(sig: libc::c_int, handler: extern "C" fn(libc::c_int)) {
+    // SAFETY: sa is zeroed plain data with its handler and an empty mask set before use.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
     }
 }
 
@@ -694,13 +701,7 @@ extern "C" fn on_restart_signal(_sig: libc::c_int) {
 /// network checks and the model load, and the trace's phase must not depend
 /// on how long those took). No SA_RESTART: a sleeping epoll_wait returns.
 pub fn install_restart_handler() {
-    // SAFETY: installing an async-signal-safe handler that reads the clock and stores an atomic.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_restart_signal as extern "C" fn(libc::c_int) as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
-    }
+    install_handler(libc::SIGUSR2, on_restart_signal);
 }
 
 /// When the latest trace restart was asked for (CLOCK_MONOTONIC ns; 0: never).
@@ -716,7 +717,6 @@ pub fn first_to_report_restart(asked: u64) -> bool {
     RESTART_SAID.swap(asked, Ordering::SeqCst) != asked
 }
 
-/// The stop signal received so far, if any.
 /// Ask every forwarding thread to stop, as a stop signal would (keeps a signal already seen).
 pub fn request_stop() {
     let _ = STOP_SIGNAL.compare_exchange(0, libc::SIGTERM, Ordering::SeqCst, Ordering::SeqCst);
@@ -727,13 +727,7 @@ extern "C" fn on_wake_signal(_sig: libc::c_int) {}
 /// SIGUSR1 only interrupts what it reaches (no SA_RESTART): a forwarding
 /// thread's epoll_wait returns, and its loop sees a stop request.
 pub fn install_wake_handler() {
-    // SAFETY: installing a handler that does nothing.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_wake_signal as extern "C" fn(libc::c_int) as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
-    }
+    install_handler(libc::SIGUSR1, on_wake_signal);
 }
 
 /// Block the stop signals in this thread (threads started now inherit it); the old mask.
@@ -756,6 +750,7 @@ pub fn restore_signals(old: libc::sigset_t) {
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
 }
 
+/// The stop signal received so far, if any.
 pub fn stop_signal() -> Option<i32> {
     match STOP_SIGNAL.load(Ordering::Relaxed) {
         0 => None,
