@@ -29,8 +29,11 @@ from continuum.results.timeline import Timeline
 
 
 # A Tutti notice pairs with a request the server received at most this long
-# after it (the broker's hand-over) or this long before it (core delay, clocks).
-TUTTI_PAIR_NS = (50_000_000, 5_000_000)
+# after it (the broker's hand-over) or this long before it (the notice's own
+# way: the edge agent, the core, the emulator picking it up; 6-12 ms on a
+# loaded 2-core machine with a 0.5 ms core). Both stay far below the gap
+# between one UE's requests, so a notice cannot pair with the wrong one.
+TUTTI_PAIR_NS = (50_000_000, 30_000_000)
 
 
 @dataclass
