@@ -156,20 +156,22 @@ def _enable_v2_controllers(path: Path, root: Path) -> None:
             ctl.write_text(" ".join(missing))
 
 
-def create(relative: str, cpus: float, memory_bytes: int, leaf: bool = False) -> Cgroup:
-    """Make the cgroup and set its limits; raises ProviderError if the kernel refuses.
+def create(relative: str, cpus: float, memory_bytes: int, leaf: bool = False, period_us: int = PERIOD_US) -> Cgroup:
+    """Make the cgroup and set its limits (`cpus` of quota per `period_us`, at least
+    the kernel's 1 ms); raises ProviderError if the kernel refuses.
     `leaf`: the node will get child cgroups (SMEC's manager makes one per app). Under
     v2 a cgroup whose children use a controller may hold no process itself, so the
     node's own processes go into a leaf child (LEAF); v1 has no such rule."""
     version, roots = detect()
     leaf = leaf and version == 2
     dirs = {c: roots[c] / relative for c in V1_CONTROLLERS}
+    quota = max(1000, round(cpus * period_us))
     try:
         for d in set(dirs.values()):
             d.mkdir(parents=True, exist_ok=True)
         if version == 2:
             _enable_v2_controllers(dirs["cpu"], roots["cpu"])
-            (dirs["cpu"] / "cpu.max").write_text(f"{int(cpus * PERIOD_US)} {PERIOD_US}")
+            (dirs["cpu"] / "cpu.max").write_text(f"{quota} {period_us}")
             (dirs["memory"] / "memory.max").write_text(str(memory_bytes))
             swap = dirs["memory"] / "memory.swap.max"
             if swap.exists():
@@ -178,8 +180,8 @@ def create(relative: str, cpus: float, memory_bytes: int, leaf: bool = False) ->
                 (dirs["cpu"] / LEAF).mkdir(exist_ok=True)
                 (dirs["cpu"] / "cgroup.subtree_control").write_text("+cpu +memory")
         else:
-            (dirs["cpu"] / "cpu.cfs_period_us").write_text(str(PERIOD_US))
-            (dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(int(cpus * PERIOD_US)))
+            (dirs["cpu"] / "cpu.cfs_period_us").write_text(str(period_us))
+            (dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(quota))
             (dirs["memory"] / "memory.limit_in_bytes").write_text(str(memory_bytes))
             memsw = dirs["memory"] / "memory.memsw.limit_in_bytes"
             if memsw.exists():

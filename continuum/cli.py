@@ -27,6 +27,12 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run an experiment file and write a result folder")
     r.add_argument("file", type=Path)
     r.add_argument("--dry-run", action="store_true", help="print the plan (nodes, addresses, links, delays, processes); touch nothing")
+    r.add_argument("--recalibrate", action="store_true", help="measure each app's service time on its node again, "
+                                                              "whatever the calibration cache holds (a busier machine, say)")
+    c = sub.add_parser("calibrate", help="measure each app's service time and capacity on its offload node as configured "
+                                         "(cached; runs use it for loads stated as utilisation)")
+    c.add_argument("file", type=Path)
+    c.add_argument("--cached", action="store_true", help="print what the cache holds for this file; measure nothing")
     v = sub.add_parser("validate", help="check an experiment file; report every problem")
     v.add_argument("file", type=Path, nargs="+")
     d = sub.add_parser("destroy", help="remove what runs left on the host (after a crash or kill -9)")
@@ -59,8 +65,12 @@ def main(argv: list[str] | None = None) -> int:
             from continuum import config, runner
 
             spec = config.load(args.file, materialize=not args.dry_run)
-            runner.run(spec, ["continuum", *argv], console, dry_run=args.dry_run)
+            runner.run(spec, ["continuum", *argv], console, dry_run=args.dry_run, recalibrate=args.recalibrate)
             return 0
+        if args.command == "calibrate":
+            from continuum import calibrate_cli
+
+            return calibrate_cli.run(args.file, args.cached, console)
         if args.command == "destroy":
             return _destroy(args, console)
         if args.command == "images":

@@ -227,14 +227,16 @@ def remove(name: str) -> None:
 
 
 def run_argv(name: str, run_id: str, image: str, command: list[str], sandbox_name: str, cgroup_parent: str,
-             cpus: float, memory_bytes: int, env: dict[str, str], mounts: list[tuple[Path, bool]]) -> list[str]:
+             cpus: float, memory_bytes: int, env: dict[str, str], mounts: list[tuple[Path, bool]],
+             period_us: int = 100_000) -> list[str]:
     """`docker run` for one workload side inside its node (foreground: SIGTERM reaches the app)."""
     argv = ["docker", "run", "--rm", "--name", name, "--label", f"{LABEL_RUN}={run_id}", "--init",
             "--network", f"container:{sandbox_name}"]
     if cgroup_driver() == "cgroupfs":
         argv += ["--cgroup-parent", "/" + cgroup_parent]
     else:  # systemd driver: parents must be slices; limit the container itself instead
-        argv += ["--cpus", f"{cpus:g}", "--memory", str(memory_bytes), "--memory-swap", str(memory_bytes)]
+        argv += ["--cpu-period", str(period_us), "--cpu-quota", str(max(1000, round(cpus * period_us))),
+                 "--memory", str(memory_bytes), "--memory-swap", str(memory_bytes)]
     for key, value in env.items():
         argv += ["-e", f"{key}={value}"]
     for path, writable in mounts:

@@ -52,8 +52,8 @@ def _tunnels(run_id: str | None) -> list[str]:
     return [n for n in names if n.startswith(TUNNEL_PREFIX + (run_id or ""))]
 
 
-def cgroup_create(relative: str, cpus: str, memory: str, leaf: str) -> dict:
-    cg = cgroups.create(relative, float(cpus), int(memory), leaf=leaf == "1")
+def cgroup_create(relative: str, cpus: str, memory: str, leaf: str, period_us: str = str(cgroups.PERIOD_US)) -> dict:
+    cg = cgroups.create(relative, float(cpus), int(memory), leaf=leaf == "1", period_us=int(period_us))
     return {"version": cg.version, "dirs": {k: str(v) for k, v in cg.dirs.items()}, "leaf": cg.leaf}
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from continuum import broker, containers, k3s, naming
+from continuum import broker, calibration, containers, k3s, naming
 from continuum.cell import traffic
 from continuum.config import ExperimentSpec
 from continuum.errors import ContinuumError, ProviderError, VerificationError
@@ -50,6 +50,7 @@ class Run:
     dep: Deployment | None = None
     vital: list["Vital"] = field(default_factory=list)
     emulator: subprocess.Popen | None = None  # mahimahi-link, once it runs
+    recalibrate: bool = False  # measure every app's service time again, whatever the cache holds
 
     def phase(self, msg: str) -> None:
         self.console.print(f"  {msg}")
@@ -71,7 +72,9 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
     lines.append("nodes:")
     for n in spec.nodes:
         lines.append(f"  {n.name:<10} namespace {naming.netns(run_id, n.name):<24} {plan.addresses[n.name]:<12} "
-                     f"cpus {n.cpus:g}  memory {n.memory_bytes / 2**20:.0f} MiB  cgroup {naming.cgroup(run_id, n.name)}")
+                     f"cpus {n.cpus:g}  memory {n.memory_bytes / 2**20:.0f} MiB  cgroup {naming.cgroup(run_id, n.name)}"
+                     + (f"  quota {n.quota_us} us per {n.period_us} us" if n.period_us != 100_000 or n.speed != 1 else "")
+                     + (f" (speed {n.speed:g}: cores emulated {1 / n.speed:.3g}x slower)" if n.speed != 1 else ""))
     if spec.mobile.srsran is not None:
         lines.append(f"  {netplan.EPC:<10} namespace {naming.netns(run_id, netplan.EPC):<24} "
                      f"{plan.node(netplan.EPC).address:<12} srsepc, srsenb, srsue (no limits)")
@@ -143,7 +146,10 @@ def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list
         aw = a.workload
         slo = "" if not spec.mix else ", best effort" if a.slo_ms is None else f", SLO {a.slo_ms:g} ms"
         lines.append(f"  {n.name}: {a.name + ': ' if spec.mix else ''}{aw.app} endpoint ({_how(aw.endpoint, spec.engine)}) -> {plan.offload_target} "
-                     f"({plan.addresses[plan.offload_target]}), {aw.rate:g} req/s {aw.arrivals}"
+                     f"({plan.addresses[plan.offload_target]}), "
+                     + (f"utilisation {aw.utilisation:g} of its capacity" if aw.utilisation is not None else f"{aw.rate:g} req/s")
+                     + f" {aw.arrivals}"
+                     + (f" ({aw.onoff['on_s']:g} s bursts at {aw.onoff['ratio']:g}x every ~{aw.onoff['off_s']:g} s)" if aw.onoff else "")
                      + (f", bursts of {aw.burst}" if aw.burst > 1 else "")
                      + (", congestion control" if aw.congestion_control.get("enabled") else "") + slo)
     lines.append(f"schedule: {spec.repetitions} x ({spec.warmup_s:g} s warm-up + {spec.duration_s:g} s measured), seed {spec.seed}")
@@ -164,12 +170,15 @@ def new_run_dir(spec: ExperimentSpec, run_id: str) -> Path:
     return d
 
 
-def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool = False) -> Path | None:
+def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool = False,
+        recalibrate: bool = False) -> Path | None:
     provider = REGISTRY[spec.provider]()
     run_id = naming.new_run_id()
     plan = netplan.build(spec)
     if dry_run:
         for line in describe_plan(spec, plan, run_id):
+            console.print(line, highlight=False)
+        for line in _load_plan(spec):
             console.print(line, highlight=False)
         problems = provider.check(spec)
         for p in problems:
@@ -192,7 +201,7 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     t_start = time.monotonic()
     error: BaseException | None = None
     undo = Undo(lambda s: console.print(f"[red]{s}[/]"))
-    ctx = Run(spec, plan, run_id, run_dir, undo, man, console)
+    ctx = Run(spec, plan, run_id, run_dir, undo, man, console, recalibrate=recalibrate)
     try:
         with undo:
             _run(ctx, provider)
@@ -285,6 +294,9 @@ def _run(ctx: Run, provider) -> None:
     man.addresses = plan.addresses
     provider.share_run_folder(plan, dep, run_dir, ctx.undo, ctx.phase)
     ctx.phase(f"done in {time.monotonic() - t:.1f} s")
+    ctx.undo.callback(launch.hand_over(run_dir / "raw", spec))
+    _calibrate(ctx)
+    spec = ctx.spec
 
     if spec.mobile.srsran is not None:
         console.print(f"[bold]network[/]: {spec.mobile.describe()}; core delay by {dep.facts['delay_mechanism']}"
@@ -362,13 +374,63 @@ def _run(ctx: Run, provider) -> None:
         man.edge_manager = {**(man.edge_manager or {}), "mps": said}
         ctx.phase(f"SMEC's GPU path: CUDA MPS {said}")
 
-    ctx.undo.callback(launch.hand_over(run_dir / "raw", spec))
     man.workload.user = launch.user_note(spec)
     with NodeSampler([dep.nodes[n.name] for n in spec.nodes], run_dir / "nodes.csv"):
         for rep in range(1, spec.repetitions + 1):
             _repetition(ctx, rep)
     ctx.save()
     stop_process(emulator)  # flushes the link logs before the report reads them
+
+
+def _load_plan(spec: ExperimentSpec) -> list[str]:
+    """--dry-run: the load of each app whose load is a utilisation, as far as the cache knows it."""
+    lines = []
+    for a in spec.apps:
+        u = a.workload.utilisation
+        if u is None:
+            continue
+        node = spec.offload_node
+        hit = calibration.cached(calibration.key(spec, a, node, calibration.cpu_model())) if spec.provider == "netns" else None
+        if hit is not None and spec.calibration.cache:
+            cap = hit["capacity_rps"]
+            lines.append(f"  {a.name}: utilisation {u:g} x capacity {cap:.2f}/s (cached, measured {hit['made']}) = "
+                         f"{u * cap:.2f}/s, {u * cap / len(a.endpoints):.3g}/s per endpoint")
+        else:
+            lines.append(f"  {a.name}: utilisation {u:g}: its rate comes from the calibration at the start of the run "
+                         f"(nothing cached for this node and app; `continuum calibrate {spec.source}` measures it now)")
+    return (["load (calibrated on the offload node):"] + lines) if lines else []
+
+
+def _calibrate(ctx: Run) -> None:
+    """Each app's service time on the offload node: measured (or taken from the cache) when some
+    load is a utilisation or the file asks; otherwise only a cached result is recorded. Rates
+    stated as utilisation become requests per second here, before anything else starts."""
+    spec, dep, run_dir = ctx.spec, ctx.dep, ctx.run_dir
+    assert dep is not None
+    node = dep.nodes[ctx.plan.offload_target]
+    apps = calibration.calibratable(spec)
+    if not apps:
+        return
+    if calibration.wanted(spec):
+        ctx.console.print(f"[bold]calibrate[/] each app's service time on {node.name}")
+        found = calibration.calibrate(spec, node, run_dir / "raw", run_dir / "logs", ctx.phase,
+                                      launch.sandbox(spec, run_dir, node.repo), refresh=ctx.recalibrate)
+    else:  # nothing needs it: what the cache already holds is recorded, nothing is measured
+        model = calibration.cpu_model(lambda p: node.read_text(p))
+        found = {}
+        for a in apps:
+            hit = calibration.cached(calibration.key(spec, a, spec.offload_node, model)) if spec.calibration.cache else None
+            if hit is not None:
+                found[a.name] = calibration.Calibration.from_json(hit, source="cache", app=a.name, node=node.name)
+        if not found:
+            return
+    ctx.spec = calibration.apply(spec, found)
+    calibration.write_samples(found, run_dir / "raw")
+    ctx.manifest.calibration = calibration.manifest_entry(ctx.spec, found)
+    ctx.manifest.apps = {a.name: {**ctx.manifest.apps.get(a.name, {}), "rate": a.workload.rate} for a in ctx.spec.apps}
+    for line in calibration.describe(ctx.spec, found):
+        ctx.phase(line)
+    ctx.save()
 
 
 def _srsran(ctx: Run) -> None:
@@ -456,7 +518,7 @@ def _repetition(ctx: Run, rep: int) -> None:
     clients = []
     for n in spec.role("endpoint"):
         node = dep.nodes[n.name]
-        env = launch.endpoint_env(spec, node, plan.addresses[target.name], raw, rep)
+        env = launch.endpoint_env(spec, node, plan.addresses[target.name], raw, rep, ctx.manifest.trace_restarts_unix_ns[-1])
         proc, box = launch.start(spec, spec.app_of(n.name), "endpoint", node, env, run_dir, dep.run_id, rep)
         undo.callback(stop_process, proc)
         if box:

@@ -1,20 +1,24 @@
 """`python3 -m workloads endpoint|server APP`: run one side of a built-in app
-under the environment-variable contract (workloads/contract.py)."""
+under the environment-variable contract (workloads/contract.py);
+`python3 -m workloads calibrate APP`: time its server on this node
+(workloads/calibrate.py)."""
 
 import importlib
 import os
 import sys
 
-from workloads import driver
+from workloads import calibrate, driver
 
 APPS = ("image_classification", "translation", "smart_stadium", "augmented_reality", "video_conferencing", "file_transfer", "edge_tasks")
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in ("endpoint", "server") or argv[1] not in APPS:
-        print(f"usage: python3 -m workloads endpoint|server {'|'.join(APPS)}", file=sys.stderr)
+    if len(argv) != 2 or argv[0] not in ("endpoint", "server", "calibrate") or argv[1] not in APPS:
+        print(f"usage: python3 -m workloads endpoint|server|calibrate {'|'.join(APPS)}", file=sys.stderr)
         return 2
     side, app = argv
+    if side == "calibrate":
+        return calibrate.main(app)
     module = importlib.import_module(f"workloads.{app}.{side}")
     if side == "endpoint":
         return driver.run_endpoint(module.Endpoint)

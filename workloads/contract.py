@@ -41,7 +41,8 @@ class Env:
     PARAMS = "CONTINUUM_PARAMS"
     ENDPOINT = "CONTINUUM_ENDPOINT"
     RATE = "CONTINUUM_RATE"
-    ARRIVALS = "CONTINUUM_ARRIVALS"
+    ARRIVALS = "CONTINUUM_ARRIVALS"  # constant, poisson or onoff
+    ONOFF = "CONTINUUM_ONOFF"  # arrivals = onoff: JSON on_s, off_s, ratio, jitter, seed, epoch_ns (workloads/arrivals.py)
     BURST = "CONTINUUM_BURST"
     WARMUP_S = "CONTINUUM_WARMUP_S"
     DURATION_S = "CONTINUUM_DURATION_S"
@@ -125,7 +126,8 @@ def _common() -> Common:
 class EndpointSettings(Common):
     endpoint: str = ""
     rate: float = 1.0
-    arrivals: str = "constant"  # or "poisson"
+    arrivals: str = "constant"  # or "poisson", "onoff"
+    onoff: dict = field(default_factory=dict)  # arrivals = "onoff": its schedule (workloads/arrivals.py)
     burst: int = 1
     warmup_s: float = 0.0
     duration_s: float = 10.0
@@ -139,7 +141,7 @@ class EndpointSettings(Common):
     def from_env(cls) -> "EndpointSettings":
         c = _common()
         return cls(**vars(c), endpoint=_env(Env.ENDPOINT), rate=float(_env(Env.RATE)),
-                   arrivals=_env(Env.ARRIVALS, "constant"), burst=int(_env(Env.BURST, "1")),
+                   arrivals=_env(Env.ARRIVALS, "constant"), onoff=_json(Env.ONOFF), burst=int(_env(Env.BURST, "1")),
                    warmup_s=float(_env(Env.WARMUP_S, "0")), duration_s=float(_env(Env.DURATION_S)),
                    timeout_s=float(_env(Env.TIMEOUT_S, "10")), payload=_json(Env.PAYLOAD),
                    congestion_control=_json(Env.CONGESTION_CONTROL), records=_env(Env.RECORDS),

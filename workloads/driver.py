@@ -25,7 +25,7 @@ from typing import Protocol
 import numpy as np
 import paho.mqtt.client as mqtt
 
-from workloads import congestion, contract
+from workloads import arrivals, congestion, contract
 from workloads.contract import EndpointSettings, ServerSettings
 
 
@@ -147,6 +147,9 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     if not subscribed.wait(30):
         raise SystemExit(f"no subscription acknowledged by the broker at {s.broker_host}:{s.broker_port} within 30 s")
 
+    if s.arrivals == "onoff" and not s.onoff:
+        raise SystemExit(f"arrivals = onoff needs its schedule in {contract.Env.ONOFF}")
+    bursts = arrivals.OnOff.from_settings(s.onoff) if s.arrivals == "onoff" else None
     t0 = time.time_ns()
     warm_end = t0 + s.warmup_s * 1e9
     end = t0 + (s.warmup_s + s.duration_s) * 1e9
@@ -155,7 +158,7 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
         # The next send is one gap after the last at the current rate; congestion control
         # may change the rate while we wait, so the wait is re-planned every 100 ms.
         rate = cc.rate if cc else s.rate
-        due = last_send + unit_gap * 1e9 / rate
+        due = bursts.after(last_send, unit_gap / rate) if bursts else last_send + unit_gap * 1e9 / rate
         now = time.time_ns()
         if due > now:
             if stop.wait(min(0.1, (due - now) / 1e9)):
@@ -186,7 +189,7 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
                 pending[rid] = row
             client.publish(contract.request_topic(s.endpoint), message, qos=s.qos)
             seq += 1
-        unit_gap = rng.exponential(1.0) if s.arrivals == "poisson" else 1.0  # in units of 1/rate
+        unit_gap = rng.exponential(1.0) if s.arrivals in ("poisson", "onoff") else 1.0  # in units of 1/rate
         expire(time.time_ns())
 
     # Every request gets its full timeout for an answer.

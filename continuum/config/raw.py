@@ -94,8 +94,14 @@ class Provider(Strict):
 
 class NodeGroup(Strict):
     count: int = Field(default=1, ge=0, le=64)
-    cpus: float = Field(default=1.0, gt=0, le=256)
+    cpus: float = Field(default=1.0, gt=0, le=256)  # a CFS quota in CPUs per period, Docker's --cpus
     memory: Memory = "1G"
+    # The CFS period the quota is given per (Docker's --cpu-period). Default 100 ms; with
+    # speed < 1, the shortest the kernel's 1-ms minimum quota allows (docs/experiment-file.md).
+    cpu_period_us: int | None = Field(default=None, ge=1000, le=1_000_000)
+    # Emulate cores this much slower: the quota is cpus x speed per a short period, so each
+    # request is stretched by 1/speed rather than run at full speed and then throttled.
+    speed: float = Field(default=1.0, gt=0, le=1)
 
 
 class Nodes(Strict):
@@ -193,12 +199,32 @@ class Custom(Strict):
     environment: dict[str, str] = {}
 
 
+ARRIVALS = ("constant", "poisson", "onoff")
+
+
+class OnOff(Strict):
+    """arrivals = "onoff": Poisson arrivals whose rate switches between a burst
+    (on_s long, `ratio` times the calm rate) and a calm period (off_s long,
+    each drawn within +-jitter of it), as MOSAIC's `burst` pattern (5 s at 8x
+    every ~20 s) and SMEC's dynamic workload. The stated rate (or utilisation)
+    is the long-run mean; every endpoint of a run bursts at the same times."""
+
+    on_s: float = Field(default=5.0, gt=0, le=3600)
+    off_s: float = Field(default=15.0, gt=0, le=3600)
+    ratio: float = Field(default=8.0, ge=1, le=1e6)
+    jitter: float = Field(default=0.2, ge=0, lt=1)
+
+
 class Workload(Strict):
     app: str = "image_classification"
     offload: Literal["edge", "cloud"] = "edge"
     runtime: Literal["process", "container"] = "process"
-    rate: float = Field(default=1.0, gt=0, le=10000)
-    arrivals: Literal["constant", "poisson"] = "constant"
+    rate: float = Field(default=1.0, gt=0, le=10000)  # requests per second per endpoint
+    # Or the load as a share of what the offload node can serve of this app (measured by
+    # calibration): the app's endpoints together offer utilisation x capacity requests/s.
+    utilisation: float | None = Field(default=None, gt=0, le=100)
+    arrivals: Literal["constant", "poisson", "onoff"] = "constant"
+    onoff: OnOff = OnOff()
     burst: int = Field(default=1, ge=1, le=1000)
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
     qos: int = Field(default=0, ge=0, le=2)
@@ -219,7 +245,9 @@ class AppGroup(Strict):
     app: str
     endpoints: int = Field(default=1, ge=1, le=64)
     rate: float | None = Field(default=None, gt=0, le=10000)
-    arrivals: Literal["constant", "poisson"] | None = None
+    utilisation: float | None = Field(default=None, gt=0, le=100)  # of the node's capacity for this app alone
+    arrivals: Literal["constant", "poisson", "onoff"] | None = None
+    onoff: OnOff | None = None
     burst: int | None = Field(default=None, ge=1, le=1000)
     timeout_s: float | None = Field(default=None, gt=0, le=3600)
     payload: Payload | None = None
@@ -314,6 +342,20 @@ class Edge(Strict):
     admission: EdgeAdmission | None = None
 
 
+class Calibration(Strict):
+    """How each app's service time on its offload node is measured (docs/calibration.md):
+    back to back, in the node's cgroup, at the server's concurrency."""
+
+    # auto: when some load is a utilisation (else a cached result is only recorded);
+    # always: every run; the cache answers when the node, app and packages are unchanged.
+    when: Literal["auto", "always"] = "auto"
+    cache: bool = True
+    warmup_requests: int = Field(default=5, ge=0, le=1000)
+    requests: int = Field(default=40, ge=5, le=100_000)  # at least this many measured...
+    min_s: float = Field(default=3.0, ge=0, le=600)  # ...and for at least this long (many CFS periods)
+    max_s: float = Field(default=60.0, gt=0, le=3600)  # then stop, with what was measured
+
+
 class ExperimentFile(Strict):
     experiment: Experiment
     provider: Provider = Provider()
@@ -323,6 +365,7 @@ class ExperimentFile(Strict):
     workload: Workload = Workload()
     cell: Cell | None = None
     edge: Edge = Edge()
+    calibration: Calibration = Calibration()
 
 
 def queue_args_problems(kind: str, args: str) -> list[str]:

@@ -6,7 +6,9 @@ would be valid. Nothing on the host is touched."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
+import math
 import os
 import re
 import tomllib
@@ -31,13 +33,39 @@ ROLES = ("endpoint", "edge", "cloud")
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,23}")
 
 
+DEFAULT_PERIOD_US = 100_000  # CFS's own default, and Docker's
+MIN_QUOTA_US = 1000  # the kernel refuses a smaller quota (cgroup v1 and v2)
+
+
+def cpu_period_us(cpus: float, speed: float, given: int | None) -> int:
+    """The CFS period a node's quota is given per: as written, else 100 ms, else (speed < 1)
+    the shortest whose quota the kernel still takes, so that every request is stretched
+    evenly instead of running at full speed and then waiting out a long throttle."""
+    if given is not None:
+        return given
+    if speed >= 1:
+        return DEFAULT_PERIOD_US
+    return max(MIN_QUOTA_US, math.ceil(MIN_QUOTA_US / (cpus * speed)))
+
+
 @dataclass(frozen=True)
 class NodeSpec:
     name: str  # endpoint0, edge0, cloud0
     role: str
     index: int
-    cpus: float
+    cpus: float  # the file's: CPUs of quota per period (Docker's --cpus)
     memory_bytes: int
+    period_us: int = DEFAULT_PERIOD_US  # the CFS period (Docker's --cpu-period)
+    speed: float = 1.0  # < 1: cores this much slower, emulated by quota cpus x speed over a short period
+
+    @property
+    def quota_cpus(self) -> float:
+        """What the kernel is told: CPUs of quota per period."""
+        return self.cpus * self.speed
+
+    @property
+    def quota_us(self) -> int:
+        return max(MIN_QUOTA_US, round(self.quota_cpus * self.period_us))
 
 
 @dataclass(frozen=True)
@@ -116,6 +144,10 @@ class WorkloadSpec:
     workdir: Path  # where custom commands start (the experiment file's folder)
     run_as_root: bool = False  # process sides as root (asked by the file), else as an unprivileged user
     workers: int = 1  # requests the server processes at once
+    # The load as a share of the offload node's capacity for this app (None: `rate` as written).
+    # Until calibration (continuum/calibration.py) sets it, `rate` is only the file's placeholder.
+    utilisation: float | None = None
+    onoff: Mapping[str, float] = dataclasses.field(default_factory=lambda: MappingProxyType({}))  # arrivals = "onoff": on_s, off_s, ratio, jitter
 
     @property
     def runtime(self) -> str:
@@ -171,6 +203,18 @@ class CellSpec:
 
 
 @dataclass(frozen=True)
+class CalibrationSpec:
+    """[calibration]: when and how each app's service time is measured on its node."""
+
+    when: str = "auto"  # auto (some load is a utilisation) | always
+    cache: bool = True
+    warmup_requests: int = 5
+    requests: int = 40
+    min_s: float = 3.0
+    max_s: float = 60.0
+
+
+@dataclass(frozen=True)
 class ExperimentSpec:
     source: Path
     text: str
@@ -201,6 +245,15 @@ class ExperimentSpec:
     provision: bool = True  # run playbooks/site.yml on the machines first
     engine: str = "processes"  # processes | k3s: what starts the workloads on the machines
     k3s_server: str | None = None  # engine k3s: the machine whose `k3s kubectl` reaches the cluster
+    calibration: CalibrationSpec = CalibrationSpec()
+
+    def node(self, name: str) -> NodeSpec:
+        return next(n for n in self.nodes if n.name == name)
+
+    @property
+    def offload_node(self) -> NodeSpec:
+        """The node that runs the servers (the first of the offload role)."""
+        return self.role(self.workload.offload)[0]
 
     def app_of(self, endpoint: str) -> AppSpec:
         return next(a for a in self.apps if endpoint in a.endpoints)
@@ -376,8 +429,14 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
     if groups is not None:
         for role in ROLES:
             g = getattr(groups, role)
+            period = cpu_period_us(g.cpus, g.speed, g.cpu_period_us)
+            if g.count and g.cpus * g.speed * period < MIN_QUOTA_US and not failed(f"nodes.{role}"):
+                least = math.ceil(MIN_QUOTA_US / (g.cpus * g.speed))
+                bad(f"nodes.{role}.cpu_period_us", f"{period} us gives a quota of {g.cpus * g.speed * period:.0f} us "
+                                                   f"(cpus {g.cpus:g} x speed {g.speed:g}), below the kernel's "
+                                                   f"{MIN_QUOTA_US} us minimum: use at least {least} us")
             for i in range(g.count):
-                nodes.append(NodeSpec(f"{role}{i}", role, i, g.cpus, raw.parse_memory(g.memory)))
+                nodes.append(NodeSpec(f"{role}{i}", role, i, g.cpus, raw.parse_memory(g.memory), period, g.speed))
         if groups.endpoint.count < 1 and not failed("nodes.endpoint"):
             bad("nodes.endpoint.count", "at least one endpoint is needed to send requests")
 
@@ -480,6 +539,13 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
             if not NAME.fullmatch(name):
                 bad(key, "an app's name is letters, digits and _ (it names its files and its cgroup)")
             inherited = {"apps"} | ({"params", "payload", "custom"} if g.app != w.app else set())
+            if g.rate is not None or g.utilisation is not None:  # the group states its own load
+                inherited |= {"rate", "utilisation"}
+            if g.onoff is not None and (g.arrivals or w.arrivals) != "onoff":
+                bad(f"{key}.onoff", f"shapes arrivals = \"onoff\"; this app's arrivals are {g.arrivals or w.arrivals!r}")
+            if g.rate is not None and g.utilisation is not None:
+                bad(f"{key}.utilisation", "give the load as rate (requests/s per endpoint) or as utilisation "
+                                          "(a share of the node's capacity for the app), not both")
             merged = {**w.model_dump(exclude=inherited),
                       **g.model_dump(exclude_none=True, exclude={"endpoints", "slo_ms", "urgency_ms", "best_effort"})}
             gw = _workload(raw.Workload.model_validate(merged), base, bad, failed, file, issues, key)
@@ -564,6 +630,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], issues: list[ConfigIssue]
         admission=admission,
         hosts=tuple(hosts), host_keys=p["provider"].host_keys, provision=p["provider"].provision,
         engine=p["provider"].engine, k3s_server=p["provider"].k3s_server,
+        calibration=CalibrationSpec(**p["calibration"].model_dump()),
     )
 
 
@@ -745,6 +812,14 @@ def _workload(w: raw.Workload, base: Path, bad, failed, file: str, issues: list[
     if app is None and not failed(f"{key}.app"):
         bad(f"{key}.app", f"unknown app {w.app!r}; valid: {', '.join(sorted(APPS))}")
     params: dict[str, Any] = dict(w.params)
+    if w.utilisation is not None and "rate" in w.model_fields_set and key == "workload":
+        bad(f"{key}.utilisation", "give the load as rate (requests/s per endpoint) or as utilisation "
+                                  "(a share of the node's capacity for the app), not both")
+    if w.utilisation is not None and app is not None and not app.builtin:
+        bad(f"{key}.utilisation", f"{w.app!r} apps bring their own server, which calibration cannot time "
+                                  "(it calls a built-in app's model in-process): give rate instead")
+    if key == "workload" and "onoff" in w.model_fields_set and w.arrivals != "onoff" and not failed(f"{key}.arrivals"):
+        bad(f"{key}.onoff", f"shapes arrivals = \"onoff\"; this load's arrivals are {w.arrivals!r}")
     if app is not None and app.params is not None:
         model = _section(app.params, w.params, file, f"{key}.params", issues)
         params = model.model_dump() if model is not None else params
@@ -799,7 +874,8 @@ def _workload(w: raw.Workload, base: Path, bad, failed, file: str, issues: list[
     return WorkloadSpec(
         w.app, w.offload, w.rate, w.timeout_s, MappingProxyType(params), w.arrivals, w.burst, w.qos,
         MappingProxyType(pl), MappingProxyType(w.congestion_control.model_dump()), sides["endpoint"], sides["server"],
-        MappingProxyType(env), base, w.run_as_root, w.workers,
+        MappingProxyType(env), base, w.run_as_root, w.workers, w.utilisation,
+        MappingProxyType(w.onoff.model_dump() if w.arrivals == "onoff" else {}),
     )
 
 

@@ -55,10 +55,16 @@ EPC = "epc"  # the namespace srsRAN's programs run in (mobile.mode = "srsran")
 
 @dataclass(frozen=True)
 class Limits:
-    """A node's cgroup: CPU quota (in CPUs) and memory limit."""
+    """A node's cgroup: CPU quota (in CPUs, per a CFS period) and memory limit."""
 
-    cpus: float
+    cpus: float  # as the file says (a VM gets ceil(cpus) vCPUs)
     memory_bytes: int
+    period_us: int = 100_000
+    speed: float = 1.0  # < 1: slower cores, emulated by a quota of cpus x speed over a short period
+
+    @property
+    def quota_cpus(self) -> float:
+        return self.cpus * self.speed
 
 
 @dataclass(frozen=True)
@@ -229,7 +235,7 @@ def build(spec: ExperimentSpec) -> Plan:
             _srsran_ue(n, i, nodes, veths, routes, neighbours, links)
             continue
         ip, gw = f"{ENDPOINT_NET}.{i}.2", f"{ENDPOINT_NET}.{i}.1"
-        nodes.append(PlanNode(n.name, n.role, ip, Limits(n.cpus, n.memory_bytes), n.name in boxed))
+        nodes.append(PlanNode(n.name, n.role, ip, Limits(n.cpus, n.memory_bytes, n.period_us, n.speed), n.name in boxed))
         probes[n.name] = f"{PROBE_NET}.{i}.2"
         extra.append(Address(n.name, NODE_IF, f"{probes[n.name]}/32"))
         veths.append(Veth(Interface(n.name, NODE_IF, f"{ip}/24"), Interface("ran", f"ue{i}", None)))
@@ -246,7 +252,7 @@ def build(spec: ExperimentSpec) -> Plan:
         tier = spec.role(role)
         for n in tier:
             net = f"{TIER_NET[role]}.{n.index}"
-            nodes.append(PlanNode(n.name, n.role, f"{net}.2", Limits(n.cpus, n.memory_bytes), n.name in boxed))
+            nodes.append(PlanNode(n.name, n.role, f"{net}.2", Limits(n.cpus, n.memory_bytes, n.period_us, n.speed), n.name in boxed))
             veths.append(Veth(Interface("core", n.name, f"{net}.1/24"), Interface(n.name, NODE_IF, f"{net}.2/24")))
             routes.append(Route(n.name, ALL_NETS, f"{net}.1"))
             if srsran:  # the UE's address is the EPC's, outside the run's nets
@@ -295,7 +301,7 @@ def _srsran_ue(n, i: int, nodes: list[PlanNode], veths: list[Veth], routes: list
     past its trace (bypass 0.0.0.0/0) and adds only the core delay, as it
     does for the verification probes; epc forwards between SGi and the core."""
     ip, gw = f"{ENDPOINT_NET}.{i}.2", f"{ENDPOINT_NET}.{i}.1"
-    nodes.append(PlanNode(n.name, n.role, UE_ADDRESS, Limits(n.cpus, n.memory_bytes)))
+    nodes.append(PlanNode(n.name, n.role, UE_ADDRESS, Limits(n.cpus, n.memory_bytes, n.period_us, n.speed)))
     nodes.append(PlanNode(EPC, EPC, ip, forwarding=True))
     veths.append(Veth(Interface(EPC, NODE_IF, f"{ip}/24"), Interface("ran", f"ue{i}", None)))
     veths.append(Veth(Interface("ran", f"core{i}", None), Interface("core", f"ran{i}", f"{gw}/24")))

@@ -104,8 +104,8 @@ def remote_cgroups(plan: Plan, dep: Deployment, undo: contextlib.ExitStack) -> N
         if n.limits is None or node.host is None:
             continue
         leaf = plan.per_app_cgroups and n.name == plan.offload_target
-        made = hostside(node.host, "cgroup-create", naming.cgroup(dep.run_id, n.name), f"{n.limits.cpus:g}",
-                        str(n.limits.memory_bytes), "1" if leaf else "0")
+        made = hostside(node.host, "cgroup-create", naming.cgroup(dep.run_id, n.name), f"{n.limits.quota_cpus:g}",
+                        str(n.limits.memory_bytes), "1" if leaf else "0", str(n.limits.period_us))
         node.cgroup = RemoteCgroup(node.host, made["version"], {k: Path(v) for k, v in made["dirs"].items()}, made["leaf"])
         versions.add(made["version"])
     dep.facts["cgroup_version"] = min(versions) if len(versions) == 1 else sorted(versions)

@@ -125,7 +125,8 @@ class NetnsProvider(Provider):
         for n in plan.nodes:
             if n.limits is not None:
                 leaf = plan.per_app_cgroups and n.name == plan.offload_target
-                cg = cgroups.create(naming.cgroup(run_id, n.name), n.limits.cpus, n.limits.memory_bytes, leaf=leaf)
+                cg = cgroups.create(naming.cgroup(run_id, n.name), n.limits.quota_cpus, n.limits.memory_bytes, leaf=leaf,
+                                    period_us=n.limits.period_us)
                 undo.callback(cg.remove)
                 dep.nodes[n.name].cgroup = cg
         return dep

@@ -92,8 +92,10 @@ def host() -> dict:
                 mem = int(line.split()[1]) * 1024
     except OSError:
         pass
+    from continuum.calibration import cpu_model
+
     return {"hostname": platform.node(), "os": _os_release(), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "memory_bytes": mem}
+            "cpu_model": cpu_model(), "cpus": os.cpu_count(), "memory_bytes": mem}
 
 
 class Teardown(BaseModel):
@@ -154,6 +156,8 @@ class Manifest(BaseModel):
     duration_s: float | None = None  # the measured window of each repetition
     # when each repetition's workload started, and with it the traces (from their first line)
     trace_restarts_unix_ns: list[int] = []
+    # each app's service time measured on its node, and the load it got in units of it (continuum/calibration.py)
+    calibration: dict[str, Any] | None = None
 
 
 def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> Manifest:
@@ -166,7 +170,8 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
         config_sha256=spec.sha256,
         seed=spec.seed,
         provider=spec.provider,
-        nodes={n.name: {"role": n.role, "cpus": n.cpus, "memory_bytes": n.memory_bytes} for n in spec.nodes},
+        nodes={n.name: {"role": n.role, "cpus": n.cpus, "memory_bytes": n.memory_bytes, "cpu_period_us": n.period_us,
+                        "speed": n.speed} for n in spec.nodes},
         traces={d: {"given": t.given, "archive_id": t.archive_id, "path": str(t.path), "sha256": t.sha256}
                 for d, t in (("uplink", spec.mobile.uplink), ("downlink", spec.mobile.downlink)) if t is not None},
         mobile=_mobile(spec),
@@ -184,7 +189,9 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
         admission=spec.admission,
         duration_s=spec.duration_s,
         apps={a.name: {"app": a.workload.app, "endpoints": list(a.endpoints), "slo_ms": a.slo_ms,
-                       "urgency_ms": a.urgency_ms, "rate": a.workload.rate} for a in spec.apps},
+                       "urgency_ms": a.urgency_ms, "rate": a.workload.rate, "utilisation": a.workload.utilisation,
+                       "arrivals": a.workload.arrivals, **({"onoff": dict(a.workload.onoff)} if a.workload.onoff else {})}
+              for a in spec.apps},
         cell=None if spec.cell is None else {
             **{k: v for k, v in dataclasses.asdict(spec.cell).items() if k != "members"},
             "members": [{"name": m.name, "cls": m.cls, "slo_ms": m.slo_ms,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from continuum.errors import ContinuumError
-from continuum.results import admission, apps, cell, plots, tables, timeline
+from continuum.results import admission, apps, cell, load, plots, tables, timeline
 
 
 def build(run_dir: Path) -> tuple[dict, list[Path]]:
@@ -23,6 +23,9 @@ def build(run_dir: Path) -> tuple[dict, list[Path]]:
     per_app = apps.summarize(df, mix)
     if per_app is not None:
         summary["apps"] = per_app
+    offered = load.summarize(run_dir, df)
+    if offered is not None:
+        summary["load"] = offered
     smec = tables.smec_summary(df)
     if smec is not None:
         summary["smec"] = smec

@@ -168,9 +168,11 @@ def render(summary: dict):
     """The summary as rich tables: the metrics, then per application (a mix), admission control's classes (edge_tasks) and the shared cell's classes, if the run had them."""
     from rich.console import Group
 
-    from continuum.results import admission, apps, cell
+    from continuum.results import admission, apps, cell, load
 
     parts = [_metrics_table(summary)]
+    if "load" in summary:
+        parts.append(load.render(summary["load"]))
     if "admission" in summary:
         parts.append(admission.render(summary["admission"]))
     if "apps" in summary:

@@ -10,6 +10,7 @@ import os
 import pwd
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -172,11 +173,14 @@ def server_env(spec: ExperimentSpec, app: AppSpec, node: Node, raw: Path, rep: i
                if spec.admission is not None else {})}
 
 
-def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: int) -> dict[str, str]:
+def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: int, epoch_ns: int = 0) -> dict[str, str]:
+    """`epoch_ns`: when the repetition started, t = 0 of a bursty schedule every endpoint shares."""
     app = spec.app_of(node.name)
     w = app.workload
+    onoff = ({Env.ONOFF: json.dumps({**w.onoff, "seed": spec.seed + 7919 * rep, "epoch_ns": epoch_ns or time.time_ns()})}
+             if w.arrivals == "onoff" else {})
     return {**_common(app, broker, rep, spec.seed + _limits(spec, node).index), Env.ENDPOINT: node.name,
-            Env.RATE: f"{w.rate:g}", Env.ARRIVALS: w.arrivals, Env.BURST: str(w.burst),
+            Env.RATE: f"{w.rate:.6g}", Env.ARRIVALS: w.arrivals, **onoff, Env.BURST: str(w.burst),
             Env.WARMUP_S: f"{spec.warmup_s:g}", Env.DURATION_S: f"{spec.duration_s:g}",
             Env.TIMEOUT_S: f"{w.timeout_s:g}", Env.PAYLOAD: json.dumps(dict(w.payload)),
             Env.CONGESTION_CONTROL: json.dumps(dict(w.congestion_control)),
@@ -204,7 +208,8 @@ def start(spec: ExperimentSpec, app: AppSpec, side: str, node: Node, env: dict[s
         name = f"{naming.netns(run_id, node.name)}-{side}{suffix(spec, app) if side == 'server' else ''}-r{rep}"
         mounts = [(run_dir / "raw", True)] + ([(model_cache(), False)] if model_cache().is_dir() else [])
         argv = containers.run_argv(name, run_id, s.image, list(s.command), containers.sandbox_name(run_id, node.name),
-                                   naming.cgroup(run_id, node.name), _limits(spec, node).cpus, _limits(spec, node).memory_bytes, env, mounts)
+                                   naming.cgroup(run_id, node.name), _limits(spec, node).quota_cpus, _limits(spec, node).memory_bytes, env, mounts,
+                                   period_us=_limits(spec, node).period_us)
         return node.start(argv, log, contained=False), name
     if REGISTRY[w.app].builtin:  # started in the repository: the experiment's folder is not in its view
         argv, cwd = [node.python, "-m", "workloads", side, w.app], node.repo
@@ -235,7 +240,7 @@ def pod_spec(spec: ExperimentSpec, app: AppSpec, side: str, image: str, command:
     return k3s.PodSpec(name=k3s.pod_name(node.name, side, app.name if spec.mix and side == "server" else "", f"r{rep}"),
                        run_id=node.cluster.run_id, node=node.name, hostname=node.cluster.hostnames[node.host.name],
                        netns=node.netns, image=containers.ref(image),
-                       command=tuple(containers.image_command(image, command)), env=env, cpus=limits.cpus,
+                       command=tuple(containers.image_command(image, command)), env=env, cpus=limits.quota_cpus,
                        memory_bytes=limits.memory_bytes, mounts=tuple(mounts), as_root=spec.workload.run_as_root)
 
 
@@ -265,7 +270,9 @@ def start_smec_manager(spec: ExperimentSpec, node: Node, run_dir: Path) -> subpr
         start_units = {a.name: 1 if spec.mix else round(cpus / unit) for a in spec.apps}
     if spec.smec_mode == "quota":
         argv += ["--cpu-dir", str(node.cgroup.dirs["cpu"]), "--cpuacct-dir", str(node.cgroup.dirs["cpuacct"]),
-                 "--cgroup-version", str(node.cgroup.version), "--unit-cpus", f"{unit:g}"]
+                 "--cgroup-version", str(node.cgroup.version),
+                 # the kernel's CPUs per unit: a node of slower cores (speed < 1) gets its units at that speed
+                 "--unit-cpus", f"{unit * _limits(spec, node).speed:g}", "--period-us", str(_limits(spec, node).period_us)]
     argv += ["--max-units", str(total)]
     for a in spec.apps:
         argv += ["--app", f"{a.name}:{start_units[a.name]}:{'be' if a.urgency_ms is None else f'{a.urgency_ms:g}'}"]

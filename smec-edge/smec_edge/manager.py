@@ -49,15 +49,16 @@ TICK_NS = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 class Quota:
     """A cgroup's CPU quota and usage (under v1 the cpuacct directory can be another hierarchy's)."""
 
-    def __init__(self, cpu_dir: Path, cpuacct_dir: Path, version: int) -> None:
-        self.dir, self.acct, self.version = cpu_dir, cpuacct_dir, version
+    def __init__(self, cpu_dir: Path, cpuacct_dir: Path, version: int, period_us: int = PERIOD_US) -> None:
+        self.dir, self.acct, self.version, self.period = cpu_dir, cpuacct_dir, version, period_us
 
     def set_cpus(self, cpus: float) -> None:
-        quota = max(1000, int(cpus * PERIOD_US))
+        """The quota per the node's own CFS period (short where the node emulates slower cores)."""
+        quota = max(1000, int(cpus * self.period))
         if self.version == 2:
-            (self.dir / "cpu.max").write_text(f"{quota} {PERIOD_US}")
+            (self.dir / "cpu.max").write_text(f"{quota} {self.period}")
         else:
-            (self.dir / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+            (self.dir / "cpu.cfs_period_us").write_text(str(self.period))
             (self.dir / "cpu.cfs_quota_us").write_text(str(quota))
 
     def usage_ns(self) -> int:
@@ -155,12 +156,13 @@ class Quotas:
     child (continuum creates the node so), since v2 lets a cgroup whose
     children share its CPU hold no process of its own."""
 
-    def __init__(self, cpu_dir: Path, cpuacct_dir: Path, version: int, apps: list[str], unit_cpus: float) -> None:
+    def __init__(self, cpu_dir: Path, cpuacct_dir: Path, version: int, apps: list[str], unit_cpus: float,
+                 period_us: int = PERIOD_US) -> None:
         self.unit, self.version = unit_cpus, version
         self.children: list[Path] = []
         self.home = cpu_dir  # where close() gives the apps' processes back
         if len(apps) == 1:
-            self.q = {apps[0]: Quota(cpu_dir, cpuacct_dir, version)}
+            self.q = {apps[0]: Quota(cpu_dir, cpuacct_dir, version, period_us)}
             return
         if version == 2:
             self.home = cpu_dir / LEAF
@@ -173,7 +175,7 @@ class Quotas:
             for d in dirs:
                 d.mkdir(exist_ok=True)
                 self.children.append(d)
-            self.q[app] = Quota(dirs[0], dirs[-1], version)
+            self.q[app] = Quota(dirs[0], dirs[-1], version, period_us)
 
     def set_units(self, app: str, units: int) -> str:
         if self.children:  # a mix: weights (work-conserving), not caps; v1 shares default 1024, v2 weights 100
@@ -223,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu-dir", type=Path, help="quota mode: the node's cgroup (cpu controller)")
     ap.add_argument("--cpuacct-dir", type=Path, help="v1: the cpuacct hierarchy's directory (default: --cpu-dir)")
     ap.add_argument("--cgroup-version", type=int, choices=(1, 2), default=1)
-    ap.add_argument("--unit-cpus", type=float, default=0.25)
+    ap.add_argument("--unit-cpus", type=float, default=0.25, help="quota mode: CPUs of quota per unit (the kernel's, speed included)")
+    ap.add_argument("--period-us", type=int, default=PERIOD_US, help="quota mode, one app: the node's CFS period")
     ap.add_argument("--period-ms", type=float, default=100.0)
     ap.add_argument("--window-ms", type=float, default=1000.0, help="utilisation is averaged over this long")
     ap.add_argument("--log", required=True)
@@ -241,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if a.cpu_dir is None:
             raise SystemExit("quota mode needs --cpu-dir")
-        holder = Quotas(a.cpu_dir, a.cpuacct_dir or a.cpu_dir, a.cgroup_version, list(apps), a.unit_cpus)
+        holder = Quotas(a.cpu_dir, a.cpuacct_dir or a.cpu_dir, a.cgroup_version, list(apps), a.unit_cpus, a.period_us)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     if os.path.exists(a.socket):
         os.unlink(a.socket)
