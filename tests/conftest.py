@@ -20,8 +20,15 @@ TEST_TRACE_CACHE = Path(tempfile.mkdtemp(prefix="continuum-test-traces-"))
 os.environ["CONTINUUM_TRACE_CACHE"] = str(TEST_TRACE_CACHE)
 
 
+# Nor to the user's calibration cache: each session measures what it needs once (and a test
+# that must measure under its own conditions, a CPU hog say, asks for --recalibrate).
+TEST_CALIBRATION_CACHE = Path(tempfile.mkdtemp(prefix="continuum-test-calibration-", dir=Path.home()))
+os.environ["CONTINUUM_CALIBRATION_CACHE"] = str(TEST_CALIBRATION_CACHE)
+
+
 def pytest_unconfigure(config):
     shutil.rmtree(TEST_TRACE_CACHE, ignore_errors=True)
+    shutil.rmtree(TEST_CALIBRATION_CACHE, ignore_errors=True)
 
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
 MML_DIR = ROOT / "mahimahi-link"
@@ -63,8 +70,8 @@ def continuum_run():
     fails with the run's output if the run failed)."""
     import sys
 
-    def run(config: Path, cwd: Path, name: str) -> Path:
-        p = subprocess.run([sys.executable, "-m", "continuum", "run", str(config)], capture_output=True, text=True,
+    def run(config: Path, cwd: Path, name: str, *args: str) -> Path:
+        p = subprocess.run([sys.executable, "-m", "continuum", "run", str(config), *args], capture_output=True, text=True,
                            cwd=cwd, timeout=600)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         return sorted((cwd / "runs").glob(f"*-{name}"))[-1]

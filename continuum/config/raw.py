@@ -97,7 +97,7 @@ class NodeGroup(Strict):
     cpus: float = Field(default=1.0, gt=0, le=256)  # a CFS quota in CPUs per period, Docker's --cpus
     memory: Memory = "1G"
     # The CFS period the quota is given per (Docker's --cpu-period). Default 100 ms; with
-    # speed < 1, the shortest the kernel's 1-ms minimum quota allows (docs/experiment-file.md).
+    # speed < 1, 10 ms (longer where the kernel's 1-ms minimum quota needs it; docs/experiment-file.md).
     cpu_period_us: int | None = Field(default=None, ge=1000, le=1_000_000)
     # Emulate cores this much slower: the quota is cpus x speed per a short period, so each
     # request is stretched by 1/speed rather than run at full speed and then throttled.
