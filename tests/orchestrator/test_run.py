@@ -82,7 +82,11 @@ def test_quickstart_writes_every_result_file(quickstart):
     assert {f.stat().st_uid for f in (run_dir / "raw").iterdir()} == {0}, "the results were given back to the run folder's owner"
     with open(run_dir / "links" / "endpoint0.uplink.log") as f:
         assert f.readline().startswith("# mahimahi mm-link (Uplink)")
-    assert m["nodes"]["endpoint0"] == {"role": "endpoint", "cpus": 1.0, "memory_bytes": 512 << 20}
+    assert m["nodes"]["endpoint0"] == {"role": "endpoint", "cpus": 1.0, "memory_bytes": 512 << 20, "cpu_period_us": 100_000, "speed": 1.0}
+    assert m["host"]["cpu_model"]
+    # a load given as a rate, no [calibration] asked: nothing was measured (and this session's cache holds no W1
+    # at 1 CPU yet), so nothing is claimed
+    assert m["calibration"] is None or m["calibration"]["apps"]["image_classification"]["source"] == "cache"
 
 
 def test_quickstart_counts_and_privileges_agree(quickstart):
