@@ -15,6 +15,7 @@ from continuum import REPO, calibration, cgroups, config, naming
 from continuum.errors import ContinuumError
 from continuum.runtime import WORKLOAD_USER, Node, Sandbox
 from continuum.undo import Undo
+from continuum.workloads.launch import model_cache
 
 
 def run(file: Path, cached_only: bool, console: Console) -> int:
@@ -30,11 +31,7 @@ def run(file: Path, cached_only: bool, console: Console) -> int:
     node_spec = spec.offload_node
     found: dict[str, calibration.Calibration] = {}
     if cached_only:
-        model = calibration.cpu_model()
-        for a in apps:
-            hit = calibration.cached(calibration.key(spec, a, node_spec, model))
-            if hit is not None:
-                found[a.name] = calibration.Calibration.from_json(hit, source="cache", app=a.name)
+        found = calibration.from_cache(spec, node_spec.name, calibration.cpu_model())
         missing = [a.name for a in apps if a.name not in found]
         if missing:
             console.print(f"nothing cached for {', '.join(missing)} on this machine and node; "
@@ -51,8 +48,6 @@ def run(file: Path, cached_only: bool, console: Console) -> int:
             work, remove = calibration.work_folder()
             undo.callback(remove)
             node = Node(node_spec.name, "", cgroup=cg)
-            from continuum.workloads.launch import model_cache
-
             sandbox = None if spec.workload.run_as_root else Sandbox(WORKLOAD_USER, ro=(REPO, model_cache()), rw=(work,))
             found = calibration.calibrate(spec, node, work, work, lambda s: console.print(f"  {s}"), sandbox, refresh=True)
     if found:

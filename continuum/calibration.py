@@ -11,7 +11,7 @@ app, its code, parameters and payload, the server's threads and concurrency,
 the Python packages, and the measuring settings. What the key cannot see is
 how busy the machine is: `--recalibrate` (or `[calibration] cache = false`)
 measures again, and every run reports the service time its server actually
-had next to the calibrated one (results/tables.py)."""
+had next to the calibrated one (results/load.py)."""
 
 from __future__ import annotations
 
@@ -30,13 +30,14 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 from continuum import REPO
 from continuum.config import AppSpec, ExperimentSpec, NodeSpec
 from continuum.errors import ProviderError
 from continuum.runtime import WORKLOAD_USER, Node, Sandbox, stop_process
 from continuum.workloads import REGISTRY
+from continuum.workloads.launch import model_cache, threads_env
 from workloads import calibrate as node_side
 from workloads.contract import Env
 
@@ -151,11 +152,8 @@ def limits(node: NodeSpec) -> dict:
 def node_env(spec: ExperimentSpec, app: AppSpec, node: NodeSpec) -> dict[str, str]:
     """The app's settings as its server gets them in a run (workloads/launch.server_env), less the network."""
     w = app.workload
-    threads = str(max(1, math.floor(node.cpus)))
     env = {Env.PARAMS: json.dumps(dict(w.params)), Env.PAYLOAD: json.dumps(dict(w.payload)), Env.SEED: str(spec.seed),
-           Env.THREADS: threads, "OMP_NUM_THREADS": threads, Env.WORKERS: str(w.workers), Env.APP: app.name}
-    if spec.mix or spec.edge_manager == "smec":
-        env["OMP_WAIT_POLICY"] = "PASSIVE"  # as the run's servers (workloads/launch.py says why)
+           **threads_env(spec, node), Env.WORKERS: str(w.workers), Env.APP: app.name}
     if w.app == "edge_tasks" and spec.admission is not None:
         # what the node serves, not what a policy chooses to admit: tasks first come first served,
         # as many at once as the admission's slots, no profiling pass
@@ -193,7 +191,7 @@ def measure(spec: ExperimentSpec, app: AppSpec, node: Node, node_spec: NodeSpec,
     as the workload user) and read what it measured; `work` must be writable to that user."""
     out = work / f"calibration-{app.name}.json"
     c = spec.calibration
-    env = {**node_env(spec, app, node_spec), Env.MODEL_CACHE: str(_model_cache()),
+    env = {**node_env(spec, app, node_spec), Env.MODEL_CACHE: str(model_cache()),
            "PYTHONPATH": os.pathsep.join((str(node.repo), str(node.repo / "smec-edge"))),
            node_side.SETTINGS: json.dumps({"warmup_requests": c.warmup_requests, "requests": c.requests, "min_s": c.min_s,
                                            "max_s": c.max_s, "concurrency": concurrency(spec, app), "out": str(out)})}
@@ -221,24 +219,29 @@ def measure(spec: ExperimentSpec, app: AppSpec, node: Node, node_spec: NodeSpec,
                        cpu_ms_per_request=got["cpu_ms_per_request"], model_load_s=got["model_load_s"])
 
 
-def _model_cache() -> Path:
-    from continuum.workloads.launch import model_cache
-
-    return model_cache()
+def from_cache(spec: ExperimentSpec, node: str, model: str) -> dict[str, Calibration]:
+    """What the cache holds for the file's apps on its offload node (machine of CPU `model`),
+    unless the file says cache = false."""
+    out = {}
+    for app in calibratable(spec) if spec.calibration.cache else []:
+        hit = cached(key(spec, app, spec.offload_node, model))
+        if hit is not None:
+            out[app.name] = Calibration.from_json(hit, source="cache", app=app.name, node=node)
+    return out
 
 
 def calibrate(spec: ExperimentSpec, node: Node, work: Path, logs: Path, say: Callable[[str], None],
-              sandbox: Sandbox | None, refresh: bool = False, apps: Iterable[AppSpec] | None = None) -> dict[str, Calibration]:
+              sandbox: Sandbox | None, refresh: bool = False) -> dict[str, Calibration]:
     """Each app's calibration on the offload node: from the cache when its key matches
     (unless `refresh` or the file says cache = false), else measured now and cached."""
     node_spec = spec.offload_node
     model = cpu_model(lambda p: node.read_text(p))
+    hits = {} if refresh else from_cache(spec, node.name, model)
     out = {}
-    for app in (calibratable(spec) if apps is None else apps):
+    for app in calibratable(spec):
         k = key(spec, app, node_spec, model)
-        hit = cached(k) if spec.calibration.cache and not refresh else None
-        if hit is not None:
-            c = Calibration.from_json(hit, source="cache", app=app.name, node=node.name)
+        if app.name in hits:
+            c = hits[app.name]
             say(f"{app.name}: calibration from the cache (measured {c.made})")
         else:
             c_ = spec.calibration

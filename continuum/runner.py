@@ -385,15 +385,16 @@ def _run(ctx: Run, provider) -> None:
 def _load_plan(spec: ExperimentSpec) -> list[str]:
     """--dry-run: the load of each app whose load is a utilisation, as far as the cache knows it."""
     lines = []
+    # the cache of this machine only speaks for nodes that are this machine's cgroups
+    hits = calibration.from_cache(spec, spec.offload_node.name, calibration.cpu_model()) if spec.provider == "netns" else {}
     for a in spec.apps:
         u = a.workload.utilisation
         if u is None:
             continue
-        node = spec.offload_node
-        hit = calibration.cached(calibration.key(spec, a, node, calibration.cpu_model())) if spec.provider == "netns" else None
-        if hit is not None and spec.calibration.cache:
-            cap = hit["capacity_rps"]
-            lines.append(f"  {a.name}: utilisation {u:g} x capacity {cap:.2f}/s (cached, measured {hit['made']}) = "
+        hit = hits.get(a.name)
+        if hit is not None:
+            cap = hit.capacity_rps
+            lines.append(f"  {a.name}: utilisation {u:g} x capacity {cap:.2f}/s (cached, measured {hit.made}) = "
                          f"{u * cap:.2f}/s, {u * cap / len(a.endpoints):.3g}/s per endpoint")
         else:
             lines.append(f"  {a.name}: utilisation {u:g}: its rate comes from the calibration at the start of the run "
@@ -416,12 +417,7 @@ def _calibrate(ctx: Run) -> None:
         found = calibration.calibrate(spec, node, run_dir / "raw", run_dir / "logs", ctx.phase,
                                       launch.sandbox(spec, run_dir, node.repo), refresh=ctx.recalibrate)
     else:  # nothing needs it: what the cache already holds is recorded, nothing is measured
-        model = calibration.cpu_model(lambda p: node.read_text(p))
-        found = {}
-        for a in apps:
-            hit = calibration.cached(calibration.key(spec, a, spec.offload_node, model)) if spec.calibration.cache else None
-            if hit is not None:
-                found[a.name] = calibration.Calibration.from_json(hit, source="cache", app=a.name, node=node.name)
+        found = calibration.from_cache(spec, node.name, calibration.cpu_model(lambda p: node.read_text(p)))
         if not found:
             return
     ctx.spec = calibration.apply(spec, found)

@@ -199,9 +199,6 @@ class Custom(Strict):
     environment: dict[str, str] = {}
 
 
-ARRIVALS = ("constant", "poisson", "onoff")
-
-
 class OnOff(Strict):
     """arrivals = "onoff": Poisson arrivals whose rate switches between a burst
     (on_s long, `ratio` times the calm rate) and a calm period (off_s long,

@@ -252,9 +252,6 @@ class ExperimentSpec:
     k3s_server: str | None = None  # engine k3s: the machine whose `k3s kubectl` reaches the cluster
     calibration: CalibrationSpec = CalibrationSpec()
 
-    def node(self, name: str) -> NodeSpec:
-        return next(n for n in self.nodes if n.name == name)
-
     @property
     def offload_node(self) -> NodeSpec:
         """The node that runs the servers (the first of the offload role)."""

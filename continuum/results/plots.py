@@ -225,7 +225,9 @@ def nodes(s: pd.DataFrame | None, limits: dict, tl: Timeline, xlim: tuple[float,
         b.plot(g["t_s"], g["memory_bytes"] / 2**20, color=f"C{i}", label=name)
         lim = limits.get(name)
         if lim:
-            a.axhline(lim["cpus"], color=f"C{i}", ls="--", lw=1, label=f"{name} limit {lim['cpus']:g} cores")
+            speed = lim.get("speed", 1.0)  # speed < 1: the kernel's quota is cpus x speed
+            a.axhline(lim["cpus"] * speed, color=f"C{i}", ls="--", lw=1, label=f"{name} limit {lim['cpus'] * speed:g} cores"
+                      + (f" ({lim['cpus']:g} at speed {speed:g})" if speed != 1 else ""))
             b.axhline(lim["memory_bytes"] / 2**20, color=f"C{i}", ls="--", lw=1,
                       label=f"{name} limit {lim['memory_bytes'] / 2**20:.0f} MiB")
     a.set_ylabel("CPU (cores)")

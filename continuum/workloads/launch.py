@@ -152,18 +152,23 @@ def start_mosaic_agent(node: Node, run_dir: Path) -> subprocess.Popen:
     return proc
 
 
+def threads_env(spec: ExperimentSpec, node: NodeSpec) -> dict[str, str]:
+    """A server's threads, as its run and its calibration both give them."""
+    threads = str(max(1, math.floor(node.cpus)))
+    # Servers that share a node, or whose threads SMEC pins to fewer cores, must not spin-wait: OpenMP's
+    # default spinning made a 45-ms detection take 3.5 s with 2 threads on 1 core (docs/workloads.md).
+    passive = {"OMP_WAIT_POLICY": "PASSIVE"} if spec.mix or spec.edge_manager == "smec" else {}
+    return {Env.THREADS: threads, "OMP_NUM_THREADS": threads, **passive}
+
+
 def server_env(spec: ExperimentSpec, app: AppSpec, node: Node, raw: Path, rep: int) -> dict[str, str]:
-    threads = str(max(1, math.floor(_limits(spec, node).cpus)))
     sfx = suffix(spec, app)
     smec = {Env.SMEC_EDGE: f"0.0.0.0:{netplan.SMEC_PORT + app.index}", Env.SMEC_LOG: str(raw / f"smec-{node.name}{sfx}.csv"),
             Env.SMEC_SLO_MS: f"{app.slo_ms or 0:g}", Env.SMEC_URGENCY_MS: f"{app.urgency_ms or 0:g}",
             Env.SMEC_EARLY_DROP: "1" if spec.smec_early_drop else "0",
             Env.SMEC_MANAGER: str(smec_manager_socket(raw.parent)) if spec.smec_quota else "",
             } if spec.edge_manager == "smec" else {}
-    # Servers that share a node, or whose threads SMEC pins to fewer cores, must not spin-wait: OpenMP's
-    # default spinning made a 45-ms detection take 3.5 s with 2 threads on 1 core (docs/workloads.md).
-    passive = {"OMP_WAIT_POLICY": "PASSIVE"} if spec.mix or spec.edge_manager == "smec" else {}
-    return {**_common(app, "127.0.0.1", rep, spec.seed), Env.THREADS: threads, "OMP_NUM_THREADS": threads, **passive,
+    return {**_common(app, "127.0.0.1", rep, spec.seed), **threads_env(spec, _limits(spec, node)),
             Env.WORKERS: str(app.workload.workers),
             Env.SERVER_LOG: str(raw / f"server-{node.name}{sfx}.csv"),
             **({Env.ENDPOINTS: ",".join(app.endpoints)} if spec.mix else {}),
