@@ -56,3 +56,45 @@ def chosen(ap, option: str, given: str, valid) -> list[str]:
     if bad:
         ap.error(f"{option}: {', '.join(bad)} unknown; valid: {', '.join(valid)}")
     return picked
+
+
+def spread(values, fmt: str = "{:.1%}") -> str:
+    """A share over repetitions: "mean [min-max]" (a single run: just its value)."""
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return "-"
+    if len(vals) == 1:
+        return fmt.format(vals[0])
+    return f"{fmt.format(sum(vals) / len(vals))} [{fmt.format(min(vals))}-{fmt.format(max(vals))}]"
+
+
+def med_range(values, fmt: str = "{:.0f}") -> str:
+    """A percentile over repetitions: the median of the runs' own values [min-max], never their mean."""
+    import statistics
+
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return "-"
+    if len(vals) == 1:
+        return fmt.format(vals[0])
+    return f"{fmt.format(statistics.median(vals))} [{fmt.format(min(vals))}-{fmt.format(max(vals))}]"
+
+
+def seed_list(ap, given: str) -> list[int]:
+    """--seeds 1,2,3 as integers (argparse's error otherwise)."""
+    try:
+        seeds = [int(s) for s in given.split(",") if s]
+    except ValueError:
+        ap.error(f"--seeds: {given!r} is not a comma-separated list of integers, e.g. 1,2,3")
+    if not seeds:
+        ap.error("--seeds: give at least one, e.g. 1,2,3")
+    return seeds
+
+
+def set_timing(text: str, duration_s: int | None, warmup_s: int | None = None) -> str:
+    """A config copy's measured window (and warm-up) replaced, as each script's --duration asks."""
+    if duration_s is not None:
+        text = re.sub(r"(?m)^duration_s = .*$", f"duration_s = {duration_s}", text, count=1)
+    if warmup_s is not None:
+        text = re.sub(r"(?m)^warmup_s = .*$", f"warmup_s = {warmup_s}", text, count=1)
+    return text

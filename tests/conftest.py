@@ -63,14 +63,33 @@ def root_netns():
 
 
 
+@pytest.fixture(scope="session", autouse=True)
+def stress_hog():
+    """CONTINUUM_TEST_STRESS=hog (tests/stress.py): a CPU hog on one core for the whole session."""
+    from stress import STRESS
+
+    if STRESS != "hog":
+        yield None
+        return
+    from cpuhog import cpu_hog
+
+    with cpu_hog() as proc:
+        yield proc
+
+
 @pytest.fixture(scope="session")
 def continuum_run():
     """`continuum run CONFIG` from a folder, as a user would: returns a
     function giving the result folder of the run called NAME (the test
-    fails with the run's output if the run failed)."""
+    fails with the run's output if the run failed). Under
+    CONTINUUM_TEST_STRESS=half-speed the file's edge runs at speed 0.5
+    (tests/stress.py)."""
     import sys
 
+    from stress import edge_config
+
     def run(config: Path, cwd: Path, name: str, *args: str) -> Path:
+        config.write_text(edge_config(config.read_text()))
         p = subprocess.run([sys.executable, "-m", "continuum", "run", str(config), *args], capture_output=True, text=True,
                            cwd=cwd, timeout=600)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]

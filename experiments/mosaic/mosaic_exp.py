@@ -7,6 +7,8 @@ table next to the paper's and the original code's numbers, and figures
 
     points   mosaic, fcfs, rr, sjf, priority, edf, mosaic-nomatrix  x seeds 42-46
     sweep    mosaic at tau_ipc 0.10, 0.20, 0.50, 0.60 (seed 42; 0.35 is the main point)
+    --load   chosen policies x seeds at other utilisations of the edge (e.g. 0.5,0.9,1.3), into
+             results/load/: where each policy breaks
 
 Each point is an ordinary `continuum run` of a copy of that file with only
 the policy, the seed and tau_ipc changed; the copies are kept with the
@@ -32,7 +34,7 @@ import pandas as pd  # noqa: E402
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
-from points import chosen, run_point  # noqa: E402
+from points import chosen, med_range, run_point, set_timing, spread  # noqa: E402
 
 BASE = REPO / "configs" / "mosaic-paper.toml"
 POLICIES = {"fcfs": "FCFS", "rr": "Round robin (50 ms)", "sjf": "SJF", "priority": "PriorityStrict", "edf": "EDF",
@@ -46,23 +48,27 @@ PAPER_MISSION = {"mosaic": 100.0, "mosaic-nomatrix": 85.7}
 CLASSES = ("inference_critical", "dispatch_api", "sensor_fusion", "analytics_batch", "model_update", "log_archive")
 
 
-def point_name(policy: str, seed: str, tau: str = "0.35") -> str:
-    return f"{policy}-s{seed}" + ("" if tau == "0.35" else f"-tau{tau}")
+def point_name(policy: str, seed: str, tau: str = "0.35", load: float | None = None) -> str:
+    """load: a load-sweep point's utilisation (None: the file's, as the main points run it)."""
+    return f"{policy}" + ("" if load is None else f"-u{load:g}") + f"-s{seed}" + ("" if tau == "0.35" else f"-tau{tau}")
 
 
-def point_config(out: Path, policy: str, seed: str, tau: str, quick: bool) -> Path:
-    name = point_name(policy, seed, tau)
+def point_config(out: Path, policy: str, seed: str, tau: str, duration_s: int | None, load: float | None = None) -> Path:
+    """A copy of the shipped file with only the policy, seed, tau_ipc and (if given) utilisation and window changed."""
+    name = point_name(policy, seed, tau, load)
     text = BASE.read_text()
     text = re.sub(r'(?m)^policy = "mosaic"', f'policy = "{policy}"', text, count=1)
     text = re.sub(r"(?m)^seed = 42$", f"seed = {seed}", text, count=1)
     text = re.sub(r"(?m)^tau_ipc = 0.35$", f"tau_ipc = {tau}", text, count=1)
+    if load is not None:
+        text = re.sub(r"(?m)^utilisation = 0\.9( .*)?$", f"utilisation = {load:g}", text, count=1)
     text = re.sub(r'(?m)^name = "mosaic-paper"$', f'name = "mosaic-{name}"', text, count=1)
     text = text.replace("[experiment]\n", f'[experiment]\noutput = "{out / "runs"}"\n', 1)
-    if quick:
-        text = re.sub(r"(?m)^duration_s = .*$", "duration_s = 20", text)
+    text = set_timing(text, duration_s)
     parsed = tomllib.loads(text)
     adm = parsed["edge"]["admission"]
     assert (adm["policy"], parsed["experiment"]["seed"], adm["tau_ipc"]) == (policy, int(seed), float(tau)), name
+    assert load is None or parsed["workload"]["utilisation"] == load, name
     path = out / "configs" / f"{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -84,6 +90,8 @@ def extract(run_dir: Path, out: Path, name: str) -> None:
     q[["t_s", "queued"]].to_csv(out / f"queue-{name}.csv", index=False)
     matrix_csv(run_dir / "raw" / "mosaic-matrix.sqlite", out / f"matrix-{name}.csv")
     keep = {"admission": summary["admission"], "e2e_ms": summary["metrics"]["e2e_ms"], "run": str(run_dir)}
+    if "load" in summary:
+        keep["load"] = summary["load"]
     (out / f"summary-{name}.json").write_text(json.dumps(keep, indent=2) + "\n")
 
 
@@ -262,27 +270,132 @@ def figures(points: dict[str, dict], agg: dict[str, dict], out: Path) -> list[Pa
     return made
 
 
+def extract_load(run_dir: Path, out: Path, name: str) -> None:
+    """A load-sweep point: its summary (admission, latency, load) and its tasks, compressed."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    keep = {k: summary[k] for k in ("admission", "load") if k in summary}
+    keep["e2e_ms"], keep["run"] = summary["metrics"]["e2e_ms"], str(run_dir)
+    (out / f"summary-{name}.json").write_text(json.dumps(keep, indent=2) + "\n")
+    req = pd.read_csv(run_dir / "requests.csv")
+    ids = set(req.loc[req["phase"] == "measure", "request_id"].astype(str))
+    tasks = pd.read_csv(run_dir / "raw" / "mosaic-tasks.csv")
+    tasks[tasks["id"].astype(str).isin(ids)].drop(columns=["taught"], errors="ignore").to_csv(
+        out / f"tasks-{name}.csv.gz", index=False, float_format="%.3f")
+
+
+def load_points(out: Path) -> dict[str, dict[float, dict[str, dict]]]:
+    """OUT/load's summaries: policy -> utilisation asked -> seed -> summary."""
+    got: dict[str, dict[float, dict[str, dict]]] = {}
+    for f in sorted((out / "load").glob("summary-*.json")):
+        m = re.fullmatch(r"summary-(.+)-u([0-9.]+)-s(\d+)\.json", f.name)
+        if m and m.group(1) in POLICIES:
+            got.setdefault(m.group(1), {}).setdefault(float(m.group(2)), {})[m.group(3)] = json.loads(f.read_text())
+    return got
+
+
+def offered(s: dict) -> tuple[float | None, float | None]:
+    """The run's offered rate (tasks/s, both endpoints) and the capacity it came from."""
+    ld = next(iter((s.get("load") or {}).values()), None)
+    if not ld:
+        return None, None
+    return ld["capacity_rps"] * ld["utilisation_offered"], ld["capacity_rps"]
+
+
+def load_table(lp: dict[str, dict[float, dict[str, dict]]]) -> str:
+    head = ("| utilisation asked | policy | seeds | capacity tasks/s (per seed) | offered tasks/s | hit % | P99 ms | starved % "
+            "| TPS | mission-critical finished % |")
+    rows = [head, "|---" * (head.count("|") - 1) + "|",
+            "| | | | | mean [min-max] | mean [min-max] | median [min-max] | mean [min-max] | mean [min-max] | mean [min-max] |"]
+    for u in sorted({u for by in lp.values() for u in by}):
+        for pol in lp:
+            runs = lp[pol].get(u)
+            if not runs:
+                continue
+            adm = [r["admission"] for r in runs.values()]
+            rate = [offered(r)[0] for r in runs.values()]
+            cap = " / ".join(f"{c:.1f}" for c in (offered(r)[1] for r in runs.values()) if c)
+            rows.append(f"| {u:g} | {POLICIES[pol]} | {len(runs)} | {cap or '-'} | {spread(rate, '{:.1f}')} "
+                        f"| {spread([a['hit'] for a in adm])} | {med_range([a['p99_ms'] for a in adm])} "
+                        f"| {spread([a['starved'] for a in adm])} | {spread([a['tps'] for a in adm], '{:.2f}')} "
+                        f"| {spread([a['mission'] for a in adm])} |")
+    return "\n".join(rows)
+
+
+def load_figure(lp: dict[str, dict[float, dict[str, dict]]], out: Path) -> Path | None:
+    if not any(len(by) > 1 for by in lp.values()):
+        return None
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharex=True)
+    for pol, by in lp.items():
+        color = f"C{list(POLICIES).index(pol)}"
+        us = sorted(by)
+        for ax, (key, scale, centre) in zip(axes, (("hit", 100, np.mean), ("p99_ms", 1e-3, np.median), ("starved", 100, np.mean))):
+            vals = [[r["admission"][key] * scale for r in by[u].values() if r["admission"][key] is not None] for u in us]
+            ax.plot(us, [centre(v) for v in vals], "o-", color=color, label=POLICIES[pol])
+            ax.fill_between(us, [min(v) for v in vals], [max(v) for v in vals], color=color, alpha=0.2)
+            for u, v in zip(us, vals):  # each run, at its own offered utilisation asked
+                ax.plot([u] * len(v), v, ".", color=color, ms=3)
+    for ax, label in zip(axes, ("deadline hit (% of tasks)\nline: mean of seeds", "P99 response (s, log)\nline: median of seeds",
+                                "starved (% of tasks)\nline: mean of seeds")):
+        ax.set_ylabel(label)
+        ax.set_xlabel("utilisation asked (of the edge's FCFS capacity,\ncalibrated per seed)")
+        ax.grid(alpha=0.3, which="both")
+        ax.axvline(1.0, color="0.6", ls=":", lw=1)
+    axes[0].set_ylim(0, 103)
+    axes[2].set_ylim(0, 103)
+    axes[1].set_yscale("log")
+    axes[0].legend(fontsize=8, loc="lower left")
+    seeds = sorted({sd for by in lp.values() for runs in by.values() for sd in runs})
+    fig.suptitle(f"Where each policy breaks on real tasks (measured; seeds {', '.join(seeds)}; band: min-max, dot: one run)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out / "load" / "load.png", dpi=120)
+    plt.close(fig)
+    return out / "load" / "load.png"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="20 s windows instead of 60")
+    ap.add_argument("--duration", type=int, help="seconds per window (default: the file's 60; 20 with --quick)")
+    ap.add_argument("--load", default="", help="utilisations to run --policies x --seeds at instead of the main points and "
+                    "the sweep, e.g. 0.5,0.9,1.3 (into OUT/load/)")
     ap.add_argument("--policies", default=",".join(POLICIES), help=f"default: all of {', '.join(POLICIES)}")
     ap.add_argument("--seeds", default=",".join(SEEDS))
     ap.add_argument("--taus", default=",".join(TAUS), help="mosaic's sweep, seed 42 ('' for none)")
-    ap.add_argument("--out", type=Path, default=HERE / "results")
+    ap.add_argument("--out", type=Path, help="default: results/ (results-quick/ with --quick)")
     ap.add_argument("--analyze-only", action="store_true", help="redraw from the extracts already in --out")
     a = ap.parse_args()
-    out = a.out.resolve()
+    out = (a.out or HERE / ("results-quick" if a.quick else "results")).resolve()
     (out / "logs").mkdir(parents=True, exist_ok=True)
     pols = chosen(ap, "--policies", a.policies, POLICIES)
     seeds = chosen(ap, "--seeds", a.seeds, SEEDS)
     taus = chosen(ap, "--taus", a.taus, TAUS)
+    duration = a.duration or (20 if a.quick else None)
+    try:
+        loads = [float(u) for u in a.load.split(",") if u]
+    except ValueError:
+        ap.error(f"--load: {a.load!r} is not a comma-separated list of utilisations, e.g. 0.5,0.9,1.3")
+    if loads:
+        where = out / "load"
+        (where / "logs").mkdir(parents=True, exist_ok=True)
+        todo_l = [] if a.analyze_only else [(u, s, p) for u in loads for s in seeds for p in pols]
+        for i, (u, s, p) in enumerate(todo_l, 1):
+            name = point_name(p, s, "0.35", u)
+            print(f"mosaic load [{i}/{len(todo_l)}]: {POLICIES[p]}, seed {s}, utilisation {u:g} ...", flush=True)
+            extract_load(run_point(point_config(where, p, s, "0.35", duration, u), where / "logs" / f"{name}.log"), where, name)
+        lp = load_points(out)
+        text = load_table(lp)
+        (where / "table.md").write_text(text + "\n")
+        made = [f for f in [load_figure(lp, out)] if f]
+        print(text)
+        print("figures: " + ", ".join(str(p) for p in made))
+        return 0
     todo = [(p, s, "0.35") for s in seeds for p in pols]
     todo[2 * len(pols):2 * len(pols)] = [("mosaic", "42", t) for t in taus]  # the sweep after two seeds: a cut-short run still has it
     if not a.analyze_only:
         for i, (p, s, t) in enumerate(todo, 1):
             name = point_name(p, s, t)
             print(f"mosaic [{i}/{len(todo)}]: {name} ...", flush=True)
-            extract(run_point(point_config(out, p, s, t, a.quick), out / "logs" / f"{name}.log"), out, name)
+            extract(run_point(point_config(out, p, s, t, duration), out / "logs" / f"{name}.log"), out, name)
     points = {p.name[len("summary-"):-len(".json")]: json.loads(p.read_text()) for p in sorted(out.glob("summary-*.json"))}
     agg = aggregate(points)
     orig = original(out / "original.json")

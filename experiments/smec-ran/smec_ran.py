@@ -1,12 +1,14 @@
 """The SMEC paper's RAN-side comparison, scaled to one machine: the shipped
 configs/smec-ran.toml (three latency-critical video-like UEs and two bulk
 uploaders in one cell replaying a public 5G trace) run once per uplink
-scheduler (pf, rr, smec, tutti), then one table per class and figures next
-to the paper's numbers (report.md).
+scheduler (pf, rr, smec, tutti) and seed (default 1, 2, 3), then one table
+per class and figures next to the paper's numbers (report.md). Shares are
+the mean over the seeds [min-max], percentiles the median of the runs' own
+values [min-max].
 
 Each point is an ordinary `continuum run` of a copy of that file with only
-cell.uplink (and, with --quick, the timing) changed; the copies are kept
-with the results, so any point can be re-run by hand."""
+cell.uplink, the seed (and the timing) changed; the copies are kept with
+the results, so any point can be re-run by hand."""
 
 from __future__ import annotations
 
@@ -29,25 +31,30 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
 from continuum.results import cell  # noqa: E402
-from points import chosen, log_cdf, run_point  # noqa: E402
+from points import chosen, log_cdf, med_range, run_point, seed_list, set_timing, spread  # noqa: E402
 
 BASE = REPO / "configs" / "smec-ran.toml"
 SCHEDULERS = ("pf", "rr", "smec", "tutti")
 LABEL = {"pf": "proportional fair", "rr": "round robin", "smec": "SMEC", "tutti": "Tutti-like"}
 
 
-def point_config(out: Path, scheduler: str, quick: bool) -> Path:
-    """A copy of the shipped file: only the scheduler, the output folder and (--quick) the timing differ."""
+def point_name(scheduler: str, seed: int) -> str:
+    return f"{scheduler}-s{seed}"
+
+
+def point_config(out: Path, scheduler: str, seed: int, duration_s: int, warmup_s: int) -> Path:
+    """A copy of the shipped file: only the scheduler, the seed, the output folder and the timing differ."""
+    name = point_name(scheduler, seed)
     text = BASE.read_text()
     text = re.sub(r'(?m)^uplink = "(smec|pf|rr|tutti)"$', f'uplink = "{scheduler}"', text)
-    text = re.sub(r'(?m)^name = "smec-ran"$', f'name = "smec-ran-{scheduler}"', text)
+    text = re.sub(r'(?m)^name = "smec-ran"$', f'name = "smec-ran-{name}"', text)
+    text = re.sub(r"(?m)^seed = \d+$", f"seed = {seed}", text, count=1)
     text = text.replace('"../workloads/example/app.py"', f'"{REPO / "workloads" / "example" / "app.py"}"')
     text = text.replace("[experiment]\n", f'[experiment]\noutput = "{out / "runs"}"\n', 1)
-    if quick:
-        text = re.sub(r"(?m)^duration_s = .*$", "duration_s = 20", text)
-        text = re.sub(r"(?m)^warmup_s = .*$", "warmup_s = 3", text)
-    assert tomllib.loads(text)["cell"]["uplink"] == scheduler
-    path = out / "configs" / f"smec-ran-{scheduler}.toml"
+    text = set_timing(text, duration_s, warmup_s)
+    parsed = tomllib.loads(text)
+    assert (parsed["cell"]["uplink"], parsed["experiment"]["seed"]) == (scheduler, seed)
+    path = out / "configs" / f"smec-ran-{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
@@ -69,59 +76,80 @@ def point_rows(run_dir: Path) -> tuple[dict, pd.DataFrame]:
     return summary, df
 
 
-def table(points: dict[str, tuple[dict, pd.DataFrame]]) -> str:
-    head = ("| uplink scheduler | LC requests | LC SLO met | LC RAN P50 ms | LC RAN P99 ms | BE uplink Mbit/s (2 UEs) "
+Points = dict[str, dict[int, tuple[dict, pd.DataFrame]]]
+
+
+def table(points: Points) -> str:
+    head = ("| uplink scheduler | runs | LC requests | LC SLO met | LC RAN P50 ms | LC RAN P99 ms | BE uplink Mbit/s (2 UEs) "
             "| start error P50 ms | start error P99 ms | starts not estimated |")
-    rows = [head, "|---" * (head.count("|") - 1) + "|"]
-    for s, (summary, _df) in points.items():
-        lc, be = summary["classes"]["lc"], summary["classes"].get("be", {})
-        f = lambda v, fmt="{:.1f}": "-" if v is None else fmt.format(v)  # noqa: E731
-        rows.append(f"| {LABEL[s]} | {lc['requests']} | {f(lc.get('slo_met'), '{:.1%}')} | {f(lc.get('ran_ms_p50'))} "
-                    f"| {f(lc.get('ran_ms_p99'))} | {f(be.get('throughput_mbps_uplink'))} | {f(lc.get('start_error_ms_p50'))} "
-                    f"| {f(lc.get('start_error_ms_p99'))} | {f(lc.get('start_not_estimated'), '{:.1%}')} |")
+    rows = [head, "|---" * (head.count("|") - 1) + "|",
+            "| | | total | mean [min-max] | median [min-max] | median [min-max] | mean [min-max] | median [min-max] "
+            "| median [min-max] | mean [min-max] |"]
+    for s, runs in points.items():
+        lc = [summary["classes"]["lc"] for summary, _ in runs.values()]
+        be = [summary["classes"].get("be", {}) for summary, _ in runs.values()]
+        rows.append(f"| {LABEL[s]} | {len(lc)} | {sum(x['requests'] for x in lc)} | {spread([x.get('slo_met') for x in lc])} "
+                    f"| {med_range([x.get('ran_ms_p50') for x in lc], '{:.1f}')} | {med_range([x.get('ran_ms_p99') for x in lc])} "
+                    f"| {spread([x.get('throughput_mbps_uplink') for x in be], '{:.1f}')} "
+                    f"| {med_range([x.get('start_error_ms_p50') for x in lc], '{:.1f}')} "
+                    f"| {med_range([x.get('start_error_ms_p99') for x in lc], '{:.1f}')} "
+                    f"| {spread([x.get('start_not_estimated') for x in lc])} |")
     return "\n".join(rows)
 
 
-def figures(points: dict[str, tuple[dict, pd.DataFrame]], out: Path) -> list[Path]:
+def pooled(runs: dict[int, tuple[dict, pd.DataFrame]]) -> pd.DataFrame:
+    return pd.concat([df for _, df in runs.values()], ignore_index=True)
+
+
+def figures(points: Points, out: Path) -> list[Path]:
     made = []
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    for s, (_summary, df) in points.items():
+    for s, runs in points.items():
+        df = pooled(runs)
         x = np.sort(df.loc[df["status"] == "ok", "ran_ms"].to_numpy())
         if len(x):
-            ax.plot(x, np.arange(1, len(x) + 1) / len(df), drawstyle="steps-post", label=f"{LABEL[s]} ({len(df)} requests)")
+            ax.plot(x, np.arange(1, len(x) + 1) / len(df), drawstyle="steps-post",
+                    label=f"{LABEL[s]} ({len(df)} requests, {len(runs)} runs)")
     for slo, y in ((100, 0.03), (150, 0.1)):
         ax.axvline(slo, color="0.3", ls="--", lw=1)
         ax.text(slo, y, f" SLO {slo} ms", fontsize=8, color="0.3")
     made.append(log_cdf(fig, ax, "RAN latency per latency-critical request (ms, log scale): uplink less the core's one-way delay",
                          "fraction of requests (unanswered: never)",
-                         "Latency-critical uplink in a shared 5G cell, per uplink scheduler (measured)", out / "ran_latency_cdf.png"))
+                         "Latency-critical uplink in a shared 5G cell, per uplink scheduler\n(measured; the seeds' runs pooled)",
+                         out / "ran_latency_cdf.png"))
 
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     for s in ("smec", "tutti"):
-        if s in points and "start_error_ms" in points[s][1]:
-            e = np.sort(points[s][1]["start_error_ms"].dropna().to_numpy())
+        if s in points and all("start_error_ms" in df for _, df in points[s].values()):
+            e = np.sort(pooled(points[s])["start_error_ms"].dropna().to_numpy())
             if len(e):
-                ax.plot(np.maximum(e, 0.1), np.arange(1, len(e) + 1) / len(e), drawstyle="steps-post",
-                        label=f"{LABEL[s]}: P50 {np.percentile(e, 50):.1f} ms, P99 {np.percentile(e, 99):.1f} ms")
+                ax.plot(np.maximum(e, 0.1), np.arange(1, len(e) + 1) / len(e), drawstyle="steps-post", color=f"C{list(SCHEDULERS).index(s)}",
+                        label=f"{LABEL[s]}: P50 {np.percentile(e, 50):.1f} ms, P99 {np.percentile(e, 99):.1f} ms (pooled)")
     ax.axvline(10, color="0.3", ls=":", lw=1)
     ax.text(10, 0.5, " SMEC paper:\n P99 about 10 ms", fontsize=8, color="0.3")
     made.append(log_cdf(fig, ax, "request start estimate minus the app's send time (ms, log scale; below 0.1 drawn at 0.1)",
-                         "fraction of requests", "When the uplink scheduler learns that a request started (measured)",
+                         "fraction of requests", "When the uplink scheduler learns that a request started\n(measured; the seeds' runs pooled)",
                          out / "start_error_cdf.png"))
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9.5, 3.8))
     names = list(points)
-    met = [points[s][0]["classes"]["lc"].get("slo_met") or 0 for s in names]
-    be = [points[s][0]["classes"].get("be", {}).get("throughput_mbps_uplink") or 0 for s in names]
-    a.bar([LABEL[s] for s in names], [100 * m for m in met], color="tab:blue")
-    a.set_ylabel("latency-critical requests\nwithin their SLO (%)")
-    a.set_ylim(0, 105)
-    b.bar([LABEL[s] for s in names], be, color="tab:orange")
-    b.set_ylabel("best-effort uplink, 2 bulk UEs\n(Mbit/s, measured window)")
-    for ax in (a, b):
+    for ax, get, scale, label in (
+            (a, lambda sm: sm["classes"]["lc"].get("slo_met") or 0, 100, "latency-critical requests\nwithin their SLO (%)"),
+            (b, lambda sm: sm["classes"].get("be", {}).get("throughput_mbps_uplink") or 0, 1,
+             "best-effort uplink, 2 bulk UEs\n(Mbit/s, measured window)")):
+        for i, s in enumerate(names):
+            vals = np.array([scale * get(sm) for sm, _ in points[s].values()])
+            ax.bar(i, vals.mean(), color=f"C{list(SCHEDULERS).index(s)}", alpha=0.75)
+            ax.errorbar(i, vals.mean(), yerr=[[vals.mean() - vals.min()], [vals.max() - vals.mean()]], fmt="none", ecolor="k", capsize=3)
+            ax.plot([i] * len(vals), vals, "k.", ms=3)
+        ax.set_xticks(range(len(names)), [LABEL[s] for s in names])
+        ax.set_ylabel(label)
         ax.tick_params(axis="x", labelsize=8, rotation=15)
         ax.grid(alpha=0.3, axis="y")
-    fig.suptitle("What each uplink scheduler gives each class (measured)", fontsize=10)
+    a.set_ylim(0, 105)
+    seeds = sorted({sd for runs in points.values() for sd in runs})
+    fig.suptitle(f"What each uplink scheduler gives each class (measured; bar: mean of seeds {', '.join(map(str, seeds))}, "
+                 "whisker: min-max, dot: one run)", fontsize=9.5)
     fig.tight_layout()
     fig.savefig(out / "classes.png", dpi=120)
     plt.close(fig)
@@ -131,33 +159,36 @@ def figures(points: dict[str, tuple[dict, pd.DataFrame]], out: Path) -> list[Pat
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="20 s measured per scheduler instead of 60")
-    ap.add_argument("--out", type=Path, default=HERE / "results")
+    ap.add_argument("--quick", action="store_true", help="one seed, 15 s measured, into results-quick/ (a smoke run)")
+    ap.add_argument("--seeds", default="1,2,3", help="repetitions, one run per seed and scheduler (default 1,2,3)")
+    ap.add_argument("--duration", type=int, default=30, help="seconds measured per run (default 30)")
+    ap.add_argument("--out", type=Path)
     ap.add_argument("--schedulers", default=",".join(SCHEDULERS), help="which to (re-)run, e.g. tutti (default: all)")
-    ap.add_argument("--analyze-only", action="store_true", help="redraw from the runs (or their extracts) already in --out")
+    ap.add_argument("--analyze-only", action="store_true", help="redraw from the extracts already in --out")
     a = ap.parse_args()
-    out = a.out.resolve()
+    seeds = seed_list(ap, "1" if a.quick and a.seeds == "1,2,3" else a.seeds)
+    duration, warmup = (15, 3) if a.quick else (a.duration, 5)
+    out = (a.out or HERE / ("results-quick" if a.quick else "results")).resolve()
     (out / "logs").mkdir(parents=True, exist_ok=True)
-    index = out / "points.json"
-    runs: dict[str, str] = json.loads(index.read_text()) if index.exists() else {}
     picked = chosen(ap, "--schedulers", a.schedulers, SCHEDULERS)
     if not a.analyze_only:
-        for s in picked:
-            print(f"smec-ran: uplink scheduler {s} ...", flush=True)
-            run_dir = run_point(point_config(out, s, a.quick), out / "logs" / f"{s}.log")
-            runs[s] = str(run_dir.relative_to(out)) if run_dir.is_relative_to(out) else str(run_dir)
-            index.write_text(json.dumps(runs, indent=2) + "\n")
-    points = {}
+        todo = [(s, sd) for sd in seeds for s in picked]
+        for i, (s, sd) in enumerate(todo, 1):
+            name = point_name(s, sd)
+            print(f"smec-ran [{i}/{len(todo)}]: uplink scheduler {s}, seed {sd} ...", flush=True)
+            run_dir = run_point(point_config(out, s, sd, duration, warmup), out / "logs" / f"{name}.log")
+            # Extracts beside the runs: the run folders (link and cell logs, tens of MB) are not committed.
+            summary, df = point_rows(run_dir)
+            df.to_csv(out / f"lc-requests-{name}.csv.gz", index=False, float_format="%.3f")
+            (out / f"cell-{name}.json").write_text(json.dumps(summary, indent=2) + "\n")
+    points: Points = {}
     for s in SCHEDULERS:
-        if s not in runs:
-            continue
-        extract, cell_json = out / f"lc-requests-{s}.csv", out / f"cell-{s}.json"
-        if (not a.analyze_only and s in picked) or not extract.exists():
-            # Extracts beside the runs: the link and cell logs (tens of MB) are not committed.
-            summary, df = point_rows(out / runs[s])
-            df.to_csv(extract, index=False)
-            cell_json.write_text(json.dumps(summary, indent=2) + "\n")
-        points[s] = (json.loads(cell_json.read_text()), pd.read_csv(extract))
+        for f in sorted(out.glob(f"cell-{s}-s*.json")):
+            sd = int(re.fullmatch(rf"cell-{s}-s(\d+)\.json", f.name).group(1))  # type: ignore[union-attr]
+            points.setdefault(s, {})[sd] = (json.loads(f.read_text()), pd.read_csv(out / f"lc-requests-{point_name(s, sd)}.csv.gz"))
+    if not points:
+        print(f"smec-ran: no extracts in {out}: run without --analyze-only first", file=sys.stderr)
+        return 1
     t = table(points)
     made = figures(points, out)
     (out / "table.md").write_text(t + "\n")

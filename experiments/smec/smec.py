@@ -15,10 +15,26 @@ arrivals, bursts) into results/, and `static` (--workload static: constant
 arrivals) into results/static/. FT sends 3-MB files in both: the paper's
 static size; its dynamic 1 KB-10 MB sizes are not run here.
 
+The load is the file's: each latency-critical app at a utilisation of the
+edge (0.2 each, 0.6 together), turned into a rate by the calibration at the
+start of each run. Every point runs once per seed (default 1, 2, 3: the
+arrivals, payloads and FT schedule differ); tables give each share as the
+mean over the seeds [min-max] and each percentile as the median of the
+runs' own values [min-max]. --sweep runs Default and SMEC at other total
+latency-critical utilisations (into results/sweep/), so a reader sees where
+each breaks.
+
+Utilisation carries the load from machine to machine, but not the slack an
+SLO in milliseconds leaves: where SS takes 94 ms instead of the 29 ms of the
+machine the file was written on, its 100-ms SLO cannot be met at any load.
+--scale-slo scales each latency-critical app's SLO by its service time
+calibrated here over the reference machine's (REFERENCE_MS), so each leaves
+the slack it left there (into results/scaled-slo/).
+
 Each point is an ordinary `continuum run` of a copy of that file with only
-cell.uplink, edge.manager.kind, early_drop, the arrivals (and, with --quick,
-the timing) changed; the copies are kept with the results, so any point can
-be re-run by hand."""
+cell.uplink, edge.manager.kind, early_drop, the arrivals, the seed, the
+utilisation (and the timing) changed; the copies are kept with the
+results, so any point can be re-run by hand."""
 
 from __future__ import annotations
 
@@ -38,8 +54,10 @@ import pandas as pd  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
-from points import chosen, log_cdf, run_point  # noqa: E402
+from continuum import calibration, config  # noqa: E402
+from points import chosen, log_cdf, med_range, run_point, seed_list, set_timing, spread  # noqa: E402
 
 BASE = REPO / "configs" / "smec-mix.toml"
 POINTS = {  # name: (uplink scheduler, edge manager, label)
@@ -51,115 +69,291 @@ POINTS = {  # name: (uplink scheduler, edge manager, label)
     "smec-nodrop": ("smec", "smec", "SMEC, no early drop"),
 }
 APPS = ("ss", "ar", "vc", "ft")
+LC = ("ss", "ar", "vc")
+FILE_LOAD = 0.6  # the file's total latency-critical utilisation (0.2 per app)
+SWEPT = ("default", "smec")
+# the apps' median service times on the 1-CPU edge of the machine configs/smec-mix.toml was written on
+# (`continuum calibrate configs/smec-mix.toml`, 2026-11-24), which its SLOs were chosen against
+REFERENCE_MS = {"ss": 29.0, "ar": 24.0, "vc": 42.0}
 KEEP = ["app", "endpoint", "status", "e2e_ms", "uplink_ms", "downlink_ms", "server_ms", "request_bytes",
         "network_err_ms", "budget_ms", "drop_reason", "t_drawn", "t_received"]
 
 
-def point_config(out: Path, point: str, quick: bool, workload: str = "dynamic") -> Path:
+def point_name(point: str, seed: int, load: float = FILE_LOAD) -> str:
+    return f"{point}" + ("" if load == FILE_LOAD else f"-u{load:g}") + f"-s{seed}"
+
+
+def scaled_slos(out: Path) -> dict[str, float]:
+    """Each latency-critical app's SLO times its calibrated service time here over the reference machine's:
+    `continuum calibrate` of the file (the runs then take their rates from the same cache entries)."""
+    import subprocess
+
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    with open(out / "logs" / "calibrate.log", "w") as log:
+        p = subprocess.run([str(REPO / ".venv" / "bin" / "continuum"), "calibrate", str(BASE)], stdout=log, stderr=subprocess.STDOUT)
+    if p.returncode != 0:
+        raise SystemExit(f"continuum calibrate {BASE} failed; see {out / 'logs' / 'calibrate.log'}")
+    spec = config.load(BASE, materialize=False)
+    found = calibration.from_cache(spec, spec.offload_node.name, calibration.cpu_model())
+    slos = {a.name: a.slo_ms for a in spec.apps}
+    scaled = {app: round(slos[app] * found[app].summary["median"] / REFERENCE_MS[app]) for app in LC}
+    (out / "slo.json").write_text(json.dumps({"reference_ms": REFERENCE_MS, "file_slo_ms": {a: slos[a] for a in LC},
+                                              "calibrated_ms": {a: found[a].summary["median"] for a in LC},
+                                              "slo_ms": scaled}, indent=2) + "\n")
+    return scaled
+
+
+def point_config(out: Path, point: str, seed: int, duration_s: int, warmup_s: int,
+                 workload: str = "dynamic", load: float = FILE_LOAD, slos: dict[str, float] | None = None) -> Path:
+    """A copy of the shipped file with only this point's scheduler, manager, early drop, arrivals, seed,
+    load, timing (and with --scale-slo the latency-critical apps' SLOs) changed."""
     uplink, manager, _ = POINTS[point]
+    name = point_name(point, seed, load)
     text = BASE.read_text()
     if workload == "static":
         text = re.sub(r'(?m)^arrivals = "poisson"(.*)$', 'arrivals = "constant"   # SMEC\'s static workload', text, count=1)
     text = re.sub(r'(?m)^uplink = "smec"( +#.*)?$', f'uplink = "{uplink}"', text, count=1)
     text = re.sub(r'(?m)^kind = "smec"$', f'kind = "{manager}"', text)
-    text = re.sub(r'(?m)^name = "smec-mix"$', f'name = "smec-{point}{"-static" if workload == "static" else ""}"', text)
+    text = re.sub(r'(?m)^name = "smec-mix"$', f'name = "smec-{name}{"-static" if workload == "static" else ""}"', text)
+    text = re.sub(r"(?m)^seed = \d+$", f"seed = {seed}", text, count=1)
+    text = re.sub(r"(?m)^utilisation = 0\.2$", f"utilisation = {load / len(LC):.6g}", text)
     if point == "smec-nodrop":
         text = re.sub(r"(?m)^early_drop = true$", "early_drop = false", text)
+    for app, slo in (slos or {}).items():
+        text = re.sub(rf"(?ms)^(\[workload\.apps\.{app}\]\n(?:[^\[\n][^\n]*\n|\n)*?)slo_ms = \d+$", rf"\g<1>slo_ms = {slo:g}", text, count=1)
     text = text.replace("[experiment]\n", f'[experiment]\noutput = "{out / "runs"}"\n', 1)
-    if quick:
-        text = re.sub(r"(?m)^duration_s = .*$", "duration_s = 20", text)
-        text = re.sub(r"(?m)^warmup_s = .*$", "warmup_s = 3", text)
+    text = set_timing(text, duration_s, warmup_s)
     parsed = tomllib.loads(text)
     assert (parsed["cell"]["uplink"], parsed["edge"]["manager"]["kind"]) == (uplink, manager), point
     assert parsed["edge"]["manager"]["early_drop"] == (point != "smec-nodrop"), point
     assert parsed["workload"]["arrivals"] == ("constant" if workload == "static" else "poisson"), workload
-    path = out / "configs" / f"smec-{point}.toml"
+    assert parsed["experiment"]["seed"] == seed, seed
+    assert all(abs(parsed["workload"]["apps"][a]["utilisation"] - load / len(LC)) < 1e-6 for a in LC), load
+    assert all(parsed["workload"]["apps"][a]["slo_ms"] == slo for a, slo in (slos or {}).items()), slos
+    path = out / "configs" / f"smec-{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
 
 
-def extract(run_dir: Path, out: Path, point: str) -> None:
+def extract(run_dir: Path, out: Path, name: str) -> None:
     """What the report needs, beside the runs (their link and cell logs, tens of MB, are not committed)."""
     summary = json.loads((run_dir / "summary.json").read_text())
     df = pd.read_csv(run_dir / "requests.csv")
     df = df[df["phase"] == "measure"]
-    df[[c for c in KEEP if c in df]].to_csv(out / f"requests-{point}.csv", index=False)
-    keep = {k: summary[k] for k in ("apps", "cell", "smec") if k in summary}
-    (out / f"summary-{point}.json").write_text(json.dumps(keep, indent=2) + "\n")
+    df[[c for c in KEEP if c in df]].to_csv(out / f"requests-{name}.csv.gz", index=False, float_format="%.3f")
+    keep = {k: summary[k] for k in ("apps", "cell", "smec", "load") if k in summary}
+    (out / f"summary-{name}.json").write_text(json.dumps(keep, indent=2) + "\n")
 
 
-def table(points: dict[str, dict]) -> str:
-    head = "| point | app | SLO ms | SLO met | P50 ms | P99 ms | early drops | timeouts | goodput Mbit/s |"
-    rows = [head, "|---" * (head.count("|") - 1) + "|"]
-    f = lambda v, fmt="{:.1f}": "-" if v is None else fmt.format(v)  # noqa: E731
-    for p, s in points.items():
+def collect(out: Path, load: float = FILE_LOAD) -> dict[str, dict[int, dict]]:
+    """Every point's summaries found in OUT at this load, by seed."""
+    found: dict[str, dict[int, dict]] = {}
+    for p in POINTS:
+        tag = re.escape(p + ("" if load == FILE_LOAD else f"-u{load:g}"))
+        for f in sorted(out.glob("summary-*.json")):
+            m = re.fullmatch(rf"summary-{tag}-s(\d+)\.json", f.name)
+            if m:
+                found.setdefault(p, {})[int(m.group(1))] = json.loads(f.read_text())
+    return found
+
+
+def table(points: dict[str, dict[int, dict]]) -> str:
+    head = ("| point | app | runs | SLO ms | SLO met | P50 ms | P99 ms | early drops | timeouts | goodput Mbit/s | "
+            "offered util. | server busy |")
+    rows = [head, "|---" * (head.count("|") - 1) + "|",
+            "| | | | | mean [min-max] | median [min-max] | median [min-max] | mean | total | mean [min-max] | mean | mean |"]
+    for p, runs in points.items():
         for app in APPS:
-            a = s["apps"][app]
-            rows.append(f"| {POINTS[p][2]} | {app} | {f(a['slo_ms'], '{:g}') if a['slo_ms'] else 'best effort'} "
-                        f"| {f(a.get('slo_met'), '{:.1%}')} | {f(a['e2e_ms_p50'])} | {f(a['e2e_ms_p99'])} "
-                        f"| {a['early_drops'] / max(1, a['requests']):.1%} | {a['timeouts']} | {f(a.get('goodput_mbps'), '{:.2f}')} |")
+            a = [s["apps"][app] for s in runs.values()]
+            ld = [s.get("load", {}).get(app, {}) for s in runs.values()]
+            slo = a[0]["slo_ms"]
+            offered = [x.get("utilisation_offered") for x in ld if x]
+            busy = [x.get("busy") for x in ld if x and x.get("busy") is not None]
+            rows.append(f"| {POINTS[p][2]} | {app} | {len(a)} | {f'{slo:g}' if slo else 'best effort'} "
+                        f"| {spread([x.get('slo_met') for x in a])} | {med_range([x['e2e_ms_p50'] for x in a], '{:.0f}')} "
+                        f"| {med_range([x['e2e_ms_p99'] for x in a], '{:.0f}')} "
+                        f"| {sum(x['early_drops'] for x in a) / max(1, sum(x['requests'] for x in a)):.1%} "
+                        f"| {sum(x['timeouts'] for x in a)} | {spread([x.get('goodput_mbps') for x in a], '{:.1f}')} "
+                        f"| {f'{np.mean(offered):.2f}' if offered else '-'} | {f'{np.mean(busy):.0%}' if busy else '-'} |")
     return "\n".join(rows)
 
 
-def figures(points: dict[str, dict], frames: dict[str, pd.DataFrame], out: Path) -> list[Path]:
-    made = []
-    fig, ax = plt.subplots(figsize=(9, 3.8))
-    lc = [a for a in APPS if a != "ft"]
+def slo_bars(points: dict[str, dict[int, dict]], out: Path, title: str) -> Path:
+    """Each point's SLO share per app: the bar is the mean over seeds, the whisker min-max, a dot each seed."""
+    fig, ax = plt.subplots(figsize=(9.5, 4.0))
     width = 0.8 / len(points)
-    for i, (p, s) in enumerate(points.items()):
-        met = [100 * (s["apps"][a].get("slo_met") or 0) for a in lc]
-        bars = ax.bar(np.arange(len(lc)) + i * width, met, width, label=POINTS[p][2], color=f"C{i}")
-        ax.bar_label(bars, [f"{m:.0f}" for m in met], fontsize=7, padding=1)  # a 0% bar is still seen
-    ax.set_xticks(np.arange(len(lc)) + width * (len(points) - 1) / 2,
-                  [f"{a} (SLO {points[next(iter(points))]['apps'][a]['slo_ms']:g} ms)" for a in lc])
+    seeds = sorted({s for runs in points.values() for s in runs})
+    for i, (p, runs) in enumerate(points.items()):
+        x = np.arange(len(LC)) + i * width
+        met = np.array([[100 * (s["apps"][a].get("slo_met") or 0) for a in LC] for s in runs.values()])
+        mean = met.mean(axis=0)
+        bars = ax.bar(x, mean, width, label=POINTS[p][2], color=f"C{i}", alpha=0.75)
+        ax.errorbar(x, mean, yerr=[mean - met.min(axis=0), met.max(axis=0) - mean], fmt="none", ecolor="k", lw=0.8, capsize=2)
+        for row in met:
+            ax.plot(x, row, "k.", ms=2.5)
+        ax.bar_label(bars, [f"{m:.0f}" for m in mean], fontsize=7, padding=6)  # a 0% bar is still seen
+    first = next(iter(points.values()))
+    slo = next(iter(first.values()))["apps"]
+    ax.set_xticks(np.arange(len(LC)) + width * (len(points) - 1) / 2, [f"{a} (SLO {slo[a]['slo_ms']:g} ms)" for a in LC])
     ax.set_ylabel("requests within their SLO (%)\n(dropped and late both miss)")
-    ax.set_ylim(0, 105)
+    ax.set_ylim(0, 112)
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8, ncol=3, loc="upper right", title="bar labels: % of requests", title_fontsize=7)
-    ax.set_title("SLO satisfaction per latency-critical app (measured, scaled setup)", fontsize=10)
+    ax.legend(fontsize=7.5, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
+    ax.set_title(f"{title}\nbar: mean of seeds {', '.join(map(str, seeds))}; whisker: min-max; dot: one run", fontsize=9.5)
     fig.tight_layout()
     fig.savefig(out / "slo_met.png", dpi=120)
     plt.close(fig)
-    made.append(out / "slo_met.png")
+    return out / "slo_met.png"
 
-    for app in lc:
+
+def figures(points: dict[str, dict[int, dict]], out: Path, title: str) -> list[Path]:
+    made = [slo_bars(points, out, title)]
+    for app in LC:
         fig, ax = plt.subplots(figsize=(7.5, 4.0))
-        for i, (p, df) in enumerate(frames.items()):
+        for i, (p, runs) in enumerate(points.items()):
+            frames = [pd.read_csv(out / f"requests-{point_name(p, s)}.csv.gz") for s in runs]
+            df = pd.concat(frames)
             d = df[df["app"] == app]
             x = np.sort(d.loc[d["status"] == "ok", "e2e_ms"].to_numpy())
             if len(x):
                 ax.plot(x, np.arange(1, len(x) + 1) / len(d), drawstyle="steps-post", color=f"C{i}",
-                        label=f"{POINTS[p][2]} ({len(d)} requests)")
-        slo = points[next(iter(points))]["apps"][app]["slo_ms"]
+                        label=f"{POINTS[p][2]} ({len(d)} requests, {len(runs)} runs)")
+        slo = next(iter(next(iter(points.values())).values()))["apps"][app]["slo_ms"]
         ax.axvline(slo, color="0.3", ls="--", lw=1)
         ax.text(slo, 0.03, f" SLO {slo:g} ms", fontsize=8, color="0.3")
         made.append(log_cdf(fig, ax, "end-to-end latency (ms, log scale)", "fraction of requests (dropped, late: never)",
-                            f"{app}: end-to-end latency per point (measured)", out / f"e2e_cdf_{app}.png"))
+                            f"{app}: end-to-end latency per point, the seeds' runs pooled (measured)", out / f"e2e_cdf_{app}.png"))
     return made
+
+
+def sweep_data(out: Path) -> dict[str, dict[float, dict[int, dict]]]:
+    """Default's and SMEC's runs at every load: the sweep's, and the file's own load from the main results."""
+    data: dict[str, dict[float, dict[int, dict]]] = {p: {} for p in SWEPT}
+    loads = {float(m.group(1)) for f in (out / "sweep").glob("summary-*.json") if (m := re.search(r"-u([0-9.]+)-s\d+\.json$", f.name))}
+    for load in sorted(loads | {FILE_LOAD}):
+        got = collect(out if load == FILE_LOAD else out / "sweep", load)
+        for p in SWEPT:
+            if got.get(p):
+                data[p][load] = got[p]
+    return data
+
+
+def sweep_table(data: dict[str, dict[float, dict[int, dict]]]) -> str:
+    head = "| LC utilisation asked | point | runs | " + " | ".join(f"{a} SLO met | {a} P99 ms" for a in LC) + " | edge busy (sum of apps) |"
+    rows = [head, "|---" * (head.count("|") - 1) + "|"]
+    for load in sorted({u for p in data.values() for u in p}):
+        for p in SWEPT:
+            runs = data[p].get(load)
+            if not runs:
+                continue
+            cells = []
+            for a in LC:
+                cells.append(spread([s["apps"][a].get("slo_met") for s in runs.values()]))
+                cells.append(med_range([s["apps"][a]["e2e_ms_p99"] for s in runs.values()]))
+            busy = [sum((s.get("load", {}).get(a, {}).get("busy") or 0) for a in LC) for s in runs.values()]
+            rows.append(f"| {load:g} | {POINTS[p][2]} | {len(runs)} | " + " | ".join(cells) + f" | {spread(busy, '{:.0%}')} |")
+    return "\n".join(rows)
+
+
+def sweep_figure(data: dict[str, dict[float, dict[int, dict]]], out: Path) -> Path | None:
+    if not any(len(v) > 1 for v in data.values()):
+        return None
+    fig, axes = plt.subplots(2, len(LC), figsize=(12, 6.5), sharex=True)
+    for j, app in enumerate(LC):
+        top, bottom = axes[0, j], axes[1, j]
+        for p in SWEPT:
+            loads = sorted(data[p])
+            met = [[100 * (s["apps"][app].get("slo_met") or 0) for s in data[p][u].values()] for u in loads]
+            p99 = [[s["apps"][app]["e2e_ms_p99"] for s in data[p][u].values() if s["apps"][app]["e2e_ms_p99"]] for u in loads]
+            color = f"C{list(POINTS).index(p)}"
+            top.plot(loads, [np.mean(m) for m in met], "o-", color=color, label=POINTS[p][2])
+            top.fill_between(loads, [min(m) for m in met], [max(m) for m in met], color=color, alpha=0.2)
+            bottom.plot(loads, [np.median(v) for v in p99], "o-", color=color, label=POINTS[p][2])
+            bottom.fill_between(loads, [min(v) for v in p99], [max(v) for v in p99], color=color, alpha=0.2)
+        slo = next(iter(next(iter(data["smec"].values())).values()))["apps"][app]["slo_ms"]
+        top.set_title(f"{app} (SLO {slo:g} ms)", fontsize=10)
+        top.set_ylim(0, 103)
+        bottom.set_yscale("log")
+        bottom.axhline(slo, color="0.3", ls="--", lw=1)
+        bottom.text(bottom.get_xlim()[0], slo, " SLO", fontsize=8, color="0.3", va="bottom")
+        bottom.set_xlabel("latency-critical load asked\n(utilisation of the 1-CPU edge, all 3 apps)")
+        for ax in (top, bottom):
+            ax.grid(alpha=0.3, which="both")
+            ax.axvline(FILE_LOAD, color="0.6", ls=":", lw=1)
+    axes[0, 0].set_ylabel("requests within SLO (%)\nline: mean of seeds; band: min-max")
+    axes[1, 0].set_ylabel("P99 end-to-end (ms, log)\nline: median of seeds; band: min-max")
+    axes[0, 0].legend(fontsize=8, loc="lower left")
+    fig.suptitle("Where each policy breaks: SMEC's mix at rising load (measured; dotted: the file's 0.6)", fontsize=10.5)
+    fig.tight_layout()
+    fig.savefig(out / "sweep.png", dpi=120)
+    plt.close(fig)
+    return out / "sweep.png"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="20 s measured per point instead of 60")
+    ap.add_argument("--quick", action="store_true", help="one seed, 15 s measured, into results-quick/ (a smoke run)")
     ap.add_argument("--workload", choices=("dynamic", "static"), default="dynamic",
                     help="dynamic: Poisson arrivals (the file as written); static: constant arrivals")
+    ap.add_argument("--seeds", default="1,2,3", help="repetitions, one run per seed and point (default 1,2,3)")
+    ap.add_argument("--duration", type=int, default=30, help="seconds measured per run (default 30)")
     ap.add_argument("--out", type=Path, help="default: results/ (dynamic), results/static/ (static)")
     ap.add_argument("--points", default=",".join(POINTS), help=f"which to (re-)run (default: all of {', '.join(POINTS)})")
+    ap.add_argument("--sweep", default="", help="total latency-critical utilisations to run Default and SMEC at, "
+                    "e.g. 0.3,0.45,0.9,1.2 (into OUT/sweep/; the file's 0.6 comes from the main points)")
+    ap.add_argument("--scale-slo", action="store_true", help="each latency-critical SLO scaled by its service time "
+                    "calibrated here over the reference machine's, into results/scaled-slo/ (default points: default,smec)")
     ap.add_argument("--analyze-only", action="store_true", help="redraw from the extracts already in --out")
     a = ap.parse_args()
-    out = (a.out or (HERE / "results" / ("static" if a.workload == "static" else ""))).resolve()
-    (out / "logs").mkdir(parents=True, exist_ok=True)
-    picked = chosen(ap, "--points", a.points, POINTS)
+    seeds = seed_list(ap, "1" if a.quick and a.seeds == "1,2,3" else a.seeds)
+    duration, warmup = (15, 3) if a.quick else (a.duration, 5)
+    default_out = HERE / ("results-quick" if a.quick else "results") / \
+        ("static" if a.workload == "static" else "scaled-slo" if a.scale_slo else "")
+    out = (a.out or default_out).resolve()
+    try:
+        sweep = [float(u) for u in a.sweep.split(",") if u]
+    except ValueError:
+        ap.error(f"--sweep: {a.sweep!r} is not a comma-separated list of utilisations, e.g. 0.3,0.9")
+    if sweep and a.workload == "static":
+        ap.error("--sweep runs the dynamic workload only (its 0.6 point comes from the dynamic main points)")
+    if a.scale_slo and (sweep or a.workload == "static"):
+        ap.error("--scale-slo runs the main points of the dynamic workload only")
+    if a.scale_slo and a.points == ",".join(POINTS):
+        a.points = ",".join(SWEPT)
+    picked = chosen(ap, "--points", a.points, POINTS) if a.points else []
     if not a.analyze_only:
-        for p in picked:
-            print(f"smec: {POINTS[p][2]} ...", flush=True)
-            extract(run_point(point_config(out, p, a.quick, a.workload), out / "logs" / f"{p}.log"), out, p)
-    points = {p: json.loads((out / f"summary-{p}.json").read_text()) for p in POINTS if (out / f"summary-{p}.json").exists()}
-    frames = {p: pd.read_csv(out / f"requests-{p}.csv") for p in points}
+        slos = scaled_slos(out) if a.scale_slo else None
+        if slos:
+            print("smec: SLOs scaled to this machine: " + ", ".join(f"{k} {v:g} ms" for k, v in slos.items()), flush=True)
+        todo = [(p, s, FILE_LOAD, out) for s in seeds for p in picked]
+        todo += [(p, s, u, out / "sweep") for u in sweep for s in seeds for p in SWEPT]
+        for i, (p, s, u, where) in enumerate(todo, 1):
+            name = point_name(p, s, u)
+            print(f"smec [{i}/{len(todo)}]: {POINTS[p][2]}, seed {s}, LC utilisation {u:g} ...", flush=True)
+            (where / "logs").mkdir(parents=True, exist_ok=True)
+            cfg = point_config(where, p, s, duration, warmup, a.workload, u, slos)
+            extract(run_point(cfg, where / "logs" / f"{name}.log"), where, name)
+    points = collect(out)
+    if not points:
+        print(f"smec: no extracts in {out}: run without --analyze-only first", file=sys.stderr)
+        return 1
+    title = (f"SLO satisfaction per latency-critical app, {a.workload} workload, LC load {FILE_LOAD:g} of the edge "
+             "(measured, scaled setup)")
     t = table(points)
+    made = figures(points, out, title)
+    if a.scale_slo and (out / "slo.json").exists():
+        scaled = json.loads((out / "slo.json").read_text())["slo_ms"]
+        title = title.replace(" (measured", ", SLOs scaled to this machine (" + ", ".join(f"{k} {v:g} ms" for k, v in scaled.items())
+                              + ")\n(measured")
+    if a.workload == "dynamic" and not a.scale_slo:
+        data = sweep_data(out)
+        st = sweep_table(data)
+        fig = sweep_figure(data, out)
+        if fig:
+            made.append(fig)
+            t += "\n\n" + st
     (out / "table.md").write_text(t + "\n")
-    made = figures(points, frames, out)
     print(t)
     print("figures: " + ", ".join(str(p) for p in made))
     return 0

@@ -18,6 +18,7 @@ import os
 import time
 
 import pytest
+from stress import node_cgroup as stressed
 
 from continuum import cgroups, naming
 from continuum.runtime import wrapped
@@ -30,6 +31,12 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the executor makes cg
 MS = 1_000_000
 SPAN_MS = 2000  # the overload's arrivals
 A, B = "analytics_batch", "model_update"
+
+
+def node_cgroup(name: str, memory_bytes: int) -> cgroups.Cgroup:
+    """The 1-CPU node (its cores at half speed under CONTINUUM_TEST_STRESS=half-speed, tests/stress.py)."""
+    cpus, period_us = stressed(1.0)
+    return cgroups.create(name, cpus, memory_bytes, leaf=True, period_us=period_us)
 
 
 def arrivals(t0: int, plan: list[tuple[float, str]], prefix: str) -> list[Task]:
@@ -50,7 +57,7 @@ def equal_scales(cg, version: int, scale: float) -> dict[str, list[str]]:
 
 def test_mosaic_learns_the_pair_interferes_and_stops_co_running_it_while_fcfs_does_not():
     version, _ = cgroups.detect()
-    cg = cgroups.create(naming.cgroup(naming.new_run_id(), "edge0"), 1.0, 3 << 30, leaf=True)
+    cg = node_cgroup(naming.cgroup(naming.new_run_id(), "edge0"), 3 << 30)
     matrix = Interference([A, B], prior=0.2)
     mosaic = policies.Mosaic(matrix, n_max=4)
     try:
@@ -97,7 +104,7 @@ def test_profiling_gives_the_matrix_its_alone_times_so_the_first_pair_already_te
     the time alone: the profiling pass (one task per class, alone, before arrivals)
     is what lets the first co-running pair teach the matrix."""
     version, _ = cgroups.detect()
-    cg = cgroups.create(naming.cgroup(naming.new_run_id(), "edge0"), 1.0, 3 << 30, leaf=True)
+    cg = node_cgroup(naming.cgroup(naming.new_run_id(), "edge0"), 3 << 30)
     matrix = Interference([A, B], prior=0.2)
     ex = Executor(policies.make("fcfs", slots=2), matrix, [A, B], workers_per_class=1, node_cpu_dir=cg.dirs["cpu"],
                   cgroup_version=version, worker_args=["--scale", "0.25"], wrap=lambda argv: wrapped(argv, cgroup=cg))
@@ -127,7 +134,7 @@ def test_under_sustained_overload_no_task_waits_longer_than_three_deadlines_and_
     two workers free up, so for a class that alone arrives faster than it is served the
     bound cannot hold (docs/mosaic.md)."""
     version, _ = cgroups.detect()
-    cg = cgroups.create(naming.cgroup(naming.new_run_id(), "edge0"), 1.0, 2 << 30, leaf=True)
+    cg = node_cgroup(naming.cgroup(naming.new_run_id(), "edge0"), 2 << 30)
     matrix = Interference(["dispatch_api", "log_archive"], prior=0.0)
     mosaic = policies.Mosaic(matrix, n_max=1)
     from mosaic.services import Services

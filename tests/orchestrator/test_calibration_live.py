@@ -14,8 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from stress import STRESS
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="calibration makes a cgroup: run as root")
+pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="calibration makes a cgroup: run as root"),
+              pytest.mark.skipif(STRESS == "half-speed", reason="this file compares full and half speed itself")]
 
 CONFIG = """
 [experiment]

@@ -20,8 +20,11 @@ import pandas as pd
 import pytest
 
 from cpuhog import cpu_hog
+from stress import STRESS
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
+pytestmark = [pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)"),
+              pytest.mark.skipif(STRESS != "", reason=f"CONTINUUM_TEST_STRESS={STRESS}: this file runs its own idle, hog "
+                                 "and half-speed variants in every run of the suite")]
 SLO_MS, URGENT_MS = 150, 50
 
 CONFIG = """

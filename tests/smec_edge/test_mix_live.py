@@ -1,8 +1,11 @@
 """SMEC's edge manager with two applications on one edge node (issue #19),
-on live runs: AR (latency-critical, SLO 100 ms) offered at 1.15 times what
-the 1-CPU edge node serves of it (calibrated there, issue #36: 32 frames/s
+on live runs: AR (latency-critical) offered at 1.15 times what the 1-CPU
+edge node serves of it (calibrated there, issue #36: 32 frames/s
 overloaded one machine and not the next), beside a best-effort file
-transfer. Under Linux's scheduler alone AR's queue only grows (median
+transfer. AR's SLO is four times its service time calibrated on the node
+(100 ms where AR took 24 ms; a fixed 100 ms left a machine whose AR took
+60 ms, or the same edge at half speed, no room to meet it at any load), so
+the SLO leaves the same slack on any machine. Under Linux's scheduler alone AR's queue only grows (median
 seconds); with SMEC's manager (quota mode: CPU weight per app, and early
 drop) AR's latency stays bounded and part of its requests meet the SLO,
 and the file transfer still moves. Under a sustained overload, dropping
@@ -15,11 +18,17 @@ file but for [edge.manager]."""
 
 from __future__ import annotations
 
+import math
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from stress import edge_config
+
+from continuum import calibration, config
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
 
@@ -45,7 +54,7 @@ timeout_s = 20
 app = "augmented_reality"
 endpoints = 1
 utilisation = 1.15
-slo_ms = 100
+slo_ms = {slo}
 
 [workload.apps.ft]
 app = "file_transfer"
@@ -61,13 +70,29 @@ unit_cpus = 0.125
 """
 
 
+SLO_SERVICE_TIMES = 4  # AR's SLO in units of its calibrated median service time
+
+
+def ar_slo_ms(tmp: Path) -> float:
+    """`continuum calibrate` of the file, as a user would; the runs then take AR's rate from that cache entry."""
+    cfg = tmp / "calibrate.toml"
+    cfg.write_text(edge_config(CONFIG.format(name="mix-calibrate", out=tmp / "runs", slo=100)))
+    p = subprocess.run([sys.executable, "-m", "continuum", "calibrate", str(cfg)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    spec = config.load(cfg, materialize=False)
+    found = calibration.from_cache(spec, spec.offload_node.name, calibration.cpu_model())
+    assert "ar" in found, (found, p.stdout[-2000:])
+    return float(math.ceil(SLO_SERVICE_TIMES * found["ar"].summary["median"]))
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, continuum_run):
     tmp = tmp_path_factory.mktemp("mix")
+    slo = ar_slo_ms(tmp)
     out = {}
     for key, name, extra in (("default", "mix-default", ""), ("smec", "mix-smec", SMEC)):
         cfg = tmp / f"{name}.toml"
-        cfg.write_text(CONFIG.format(name=name, out=tmp / "runs") + extra)
+        cfg.write_text(CONFIG.format(name=name, out=tmp / "runs", slo=slo) + extra)
         out[key] = continuum_run(cfg, tmp, name)
     return out
 
@@ -94,9 +119,12 @@ def test_the_load_overloads_the_edge_by_its_own_calibration(runs):
 def test_smec_keeps_part_of_the_slo_the_default_edge_misses(runs):
     ar = {k: pd.read_json(v / "summary.json", typ="series")["apps"]["ar"] for k, v in runs.items()}
     met = {k: float(a["slo_met"]) for k, a in ar.items()}
+    slo = float(ar["smec"]["slo_ms"])
     assert met["smec"] >= met["default"] + 0.05, met
+    # at 1.15x capacity (and more: the run's servers are slower than calibrated) the wait grows by >= 0.15 s
+    # each second whatever the service time: by the median request of a 12-s window, over 500 ms
     assert ar["default"]["e2e_ms_p50"] >= 500, "Linux alone: the queue grows for the whole run"
-    assert ar["smec"]["e2e_ms_p99"] <= 300, "SMEC: answered requests stay near their SLO"
+    assert ar["smec"]["e2e_ms_p99"] <= 3 * slo, ("SMEC: answered requests stay near their SLO", slo, ar["smec"]["e2e_ms_p99"])
 
 
 def test_best_effort_work_still_progresses(runs):
