@@ -37,6 +37,7 @@ def log_cdf(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     ax.set_xscale("log")
+    plain_log_ticks(ax.xaxis)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.01)
@@ -47,6 +48,15 @@ def log_cdf(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def plain_log_ticks(axis) -> None:
+    """A log axis labelled at 1-2-5 steps in plain numbers (50, 100, 200 ms), not only at powers of ten."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def chosen(ap, option: str, given: str, valid) -> list[str]:

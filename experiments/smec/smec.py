@@ -57,7 +57,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
 from continuum import calibration, config  # noqa: E402
-from points import chosen, log_cdf, med_range, run_point, seed_list, set_timing, spread  # noqa: E402
+from points import chosen, log_cdf, med_range, plain_log_ticks, run_point, seed_list, set_timing, spread  # noqa: E402
 
 BASE = REPO / "configs" / "smec-mix.toml"
 POINTS = {  # name: (uplink scheduler, edge manager, label)
@@ -85,9 +85,12 @@ def point_name(point: str, seed: int, load: float = FILE_LOAD) -> str:
 
 def scaled_slos(out: Path) -> dict[str, float]:
     """Each latency-critical app's SLO times its calibrated service time here over the reference machine's:
-    `continuum calibrate` of the file (the runs then take their rates from the same cache entries)."""
+    `continuum calibrate` of the file (the runs then take their rates from the same cache entries). Once
+    measured for OUT, kept (slo.json): a later --sweep into the same folder uses the same SLOs."""
     import subprocess
 
+    if (out / "slo.json").exists():
+        return json.loads((out / "slo.json").read_text())["slo_ms"]
     (out / "logs").mkdir(parents=True, exist_ok=True)
     with open(out / "logs" / "calibrate.log", "w") as log:
         p = subprocess.run([str(REPO / ".venv" / "bin" / "continuum"), "calibrate", str(BASE)], stdout=log, stderr=subprocess.STDOUT)
@@ -221,7 +224,7 @@ def figures(points: dict[str, dict[int, dict]], out: Path, title: str) -> list[P
                         label=f"{POINTS[p][2]} ({len(d)} requests, {len(runs)} runs)")
         slo = next(iter(next(iter(points.values())).values()))["apps"][app]["slo_ms"]
         ax.axvline(slo, color="0.3", ls="--", lw=1)
-        ax.text(slo, 0.03, f" SLO {slo:g} ms", fontsize=8, color="0.3")
+        ax.text(slo, 0.5, f" SLO {slo:g} ms", fontsize=8, color="0.3", rotation=90, va="center", ha="right")
         made.append(log_cdf(fig, ax, "end-to-end latency (ms, log scale)", "fraction of requests (dropped, late: never)",
                             f"{app}: end-to-end latency per point, the seeds' runs pooled (measured)", out / f"e2e_cdf_{app}.png"))
     return made
@@ -275,6 +278,7 @@ def sweep_figure(data: dict[str, dict[float, dict[int, dict]]], out: Path) -> Pa
         top.set_title(f"{app} (SLO {slo:g} ms)", fontsize=10)
         top.set_ylim(0, 103)
         bottom.set_yscale("log")
+        plain_log_ticks(bottom.yaxis)
         bottom.axhline(slo, color="0.3", ls="--", lw=1)
         bottom.text(bottom.get_xlim()[0], slo, " SLO", fontsize=8, color="0.3", va="bottom")
         bottom.set_xlabel("latency-critical load asked\n(utilisation of the 1-CPU edge, all 3 apps)")
@@ -303,7 +307,8 @@ def main() -> int:
     ap.add_argument("--sweep", default="", help="total latency-critical utilisations to run Default and SMEC at, "
                     "e.g. 0.3,0.45,0.9,1.2 (into OUT/sweep/; the file's 0.6 comes from the main points)")
     ap.add_argument("--scale-slo", action="store_true", help="each latency-critical SLO scaled by its service time "
-                    "calibrated here over the reference machine's, into results/scaled-slo/ (default points: default,smec)")
+                    "calibrated here over the reference machine's, into results/scaled-slo/ (default points: default,smec; "
+                    "with --sweep, the sweep too)")
     ap.add_argument("--analyze-only", action="store_true", help="redraw from the extracts already in --out")
     a = ap.parse_args()
     seeds = seed_list(ap, "1" if a.quick and a.seeds == "1,2,3" else a.seeds)
@@ -317,8 +322,8 @@ def main() -> int:
         ap.error(f"--sweep: {a.sweep!r} is not a comma-separated list of utilisations, e.g. 0.3,0.9")
     if sweep and a.workload == "static":
         ap.error("--sweep runs the dynamic workload only (its 0.6 point comes from the dynamic main points)")
-    if a.scale_slo and (sweep or a.workload == "static"):
-        ap.error("--scale-slo runs the main points of the dynamic workload only")
+    if a.scale_slo and a.workload == "static":
+        ap.error("--scale-slo runs the dynamic workload only")
     if a.scale_slo and a.points == ",".join(POINTS):
         a.points = ",".join(SWEPT)
     picked = chosen(ap, "--points", a.points, POINTS) if a.points else []
@@ -346,7 +351,7 @@ def main() -> int:
         scaled = json.loads((out / "slo.json").read_text())["slo_ms"]
         title = title.replace(" (measured", ", SLOs scaled to this machine (" + ", ".join(f"{k} {v:g} ms" for k, v in scaled.items())
                               + ")\n(measured")
-    if a.workload == "dynamic" and not a.scale_slo:
+    if a.workload == "dynamic":
         data = sweep_data(out)
         st = sweep_table(data)
         fig = sweep_figure(data, out)

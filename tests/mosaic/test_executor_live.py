@@ -43,8 +43,9 @@ def arrivals(t0: int, plan: list[tuple[float, str]], prefix: str) -> list[Task]:
     return [Task(f"{prefix}{i}", cls, t0 + int(at * 1000 * MS), 60_000) for i, (at, cls) in enumerate(plan)]
 
 
-def equal_scales(cg, version: int, scale: float) -> dict[str, list[str]]:
-    """Each class's --scale so that A and B take as long alone on this node as A does at `scale`."""
+def equal_scales(cg, version: int, scale: float) -> tuple[dict[str, list[str]], float]:
+    """Each class's --scale so that A and B take as long alone on this node as A does at `scale`, and that
+    time (s)."""
     matrix = Interference([A, B], prior=0.2)
     ex = Executor(policies.make("fcfs", slots=1), matrix, [A, B], workers_per_class=1, node_cpu_dir=cg.dirs["cpu"],
                   cgroup_version=version, worker_args=["--scale", str(scale)], wrap=lambda argv: wrapped(argv, cgroup=cg))
@@ -52,7 +53,7 @@ def equal_scales(cg, version: int, scale: float) -> dict[str, list[str]]:
         alone = ex.profile([A, B], repeats=2)
     finally:
         ex.close()
-    return {A: ["--scale", str(scale)], B: ["--scale", f"{scale * alone[A] / alone[B]:.4f}"]}
+    return {A: ["--scale", str(scale)], B: ["--scale", f"{scale * alone[A] / alone[B]:.4f}"]}, alone[A] / 1000
 
 
 def test_mosaic_learns_the_pair_interferes_and_stops_co_running_it_while_fcfs_does_not():
@@ -61,7 +62,7 @@ def test_mosaic_learns_the_pair_interferes_and_stops_co_running_it_while_fcfs_do
     matrix = Interference([A, B], prior=0.2)
     mosaic = policies.Mosaic(matrix, n_max=4)
     try:
-        sizes = equal_scales(cg, version, 0.5)
+        sizes, alone_s = equal_scales(cg, version, 0.5)
         ex = Executor(mosaic, matrix, [A, B], workers_per_class=1, node_cpu_dir=cg.dirs["cpu"], cgroup_version=version,
                       class_args=sizes, wrap=lambda argv: wrapped(argv, cgroup=cg))
     except BaseException:
@@ -69,27 +70,30 @@ def test_mosaic_learns_the_pair_interferes_and_stops_co_running_it_while_fcfs_do
         raise
     try:
         # learn: each class alone, twice, then the pair arriving together three times: the first
-        # pair co-runs (nothing learned yet: the prior 0.2 is under tau), and teaches the matrix
+        # pair co-runs (nothing learned yet: the prior 0.2 is under tau), and teaches the matrix.
+        # The arrivals are spaced for tasks of up to 0.8 s alone (1.2 s apart: each alone; a pair
+        # every 1.6 s: done before the next), and stretched for longer ones (a slower machine)
+        u = max(1.0, alone_s / 0.8)
         t0 = time.monotonic_ns()
-        learn = [(0, A), (1.2, B), (2.4, A), (3.6, B)] + [(5 + 1.6 * k, c) for k in range(3) for c in (A, B)]
+        learn = [(0, A), (1.2 * u, B), (2.4 * u, A), (3.6 * u, B)] + [((5 + 1.6 * k) * u, c) for k in range(3) for c in (A, B)]
         done = ex.run(arrivals(t0, learn, "learn"))
         assert all(d.ok for d in done)
         seen = [(d.task.id, round(d.service_ms), d.taught) for d in done]
         slow_ab, slow_ba = matrix.get(A, B), matrix.get(B, A)
-        assert matrix.alone_n[A] >= 2 and matrix.alone_n[B] >= 2, seen
+        assert matrix.alone_n.get(A, 0) >= 2 and matrix.alone_n.get(B, 0) >= 2, (alone_s, seen)
         assert matrix.count(A, B) >= 1 and matrix.count(B, A) >= 1, seen
         assert slow_ab > 0.35 and slow_ba > 0.35, f"on one CPU the pair slows each other: {slow_ab:.2f}, {slow_ba:.2f}; {seen}; {sizes}"
         assert any(d.rule == "ipc" for d in mosaic.decisions)  # the later pairs of the learning phase were already queued
         # now MOSAIC queues the second of a pair: no task of it runs beside the other class
         n = len(ex.done)
-        ex.run(arrivals(time.monotonic_ns(), [(1.6 * k, c) for k in range(3) for c in (A, B)], "mosaic"))
+        ex.run(arrivals(time.monotonic_ns(), [(1.6 * k * u, c) for k in range(3) for c in (A, B)], "mosaic"))
         after = ex.done[n:]
         assert any(d.rule == "ipc" for d in mosaic.decisions), [d.rule for d in mosaic.decisions]
         assert all(sum(d.beside.values()) < 0.2 for d in after), [(d.task.id, d.beside) for d in after]
         # FCFS on the same executor and the same arrivals co-runs them
         ex.policy = policies.make("fcfs", slots=4)
         n = len(ex.done)
-        ex.run(arrivals(time.monotonic_ns(), [(1.6 * k, c) for k in range(3) for c in (A, B)], "fcfs"))
+        ex.run(arrivals(time.monotonic_ns(), [(1.6 * k * u, c) for k in range(3) for c in (A, B)], "fcfs"))
         fcfs = ex.done[n:]
         assert sum(d.beside.get(B if d.task.cls == A else A, 0) > 0.5 for d in fcfs) >= 4, [(d.task.id, d.beside) for d in fcfs]
         assert max(d.service_ms for d in fcfs) > 1.3 * max(d.service_ms for d in after)  # and each pays for it
