@@ -191,11 +191,12 @@ def slo_bars(points: dict[str, dict[int, dict]], out: Path, title: str) -> Path:
         x = np.arange(len(LC)) + i * width
         met = np.array([[100 * (s["apps"][a].get("slo_met") or 0) for a in LC] for s in runs.values()])
         mean = met.mean(axis=0)
-        bars = ax.bar(x, mean, width, label=POINTS[p][2], color=f"C{i}", alpha=0.75)
+        ax.bar(x, mean, width, label=POINTS[p][2], color=f"C{i}", alpha=0.75)
         ax.errorbar(x, mean, yerr=[mean - met.min(axis=0), met.max(axis=0) - mean], fmt="none", ecolor="k", lw=0.8, capsize=2)
         for row in met:
             ax.plot(x, row, "k.", ms=2.5)
-        ax.bar_label(bars, [f"{m:.0f}" for m in mean], fontsize=7, padding=6)  # a 0% bar is still seen
+        for xi, m, top in zip(x, mean, met.max(axis=0)):  # above the whisker: a 0% bar is still seen
+            ax.text(xi, top + 1.5, f"{m:.0f}", ha="center", va="bottom", fontsize=7)
     first = next(iter(points.values()))
     slo = next(iter(first.values()))["apps"]
     ax.set_xticks(np.arange(len(LC)) + width * (len(points) - 1) / 2, [f"{a} (SLO {slo[a]['slo_ms']:g} ms)" for a in LC])
@@ -259,7 +260,7 @@ def sweep_table(data: dict[str, dict[float, dict[int, dict]]]) -> str:
     return "\n".join(rows)
 
 
-def sweep_figure(data: dict[str, dict[float, dict[int, dict]]], out: Path) -> Path | None:
+def sweep_figure(data: dict[str, dict[float, dict[int, dict]]], out: Path, note: str = "") -> Path | None:
     if not any(len(v) > 1 for v in data.values()):
         return None
     fig, axes = plt.subplots(2, len(LC), figsize=(12, 6.5), sharex=True)
@@ -288,7 +289,8 @@ def sweep_figure(data: dict[str, dict[float, dict[int, dict]]], out: Path) -> Pa
     axes[0, 0].set_ylabel("requests within SLO (%)\nline: mean of seeds; band: min-max")
     axes[1, 0].set_ylabel("P99 end-to-end (ms, log)\nline: median of seeds; band: min-max")
     axes[0, 0].legend(fontsize=8, loc="lower left")
-    fig.suptitle("Where each policy breaks: SMEC's mix at rising load (measured; dotted: the file's 0.6)", fontsize=10.5)
+    fig.suptitle("Where each policy breaks: SMEC's mix at rising load (measured; dotted: the file's 0.6)"
+                 + (f"\n{note}" if note else ""), fontsize=10.5)
     fig.tight_layout()
     fig.savefig(out / "sweep.png", dpi=120)
     plt.close(fig)
@@ -345,16 +347,17 @@ def main() -> int:
         return 1
     title = (f"SLO satisfaction per latency-critical app, {a.workload} workload, LC load {FILE_LOAD:g} of the edge "
              "(measured, scaled setup)")
+    scaled = ""
+    if a.scale_slo and (out / "slo.json").exists():
+        slo_ms = json.loads((out / "slo.json").read_text())["slo_ms"]
+        scaled = "SLOs scaled to this machine: " + ", ".join(f"{k} {v:g} ms" for k, v in slo_ms.items())
+        title = f"{title}\n{scaled} (their SLO x calibrated here / on the reference machine)"
     t = table(points)
     made = figures(points, out, title)
-    if a.scale_slo and (out / "slo.json").exists():
-        scaled = json.loads((out / "slo.json").read_text())["slo_ms"]
-        title = title.replace(" (measured", ", SLOs scaled to this machine (" + ", ".join(f"{k} {v:g} ms" for k, v in scaled.items())
-                              + ")\n(measured")
     if a.workload == "dynamic":
         data = sweep_data(out)
         st = sweep_table(data)
-        fig = sweep_figure(data, out)
+        fig = sweep_figure(data, out, scaled)
         if fig:
             made.append(fig)
             t += "\n\n" + st
