@@ -34,7 +34,7 @@ import pandas as pd  # noqa: E402
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
-from points import chosen, med_range, run_point, set_timing, spread  # noqa: E402
+from points import chosen, med_range, plain_log_ticks, run_point, set_timing, spread  # noqa: E402
 
 BASE = REPO / "configs" / "mosaic-paper.toml"
 POLICIES = {"fcfs": "FCFS", "rr": "Round robin (50 ms)", "sjf": "SJF", "priority": "PriorityStrict", "edf": "EDF",
@@ -343,6 +343,7 @@ def load_figure(lp: dict[str, dict[float, dict[str, dict]]], out: Path) -> Path 
     axes[0].set_ylim(0, 103)
     axes[2].set_ylim(0, 103)
     axes[1].set_yscale("log")
+    plain_log_ticks(axes[1].yaxis)
     axes[0].legend(fontsize=8, loc="lower left")
     seeds = sorted({sd for by in lp.values() for runs in by.values() for sd in runs})
     fig.suptitle(f"Where each policy breaks on real tasks (measured; seeds {', '.join(seeds)}; band: min-max, dot: one run)", fontsize=10)
