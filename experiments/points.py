@@ -32,7 +32,7 @@ def flat(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def log_cdf(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
+def log_cdf(fig, ax, xlabel: str, ylabel: str, title: str, path: Path, legend_loc: str = "upper left") -> Path:
     """The CDF figures' common finish: log x axis, labels, grid, legend, saved."""
     import matplotlib.pyplot as plt
 
@@ -42,7 +42,7 @@ def log_cdf(fig, ax, xlabel: str, ylabel: str, title: str, path: Path) -> Path:
     ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.01)
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc=legend_loc)
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

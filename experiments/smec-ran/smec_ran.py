@@ -116,7 +116,7 @@ def figures(points: Points, out: Path) -> list[Path]:
     made.append(log_cdf(fig, ax, "RAN latency per latency-critical request (ms, log scale): uplink less the core's one-way delay",
                          "fraction of requests (unanswered: never)",
                          "Latency-critical uplink in a shared 5G cell, per uplink scheduler\n(measured; the seeds' runs pooled)",
-                         out / "ran_latency_cdf.png"))
+                         out / "ran_latency_cdf.png", legend_loc="lower right"))
 
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     for s in ("smec", "tutti"):
