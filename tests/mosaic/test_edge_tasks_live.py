@@ -9,13 +9,17 @@ but the summary must count every measured task and the plots must be made."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
+from stress import edge_config
 
-from continuum import cgroups
+from continuum import calibration, cgroups, config
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
 
@@ -92,7 +96,19 @@ def test_a_run_that_ends_with_tasks_queued_still_counts_them(tmp_path, continuum
     cfg = tmp_path / "over.toml"
     text = CONFIG.format(out=tmp_path / "runs").replace('name = "tasks"', 'name = "over"')
     text = text.replace("rate = 2", "utilisation = 2.0") + "\n[calibration]\nrequests = 20\nmin_s = 2\n"
-    text = text.replace("timeout_s = 30", "timeout_s = 2").replace("duration_s = 8", "duration_s = 4").replace('policy = "mosaic"', 'policy = "fcfs"\nslots = 1').replace("scale = 0.25", "scale = 1.0")
+    text = edge_config(text.replace('policy = "mosaic"', 'policy = "fcfs"\nslots = 1').replace("scale = 0.25", "scale = 1.0"))
+    # the window and the timeout in units of the node's own service time (`continuum calibrate` first, as a
+    # user would; the run takes its rate from the same cache entry): about 8 arrivals, the last ones still
+    # queued when the window and a timeout of a few tasks' length run out (fixed 4 s and 2 s saw one task
+    # arrive on a machine that served 0.2 tasks/s)
+    cfg.write_text(text)
+    p = subprocess.run([sys.executable, "-m", "continuum", "calibrate", str(cfg)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    spec = config.load(cfg, materialize=False)
+    cal = calibration.from_cache(spec, spec.offload_node.name, calibration.cpu_model())["edge_tasks"]
+    duration = max(4, math.ceil(8 / (2.0 * cal.capacity_rps)))
+    timeout = max(2, math.ceil(3 * cal.summary["mean"] / 1000))
+    text = text.replace("timeout_s = 30", f"timeout_s = {timeout}").replace("duration_s = 8", f"duration_s = {duration}")
     cfg.write_text(text)
     run = continuum_run(cfg, tmp_path, "over")
     tasks = pd.read_csv(run / "raw" / "mosaic-tasks.csv")
@@ -100,4 +116,4 @@ def test_a_run_that_ends_with_tasks_queued_still_counts_them(tmp_path, continuum
     assert (run / "raw" / "mosaic-queue.csv").exists() and (run / "raw" / "mosaic-decisions.csv").exists()
     adm = json.loads((run / "summary.json").read_text())["admission"]
     assert json.loads((run / "manifest.json").read_text())["calibration"]["apps"]["edge_tasks"]["utilisation"] == pytest.approx(2.0)
-    assert adm["unseen"] == 0 and adm["finished"] < adm["arrived"] and adm["queue"]["max"] > 0
+    assert adm["unseen"] == 0 and adm["finished"] < adm["arrived"] and adm["queue"]["max"] > 0, (adm, duration, timeout, cal.capacity_rps)
