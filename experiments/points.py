@@ -68,26 +68,28 @@ def chosen(ap, option: str, given: str, valid) -> list[str]:
     return picked
 
 
-def spread(values, fmt: str = "{:.1%}") -> str:
-    """A share over repetitions: "mean [min-max]" (a single run: just its value)."""
+def _over_runs(values, fmt: str, centre) -> str:
+    """ "centre [min-max]" of the runs' values (a single run: just its value; none: "-")."""
     vals = [v for v in values if v is not None]
     if not vals:
         return "-"
     if len(vals) == 1:
         return fmt.format(vals[0])
-    return f"{fmt.format(sum(vals) / len(vals))} [{fmt.format(min(vals))}-{fmt.format(max(vals))}]"
+    return f"{fmt.format(centre(vals))} [{fmt.format(min(vals))}-{fmt.format(max(vals))}]"
+
+
+def spread(values, fmt: str = "{:.1%}") -> str:
+    """A share over repetitions: "mean [min-max]"."""
+    import statistics
+
+    return _over_runs(values, fmt, statistics.fmean)
 
 
 def med_range(values, fmt: str = "{:.0f}") -> str:
     """A percentile over repetitions: the median of the runs' own values [min-max], never their mean."""
     import statistics
 
-    vals = [v for v in values if v is not None]
-    if not vals:
-        return "-"
-    if len(vals) == 1:
-        return fmt.format(vals[0])
-    return f"{fmt.format(statistics.median(vals))} [{fmt.format(min(vals))}-{fmt.format(max(vals))}]"
+    return _over_runs(values, fmt, statistics.median)
 
 
 def seed_list(ap, given: str) -> list[int]:
