@@ -227,7 +227,8 @@ def figures(points: dict[str, dict[int, dict]], out: Path, title: str) -> list[P
         ax.axvline(slo, color="0.3", ls="--", lw=1)
         ax.text(slo, 0.5, f" SLO {slo:g} ms", fontsize=8, color="0.3", rotation=90, va="center", ha="right")
         made.append(log_cdf(fig, ax, "end-to-end latency (ms, log scale)", "fraction of requests (dropped, late: never)",
-                            f"{app}: end-to-end latency per point, the seeds' runs pooled (measured)", out / f"e2e_cdf_{app}.png"))
+                            f"{app}: end-to-end latency per point, the seeds' runs pooled (measured)", out / f"e2e_cdf_{app}.png",
+                            legend_loc="lower right"))
     return made
 
 
@@ -305,7 +306,8 @@ def main() -> int:
     ap.add_argument("--seeds", default="1,2,3", help="repetitions, one run per seed and point (default 1,2,3)")
     ap.add_argument("--duration", type=int, default=30, help="seconds measured per run (default 30)")
     ap.add_argument("--out", type=Path, help="default: results/ (dynamic), results/static/ (static)")
-    ap.add_argument("--points", default=",".join(POINTS), help=f"which to (re-)run (default: all of {', '.join(POINTS)})")
+    ap.add_argument("--points", help=f"which to (re-)run (default: all of {', '.join(POINTS)}; with --scale-slo, "
+                    f"{', '.join(SWEPT)}; '' for none, e.g. with --sweep)")
     ap.add_argument("--sweep", default="", help="total latency-critical utilisations to run Default and SMEC at, "
                     "e.g. 0.3,0.45,0.9,1.2 (into OUT/sweep/; the file's 0.6 comes from the main points)")
     ap.add_argument("--scale-slo", action="store_true", help="each latency-critical SLO scaled by its service time "
@@ -326,9 +328,8 @@ def main() -> int:
         ap.error("--sweep runs the dynamic workload only (its 0.6 point comes from the dynamic main points)")
     if a.scale_slo and a.workload == "static":
         ap.error("--scale-slo runs the dynamic workload only")
-    if a.scale_slo and a.points == ",".join(POINTS):
-        a.points = ",".join(SWEPT)
-    picked = chosen(ap, "--points", a.points, POINTS) if a.points else []
+    given = a.points if a.points is not None else ",".join(SWEPT if a.scale_slo else POINTS)
+    picked = chosen(ap, "--points", given, POINTS)
     if not a.analyze_only:
         slos = scaled_slos(out) if a.scale_slo else None
         if slos:
