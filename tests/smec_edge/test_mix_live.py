@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from calibrate_first import calibrate_first
 from stress import edge_config
-
-from continuum import calibration, config
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
 
@@ -77,11 +74,8 @@ def ar_slo_ms(tmp: Path) -> float:
     """`continuum calibrate` of the file, as a user would; the runs then take AR's rate from that cache entry."""
     cfg = tmp / "calibrate.toml"
     cfg.write_text(edge_config(CONFIG.format(name="mix-calibrate", out=tmp / "runs", slo=100)))
-    p = subprocess.run([sys.executable, "-m", "continuum", "calibrate", str(cfg)], capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    spec = config.load(cfg, materialize=False)
-    found = calibration.from_cache(spec, spec.offload_node.name, calibration.cpu_model())
-    assert "ar" in found, (found, p.stdout[-2000:])
+    found = calibrate_first(cfg)
+    assert "ar" in found, found
     return float(math.ceil(SLO_SERVICE_TIMES * found["ar"].summary["median"]))
 
 
@@ -121,9 +115,15 @@ def test_smec_keeps_part_of_the_slo_the_default_edge_misses(runs):
     met = {k: float(a["slo_met"]) for k, a in ar.items()}
     slo = float(ar["smec"]["slo_ms"])
     assert met["smec"] >= met["default"] + 0.05, met
-    # at 1.15x capacity (and more: the run's servers are slower than calibrated) the wait grows by >= 0.15 s
-    # each second whatever the service time: by the median request of a 12-s window, over 500 ms
-    assert ar["default"]["e2e_ms_p50"] >= 500, "Linux alone: the queue grows for the whole run"
+    # Linux alone: the queue grows for the whole run. The wait grows by (rho - 1) s each second whatever the
+    # service time, but rho in the run is 1.15 times how fast the server ran there against its calibration
+    # (a median over 500 ms held where it ran slower, and missed at 454 ms where it ran at its calibrated
+    # speed), so the check is the growth itself: the last third's median at least 3x the first third's,
+    # and at least twice the SLO
+    ar_default = _measured(runs["default"]).query("app == 'ar'").sort_values("t_drawn")
+    third = len(ar_default) // 3
+    early, late = ar_default["e2e_ms"].iloc[:third].median(), ar_default["e2e_ms"].iloc[-third:].median()
+    assert late >= 3 * early and late >= 2 * slo, ("Linux alone: the queue grows for the whole run", early, late, slo)
     assert ar["smec"]["e2e_ms_p99"] <= 3 * slo, ("SMEC: answered requests stay near their SLO", slo, ar["smec"]["e2e_ms_p99"])
 
 
