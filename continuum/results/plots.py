@@ -8,8 +8,13 @@ of one run can be laid side by side."""
 
 from __future__ import annotations
 
+import functools
 import json
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 import matplotlib
 
@@ -273,7 +278,22 @@ def time_range(tl: Timeline, links: list[pd.DataFrame | None], samples: pd.DataF
     return lo - pad, hi + pad
 
 
+# The figures of the run being plotted, for the forked workers to find (fork: nothing is pickled).
+_JOBS: list[Callable[[], list[Path]]] = []
+
+
+def _render(i: int) -> list[Path]:
+    return _JOBS[i]()
+
+
+def _one(made: bool | None, path: Path) -> list[Path]:
+    return [path] if made else []
+
+
 def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5) -> list[Path]:
+    """Every figure of the run, rendered side by side on the machine's cores:
+    matplotlib spends ~0.2-1.5 s per figure here, one core at a time, and the
+    results of every run waited for all of them in turn."""
     plots = run_dir / "plots"
     plots.mkdir(exist_ok=True)
     tl = timeline.of_requests(df)
@@ -284,34 +304,45 @@ def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5
              for ep in endpoints}
     samples = timeline.node_samples(run_dir / "nodes.csv", tl)
     xlim = time_range(tl, [b for ep in links.values() for b in ep.values()], samples, bin_s)
-    made = []
-    latency_over_time(df, summary, tl, xlim, plots / "latency_over_time.png")
-    made.append(plots / "latency_over_time.png")
-    if decomposition(summary, plots / "decomposition.png"):
-        made.append(plots / "decomposition.png")
-    for ep in endpoints:
-        if link(ep, links[ep], tl, xlim, plots / f"link_{ep}.png", bin_s):
-            made.append(plots / f"link_{ep}.png")
-    if sending_rate(df, sorted((run_dir / "raw").glob("rate-*.csv")), tl, xlim, plots / "sending_rate.png"):
-        made.append(plots / "sending_rate.png")
-    if nodes(samples, node_limits(run_dir), tl, xlim, plots / "nodes.png"):
-        made.append(plots / "nodes.png")
-    if smec_manager(run_dir, df, tl, xlim, plots / "smec_manager.png"):
-        made.append(plots / "smec_manager.png")
+    def latency() -> list[Path]:
+        latency_over_time(df, summary, tl, xlim, plots / "latency_over_time.png")
+        return [plots / "latency_over_time.png"]
+
+    jobs: list[Callable[[], list[Path]]] = [
+        latency, lambda: _one(decomposition(summary, plots / "decomposition.png"), plots / "decomposition.png")]
+    jobs += [functools.partial(lambda ep: _one(link(ep, links[ep], tl, xlim, plots / f"link_{ep}.png", bin_s),
+                                               plots / f"link_{ep}.png"), ep) for ep in endpoints]
+    jobs += [lambda: _one(sending_rate(df, sorted((run_dir / "raw").glob("rate-*.csv")), tl, xlim, plots / "sending_rate.png"),
+                          plots / "sending_rate.png"),
+             lambda: _one(nodes(samples, node_limits(run_dir), tl, xlim, plots / "nodes.png"), plots / "nodes.png"),
+             lambda: _one(smec_manager(run_dir, df, tl, xlim, plots / "smec_manager.png"), plots / "smec_manager.png")]
     if summary.get("admission"):
-        made += admission(run_dir, summary["admission"], tl, xlim, plots)
-    if srsran_kpis(run_dir, tl, xlim, plots / "srsran.png"):
-        made.append(plots / "srsran.png")
-    if cell_share(run_dir, tl, xlim, plots / "cell_share.png", bin_s):
-        made.append(plots / "cell_share.png")
+        jobs.append(lambda: admission(run_dir, summary["admission"], tl, xlim, plots))
+    jobs += [lambda: _one(srsran_kpis(run_dir, tl, xlim, plots / "srsran.png"), plots / "srsran.png"),
+             lambda: _one(cell_share(run_dir, tl, xlim, plots / "cell_share.png", bin_s), plots / "cell_share.png")]
     c = summary.get("cell")
     man = run_dir / "manifest.json"
     if c and man.exists():
         cfg = json.loads(man.read_text()).get("cell") or {}
         members = {m["name"]: m for m in cfg.get("members", [])}
-        if ran_latency_cdf(df, c, float(cfg.get("offload_one_way_ms", 0.0)), members, plots / "ran_latency_cdf.png"):
-            made.append(plots / "ran_latency_cdf.png")
-    return made
+        jobs.append(lambda: _one(ran_latency_cdf(df, c, float(cfg.get("offload_one_way_ms", 0.0)), members,
+                                                 plots / "ran_latency_cdf.png"), plots / "ran_latency_cdf.png"))
+    return _run(jobs)
+
+
+def _run(jobs: list[Callable[[], list[Path]]]) -> list[Path]:
+    """The jobs' figures, in the jobs' order: in forked workers where the
+    machine has more than one core for this process, else here."""
+    workers = min(len(jobs), len(os.sched_getaffinity(0)), 4)
+    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return [path for job in jobs for path in job()]
+    global _JOBS
+    _JOBS = jobs
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return [path for made in pool.map(_render, range(len(jobs))) for path in made]
+    finally:
+        _JOBS = []
 
 
 def cell_share(run_dir: Path, tl: Timeline, xlim: tuple[float, float], out: Path, bin_s: float) -> bool:

@@ -81,8 +81,8 @@ def _state(container: str, run_dir: Path) -> dict:
 
 def _experiment(tmp_path: Path, machines: dict) -> Path:
     text = (ROOT / "configs" / "quickstart.toml").read_text()
-    text = re.sub(r"duration_s = \d+", "duration_s = 10", text)
-    text = re.sub(r"warmup_s = \d+", "warmup_s = 3", text)
+    text = re.sub(r"duration_s = \d+", "duration_s = 6", text)
+    text = re.sub(r"warmup_s = \d+", "warmup_s = 2", text)
     hosts = "".join(f'\n[provider.hosts.{n}]\naddress = "{h.address}"\nkey = "{machines["key"]}"\nrole = "{ROLES[n]}"\n'
                     for n, h in machines["hosts"].items())
     text = text.replace('[provider]\nkind = "netns"\n', f'[provider]\nkind = "hosts"\nhost_keys = "first-use"\n{hosts}')

@@ -1,11 +1,14 @@
 """The qemu provider for real on this machine (KVM if it boots, else TCG):
-the same experiment file run with provider = netns and provider = qemu. The
-VMs boot from the locally built Debian image, are provisioned by
-playbooks/site.yml over SSH, get the core delay by netem inside the edge
-guest (the verification step must measure it), and their requests cross
-mahimahi-link on the host. Both runs saturate the uplink (6 Mbit/s), so the bytes
-the link delivers per opportunity it had a packet for must agree (within 3%); the result folders have
-one format; nothing of the VM run is left on the host."""
+an experiment file with provider = qemu. The VMs boot from the locally
+built Debian image, are provisioned by playbooks/site.yml over SSH, get the
+core delay by netem inside the edge guest (the verification step must
+measure it), and their requests cross mahimahi-link on the host. The run
+saturates the uplink (6 Mbit/s), so the link must deliver a whole
+opportunity's bytes at every opportunity it had a packet for, as it does
+under netns (tests/mahimahi_link); the result folder has the netns
+provider's format; nothing of the VM run is left on the host. (The same
+file under netns beside it, compared second by second, cost 20 s of the
+test command's budget and checked no more than the trace does.)"""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import pytest
 
 from continuum import vmimage
 from continuum.providers import qemu
+from workloads.contract import RECORD_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,15 +93,14 @@ def runs(tmp_path_factory, root_netns):
     # 2-core host still fills it (at 12 Mbit/s one fell 7% short), and the offered ~10 Mbit/s saturates it
     (exp / "6mbps.trace").write_text("2\n")
     out: dict = {"before": _host_state()}
-    for provider in ("netns", "qemu"):
-        cfg = exp / f"{provider}.toml"
-        cfg.write_text(EXPERIMENT.format(name=f"link-{provider}", out=tmp / "runs", provider=provider))
-        p = subprocess.run([sys.executable, "-m", "continuum", "run", str(cfg)], capture_output=True, text=True,
-                           cwd=exp, timeout=1500)
-        (tmp / f"{provider}.console.txt").write_text(p.stdout + p.stderr)
-        assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
-        out[provider] = sorted((tmp / "runs").glob(f"*-link-{provider}"))[-1]
-        out[f"{provider}.stdout"] = p.stdout
+    cfg = exp / "qemu.toml"
+    cfg.write_text(EXPERIMENT.format(name="link-qemu", out=tmp / "runs", provider="qemu"))
+    p = subprocess.run([sys.executable, "-m", "continuum", "run", str(cfg)], capture_output=True, text=True,
+                       cwd=exp, timeout=1500)
+    (tmp / "qemu.console.txt").write_text(p.stdout + p.stderr)
+    assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
+    out["qemu"] = sorted((tmp / "runs").glob("*-link-qemu"))[-1]
+    out["qemu.stdout"] = p.stdout
     out["after"] = _host_state()
     return out
 
@@ -130,16 +133,15 @@ def _link_service(run_dir: Path) -> pd.DataFrame:
 
 
 def test_the_vm_run_has_the_netns_result_format(runs):
-    for provider in ("netns", "qemu"):
-        d = runs[provider]
-        for f in ("summary.json", "manifest.json", "verification.json", "requests.csv", "nodes.csv",
-                  "raw/requests-endpoint0.csv", "raw/server-edge0.csv", "links/endpoint0.uplink.log"):
-            assert (d / f).is_file(), (provider, f)
-        s = json.loads((d / "summary.json").read_text())
-        assert s["requests"] > 100 and s["answered"] > 50, (provider, s["requests"], s["answered"])
-    a = pd.read_csv(runs["netns"] / "requests.csv").columns.tolist()
-    b = pd.read_csv(runs["qemu"] / "requests.csv").columns.tolist()
-    assert a == b
+    d = runs["qemu"]
+    for f in ("summary.json", "manifest.json", "verification.json", "requests.csv", "nodes.csv",
+              "raw/requests-endpoint0.csv", "raw/server-edge0.csv", "links/endpoint0.uplink.log"):
+        assert (d / f).is_file(), f
+    s = json.loads((d / "summary.json").read_text())
+    assert s["requests"] > 100 and s["answered"] > 50, (s["requests"], s["answered"])
+    # the records' contract, whatever wrote them (requests.csv adds the derived columns after it)
+    assert pd.read_csv(d / "raw" / "requests-endpoint0.csv").columns.tolist()[:len(RECORD_FIELDS)] == RECORD_FIELDS
+    assert pd.read_csv(d / "requests.csv").columns.tolist()[:len(RECORD_FIELDS)] == RECORD_FIELDS
 
 
 def test_the_vms_booted_were_provisioned_and_the_edge_guest_applies_the_core_delay(runs):
@@ -154,27 +156,23 @@ def test_the_vms_booted_were_provisioned_and_the_edge_guest_applies_the_core_del
     assert all(r["ok"] for r in json.loads((runs["qemu"] / "verification.json").read_text())["shaped_once"])
 
 
-def test_netns_and_qemu_give_the_same_link_behaviour(runs):
-    """Both runs keep the uplink backlogged for most of their measured seconds
-    (the premise: the link is the bottleneck), and at every opportunity it
-    had a packet for, the link delivers a full opportunity's bytes in both,
-    so the two agree within 3% (the link, not the provider, decides). A
-    second's total would also count the seconds a slow guest let the queue
-    run dry (CI's TCG guest kept it backlogged at 90% of opportunities for
-    seven seconds: 712 kB a second against netns's 752 kB)."""
-    per_opportunity = {}
-    for provider in ("netns", "qemu"):
-        # the full seconds of the run's traffic (its first and last are partial)
-        s = _link_service(runs[provider])
-        s = s[s["bytes"] > 0].iloc[1:-1]
-        assert len(s) >= 5, (provider, s)
-        share = s["backlogged"].sum() / s["opportunities"].sum()
-        assert share >= 0.8, (f"{provider}: the uplink had a packet queued at only {share:.0%} of its "
-                              "opportunities; the run did not saturate it", s)
-        per_opportunity[provider] = s["bytes"].sum() / s["backlogged"].sum()
-        assert per_opportunity[provider] >= 0.97 * 1504, (provider, per_opportunity[provider], s)
-    a, b = per_opportunity["netns"], per_opportunity["qemu"]
-    assert abs(b - a) <= 0.03 * a, per_opportunity
+def test_the_link_not_the_provider_decides_what_is_delivered(runs):
+    """The VM run keeps the uplink backlogged for most of its measured seconds
+    (the premise: the link is the bottleneck), and at every opportunity the
+    link had a packet for, it delivers a whole opportunity (1504 bytes), as
+    the trace says. A second's total would also count the seconds a slow
+    guest let the queue run dry (CI's TCG guest kept it backlogged at 90% of
+    the opportunities for seven seconds: 712 kB a second where the link
+    carries 752 kB)."""
+    # the full seconds of the run's traffic (its first and last are partial)
+    s = _link_service(runs["qemu"])
+    s = s[s["bytes"] > 0].iloc[1:-1]
+    assert len(s) >= 5, s
+    share = s["backlogged"].sum() / s["opportunities"].sum()
+    assert share >= 0.8, (f"the uplink had a packet queued at only {share:.0%} of its opportunities; "
+                          "the run did not saturate it", s)
+    per_opportunity = s["bytes"].sum() / s["backlogged"].sum()
+    assert 0.97 * 1504 <= per_opportunity <= 1504, (per_opportunity, s)
 
 
 def test_nothing_of_the_vm_run_is_left_on_the_host(runs):
