@@ -38,7 +38,7 @@ def _victim(what: str, run_id: str, run_dir: Path) -> int:
         pids = [p for p in hoststate.processes(str(run_dir)) if "mahimahi-link" in _cmdline(p)]
     else:
         in_edge = subprocess.run(["ip", "netns", "pids", f"ctm-{run_id}-edge0"], capture_output=True, text=True).stdout.split()
-        word = "mosquitto" if what == "broker" else "workloads"
+        word = "mosquitto" if what == "broker" else "app.py"
         pids = [int(p) for p in in_edge if word in _cmdline(int(p))]
     assert len(pids) == 1, (what, pids)
     return pids[0]
@@ -47,12 +47,12 @@ def _victim(what: str, run_id: str, run_dir: Path) -> int:
 @pytest.mark.parametrize("what, named", [
     ("broker", "mosquitto on edge0 exited"),
     ("emulator", "mahimahi-link (the cellular link) exited"),
-    ("server", "the image_classification server on edge0 exited"),
+    ("server", "the custom server on edge0 exited"),
 ])
 def test_a_dying_part_ends_the_run_named_keeps_results_and_leaves_nothing(tmp_path, what, named):
     before = hoststate.snapshot()
     listening = _listening()
-    cfg = write_config(tmp_path, f"fault-{what}", duration=60)
+    cfg = write_config(tmp_path, f"fault-{what}", duration=60, example=True)
     p, run_id = _start_and_wait_for_workload(cfg, tmp_path)
     _wait_for_answers(tmp_path)
     (run_dir,) = (tmp_path / "runs").glob("*")

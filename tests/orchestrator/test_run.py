@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,8 +27,18 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs r
 
 
 def write_config(dir: Path, name: str, duration: float = 10, warmup: float = 2, rate: float = 2.0, offload: str = "edge",
-                 cloud: str = "eu_central_1", cloud_count: int = 0, max_bytes: int = 100000, up: str = "const-12mbps") -> Path:
+                 cloud: str = "eu_central_1", cloud_count: int = 0, max_bytes: int = 100000, up: str = "const-12mbps",
+                 example: bool = False) -> Path:
+    """The quickstart with these settings; `example`: its app replaced by workloads/example/app.py (a 1-ms
+    busy loop, copied beside the file), for tests of the run's own machinery, which need a server but not
+    W1's model (loading it took 7 s of every run here)."""
     text = (REPO / "configs" / "quickstart.toml").read_text()
+    if example:
+        shutil.copy(REPO / "workloads" / "example" / "app.py", dir / "app.py")
+        dir.chmod(0o755)  # the app runs as nobody from this folder (pytest makes it 0700)
+        text = text.replace('app = "image_classification"', 'app = "custom"').replace("[workload.params]\nbank_size = 16\n", "")
+        text += ('\n[workload.custom]\nserver_command = ["{python}", "app.py", "server"]\n'
+                 'endpoint_command = ["{python}", "app.py", "endpoint"]\nenvironment = { EXAMPLE_WORK_MS = "1" }\n')
     text = re.sub(r"(?m)^name = .*$", f'name = "{name}"', text)
     text = re.sub(r"(?m)^duration_s = .*$", f"duration_s = {duration}", text)
     text = re.sub(r"(?m)^warmup_s = .*$", f"warmup_s = {warmup}", text)
@@ -168,7 +179,8 @@ def test_report_regenerates(quickstart):
 def test_the_far_cloud_adds_its_preset_rtt_to_the_network_time(tmp_path):
     """Small images (one TCP window), so uplink + downlink is one core RTT
     (2 x 40 ms to us_east_1) plus the link's own few milliseconds."""
-    far = write_config(tmp_path, "far", duration=6, warmup=1, max_bytes=2000, offload="cloud", cloud="us_east_1", cloud_count=1)
+    far = write_config(tmp_path, "far", duration=6, warmup=1, max_bytes=2000, offload="cloud", cloud="us_east_1", cloud_count=1,
+                       example=True)
     _, run_dir = run(far, tmp_path)
     s = json.loads((run_dir / "summary.json").read_text())
     net = s["metrics"]["uplink_ms"]["median"] + s["metrics"]["downlink_ms"]["median"]
@@ -210,7 +222,7 @@ def _wait_for_answers(cwd: Path, n: int = 2) -> None:
 
 
 def test_sigint_tears_down_and_keeps_partial_results(tmp_path):
-    cfg = write_config(tmp_path, "interrupted", duration=60)
+    cfg = write_config(tmp_path, "interrupted", duration=60, example=True)
     p, run_id = _start_and_wait_for_workload(cfg, tmp_path)
     _wait_for_answers(tmp_path)
     assert hoststate.namespaces(run_id)
@@ -225,7 +237,7 @@ def test_sigint_tears_down_and_keeps_partial_results(tmp_path):
 
 
 def test_sigkill_then_destroy_removes_everything_and_is_idempotent(tmp_path):
-    cfg = write_config(tmp_path, "killed", duration=60)
+    cfg = write_config(tmp_path, "killed", duration=60, example=True)
     p, run_id = _start_and_wait_for_workload(cfg, tmp_path)
     _wait_for_answers(tmp_path)
     p.kill()

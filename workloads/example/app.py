@@ -72,11 +72,14 @@ def server():
                        t_start, t_done, answer["t_server_published"]])
         log.flush()
 
+    def ready(*_):  # on the broker's SUBACK: a request published from now on reaches us
+        with open(env["CONTINUUM_READY_FILE"], "w") as f:
+            json.dump({"app": "example", "model": f"busy loop, {work_s * 1000:g} ms", "weights": "none"}, f)
+
     client = connected_client("example-server")
     client.on_message = on_message
+    client.on_subscribe = ready
     client.subscribe("continuum/+/request")
-    with open(env["CONTINUUM_READY_FILE"], "w") as f:
-        json.dump({"app": "example", "model": f"busy loop, {work_s * 1000:g} ms", "weights": "none"}, f)
     signal.signal(signal.SIGTERM, lambda *_: client.disconnect())
     client.loop_forever()
 
@@ -113,11 +116,14 @@ def endpoint():
                 records.writerow({**pending.pop(rid), "status": "unanswered" if everything else "timeout"})
             out.flush()
 
+    subscribed = threading.Event()
     client = connected_client(f"{name}-r{rep}")
     client.on_message = on_message
+    client.on_subscribe = lambda *_: subscribed.set()
     client.subscribe(f"continuum/{name}/response")
     client.loop_start()
-    time.sleep(0.5)  # let the subscription settle
+    if not subscribed.wait(30):  # the broker's SUBACK: an answer sent from now on reaches us
+        raise SystemExit("the broker never confirmed the subscription to the answers")
     t0 = time.time_ns()
     seq = 0
     while not stop.is_set() and seq / rate < warmup + duration:
@@ -140,6 +146,7 @@ def endpoint():
         expire()
         stop.wait(0.05)
     expire(everything=True)
+    client.disconnect()  # first: it wakes paho's network thread, which loop_stop would otherwise wait out (up to 1 s)
     client.loop_stop()
 
 
