@@ -25,6 +25,7 @@ Exit status 126 with a message on stderr: the wrapper could not set up
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import pwd
 import stat
@@ -136,18 +137,34 @@ def _view(expose: list[tuple[str, bool]], uid: int, gid: int) -> None:
         mode = "1777" if c == "/tmp" else "0755"
         _mount("tmpfs", c, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode}")
     for p, rw in sorted(existing, key=lambda e: e[0].count("/")):
-        if not os.path.lexists(p):  # covered: make the mount point
-            if os.path.isdir(f"/proc/self/fd/{fds[p]}"):
-                os.makedirs(p, mode=0o755, exist_ok=True)
-            else:
-                os.makedirs(os.path.dirname(p), mode=0o755, exist_ok=True)
-                open(p, "a").close()
+        if not os.path.lexists(p):  # covered, or on a mount a parent's bind left behind: make the mount point
+            _mount_point(p, os.path.isdir(f"/proc/self/fd/{fds[p]}"))
         # Not MS_REC: that would bring along the tmpfs just mounted over p or its parents.
         _mount(f"/proc/self/fd/{fds[p]}", p, None, MS_BIND)
         if not rw:
             _mount(None, p, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
     for fd in fds.values():
         os.close(fd)
+
+
+def _mount_point(p: str, is_dir: bool) -> None:
+    """Make p to bind onto. Where a read-only parent's bind (not recursive) left
+    out the file system p lives on (a run folder on its own disk under the
+    experiment's folder), its mount point shows the parent's empty directory, read-only:
+    a tmpfs there, as on the host, where that mount hides the directory too."""
+    folder = p if is_dir else os.path.dirname(p)
+    try:
+        os.makedirs(folder, mode=0o755, exist_ok=True)
+    except OSError as e:
+        if e.errno != errno.EROFS:
+            raise
+        above = folder
+        while not os.path.isdir(above):
+            above = os.path.dirname(above)
+        _mount("tmpfs", above, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+        os.makedirs(folder, mode=0o755, exist_ok=True)
+    if not is_dir:
+        open(p, "a").close()
 
 
 def main(args: list[str]) -> None:

@@ -71,12 +71,16 @@ def test_a_dying_part_ends_the_run_named_keeps_results_and_leaves_nothing(tmp_pa
 
 
 def test_a_full_disk_ends_the_run_with_that_reason_and_leaves_nothing(tmp_path):
+    """The run folder on its own small disk below the experiment's folder, which the example app
+    (run as nobody) sees read-only: its sandbox must still bind the run folder (a bind of the
+    experiment's folder, not recursive, left that disk out: the server died on a read-only mount
+    point, and the run blamed the server, not the disk)."""
     small = tmp_path / "small"
     small.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(small)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(small)], check=True)
     try:
         before = hoststate.snapshot()
-        cfg = write_config(tmp_path, "full-disk", duration=60)
+        cfg = write_config(tmp_path, "full-disk", duration=60, example=True)  # the machinery, not W1's model
         cfg.write_text(cfg.read_text().replace(f'output = "{tmp_path / "runs"}"', f'output = "{small / "runs"}"'))
         p = subprocess.run([*CLI, "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path, timeout=180)
         assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
