@@ -26,8 +26,8 @@ STARVATION_MS = 10.0
 CONFIG = """
 [experiment]
 name = "cell-{scheduler}"
-duration_s = 8
-warmup_s = 2
+duration_s = 6
+warmup_s = 1
 output = "{out}"
 
 [nodes.endpoint]
@@ -82,7 +82,7 @@ def _cell(run_dir: Path) -> dict:
 
 def test_smec_meets_the_slo_that_pf_misses(runs):
     smec, pf = _cell(runs["smec"])["classes"], _cell(runs["pf"])["classes"]
-    assert smec["lc"]["requests"] >= 25 and pf["lc"]["requests"] >= 25
+    assert smec["lc"]["requests"] >= 20 and pf["lc"]["requests"] >= 20  # 4/s for 6 s
     assert smec["lc"]["slo_met"] >= 0.9, smec["lc"]
     assert pf["lc"]["slo_met"] <= 0.5, pf["lc"]
     assert smec["lc"]["ran_ms_p99"] < pf["lc"]["ran_ms_p50"], (smec["lc"], pf["lc"])
