@@ -27,7 +27,7 @@ CONFIG = """
 [experiment]
 name = "tasks"
 seed = 42
-duration_s = 6
+duration_s = 4
 warmup_s = 1
 output = "{out}"
 
@@ -82,7 +82,7 @@ def test_tasks_arrive_over_mqtt_run_under_mosaic_in_their_cgroups_and_are_answer
     for name in ("admission_classes", "admission_queue", "admission_decisions"):
         assert (run / "plots" / f"{name}.png").stat().st_size > 10_000, name
     man = json.loads((run / "manifest.json").read_text())
-    assert man["admission"]["n_max"] == 2 and man["duration_s"] == 6
+    assert man["admission"]["n_max"] == 2 and man["duration_s"] == 4
     assert re.search("through MOSAIC's agent", json.dumps(man))
     assert not cgroups.existing(man.get("run_id")) if man.get("run_id") else True
 
@@ -107,7 +107,7 @@ def test_a_run_that_ends_with_tasks_queued_still_counts_them(tmp_path, continuum
     cal = calibrate_first(cfg)["edge_tasks"]
     duration = max(4, math.ceil(8 / (OVERLOAD * cal.capacity_rps)))
     timeout = max(2, math.ceil(cal.summary["mean"] / 1000))
-    text = text.replace("timeout_s = 30", f"timeout_s = {timeout}").replace("duration_s = 6", f"duration_s = {duration}")
+    text = text.replace("timeout_s = 30", f"timeout_s = {timeout}").replace("duration_s = 4", f"duration_s = {duration}")
     cfg.write_text(text)
     run = continuum_run(cfg, tmp_path, "over")
     tasks = pd.read_csv(run / "raw" / "mosaic-tasks.csv")
