@@ -32,7 +32,9 @@ def lab(mml, tmp_path):
     assert our_namespaces(tag) == [], "the lab left namespaces behind"
 
 
-@pytest.mark.parametrize("mbps", [12, 120])
+# 12 Mbit/s: the shaping; whether this machine keeps 120 Mbit/s and more is a speed target, measured by
+# mahimahi-link/bench/bench.py (issue #36 moved the 120 variant there to keep the test command in its budget)
+@pytest.mark.parametrize("mbps", [12])
 def test_constant_rate_carries_tcp_at_trace_rate(lab, tmp_path, mbps):
     trace = constant_trace(tmp_path / f"c{mbps}", mbps)
     lab.start_emulator(trace, trace)
@@ -313,7 +315,9 @@ def gso_lab(mml, tmp_path):
     assert our_namespaces(lab.ue[:-1]) == [], "the lab left namespaces behind"
 
 
-@pytest.mark.parametrize("mbps", [120, 1200])
+# 120 Mbit/s: ten segments per millisecond charged one by one; 1200 Mbit/s and up is a speed target,
+# measured by mahimahi-link/bench/bench.py with --gso at 120 to 9600 Mbit/s
+@pytest.mark.parametrize("mbps", [120])
 def test_gso_mode_charges_super_frames_per_segment_and_keeps_the_trace_rate(gso_lab, tmp_path, mbps):
     """--gso: the hosts send 64 KB TCP super-frames; the emulator must charge
     and time every MTU segment as mm-link would (the log shows only
