@@ -194,9 +194,9 @@ bank_size = 4
 
 def test_congestion_control_halves_during_a_capacity_drop_and_recovers(tmp_path):
     # The archive's drop-12mbps-to-0.25mbps-10s shape, shortened to keep the test cheap:
-    # 12 Mbit/s, 0.25 Mbit/s from 3 s to 9 s, 12 Mbit/s again until 16 s (mm-link format:
+    # 12 Mbit/s, 0.25 Mbit/s from 3 s to 9 s, 12 Mbit/s again until 12 s (mm-link format:
     # one 1500-byte opportunity per line, at that millisecond).
-    lines = [*range(1, 3001), *range(3048, 9001, 48), *range(9001, 16001)]
+    lines = [*range(1, 3001), *range(3048, 9001, 48), *range(9001, 12001)]
     (tmp_path / "drop.trace").write_text("\n".join(map(str, lines)) + "\n")
     # A floor of 1 request/s keeps fresh evidence coming during and after the
     # drop, so the recovery shows within the run (at 1/8 request/s it may not).
@@ -214,7 +214,7 @@ bank_size = 4
 enabled = true
 threshold_ms = 500
 min_rate = 1.0
-""", duration=16, warmup=0, uplink="drop.trace"))
+""", duration=12, warmup=0, uplink="drop.trace"))
     rates = pd.read_csv(run_dir / "raw" / "rate-endpoint0.csv")
     df = records(run_dir)
     decreases, restores = rates[rates["reason"] == "decrease"], rates[rates["reason"] == "restore"]
