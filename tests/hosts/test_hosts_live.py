@@ -157,7 +157,7 @@ def test_a_killed_run_is_removed_from_the_machines_by_destroy_twice_safely(hosts
     cgroups and the run folder's copy on the machines; `continuum destroy
     RUN` finds them from this machine's record of the run and removes them."""
     config = _experiment(tmp_path, machines)
-    config.write_text(config.read_text().replace("duration_s = 10", "duration_s = 120").replace("[provider]\n", "[provider]\nprovision = false\n"))
+    config.write_text(config.read_text().replace("duration_s = 6", "duration_s = 120").replace("[provider]\n", "[provider]\nprovision = false\n"))
     cli = [sys.executable, "-m", "continuum"]
     p = subprocess.Popen([*cli, "run", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
     run_id = None
