@@ -87,8 +87,14 @@ class Server:
         self.stop.set()
         os.write(self.wake_w, b"x")
         self.loop.join(timeout=2)
+        arrived = []  # handed over but not yet in the executor's queue (its loop lagged, or did not stop in time)
+        while True:
+            try:
+                arrived.append(self.inbox.get_nowait())
+            except queue.Empty:
+                break
         with self.lock:
-            for t in [*self.executor.running, *self.executor.queue]:
+            for t in [*self.executor.running, *self.executor.queue, *arrived]:
                 wait = "" if t.started_ns is None else f"{(t.started_ns - t.arrival_ns) / MS:.3f}"
                 self.rows.writerow([t.id, t.cls, t.tier, f"{t.deadline_ms:.1f}", t.arrival_ns + self.wall, wait, "", "", "", 0, 0, "", ""])
             self.done_log.close()
