@@ -77,8 +77,8 @@ app = "image_classification"
 rate = 2
 [workload.params]
 bank_size = 12
-"""))
-    ok = assert_complete(records(run_dir), 12)
+""", duration=6))
+    ok = assert_complete(records(run_dir), 12)  # 14 sent: the bank of 12 in turn, each image at least once
     # 12 Mbit/s = one 1504-byte opportunity per ms; each TCP segment of 1448 payload bytes takes one.
     opportunities = [math.ceil(b / 1448) for b in ok["request_bytes"]]
     assert min(opportunities) <= 12 and max(opportunities) >= 55 and max(opportunities) <= 71
