@@ -69,7 +69,7 @@ if [ "$(rust_minor)" -lt 85 ]; then
 fi
 
 # The release build (mostly one core: codegen-units = 1) runs while pip unpacks
-# the ML stack (mostly disk): a fresh clone's setup 35 s shorter on 2 cores.
+# the ML stack: a fresh clone's setup 87 -> 78 s on 2 cores (pip also needs CPU).
 echo "==> building mahimahi-link (release), beside the Python environment"
 (cd mahimahi-link && exec cargo build --release --quiet) &
 cargo_pid=$!
