@@ -3,9 +3,9 @@ an experiment file with provider = qemu. The VMs boot from the locally
 built Debian image, are provisioned by playbooks/site.yml over SSH, get the
 core delay by netem inside the edge guest (the verification step must
 measure it), and their requests cross mahimahi-link on the host. The run
-saturates the uplink (6 Mbit/s), so the link must deliver a whole
+saturates the uplink (3 Mbit/s), so the link must deliver a whole
 opportunity's bytes at every opportunity it had a packet for, as it does
-under netns (tests/mahimahi_link); the result folder has the netns
+under netns (tests/mahimahi_link), and never more than the trace allows; the result folder has the netns
 provider's format; nothing of the VM run is left on the host. (The same
 file under netns beside it, compared second by second, cost 20 s of the
 test command's budget and checked no more than the trace does.)"""
@@ -47,7 +47,7 @@ cpus = 1.0
 memory = "256M"
 
 [mobile]
-uplink = "6mbps.trace"
+uplink = "3mbps.trace"
 downlink = "const-48mbps"
 uplink_queue = "droptail"
 uplink_queue_args = "packets=200"
@@ -57,7 +57,7 @@ edge = 5.0
 
 [workload]
 app = "custom"
-rate = 80.0
+rate = 40.0
 timeout_s = 5
 
 [workload.payload]
@@ -89,9 +89,10 @@ def runs(tmp_path_factory, root_netns):
     exp = tmp / "exp"
     exp.mkdir()
     shutil.copy(ROOT / "workloads" / "example" / "app.py", exp / "app.py")
-    # 6 Mbit/s (one 1500-byte opportunity every 2 ms): low enough that a TCG guest on a busy
-    # 2-core host still fills it (at 12 Mbit/s one fell 7% short), and the offered ~10 Mbit/s saturates it
-    (exp / "6mbps.trace").write_text("2\n")
+    # 3 Mbit/s (one 1500-byte opportunity every 4 ms), offered ~5 Mbit/s: a TCG guest on a busy 2-core
+    # host keeps it backlogged. At 6 Mbit/s (80 requests/s) one kept it so for 64% of the opportunities
+    # (CI, a slow phase; 61% in a fresh clone here), at 12 Mbit/s one fell 7% short of it.
+    (exp / "3mbps.trace").write_text("4\n")
     out: dict = {"before": _host_state()}
     cfg = exp / "qemu.toml"
     cfg.write_text(EXPERIMENT.format(name="link-qemu", out=tmp / "runs", provider="qemu"))
@@ -157,21 +158,19 @@ def test_the_vms_booted_were_provisioned_and_the_edge_guest_applies_the_core_del
 
 
 def test_the_link_not_the_provider_decides_what_is_delivered(runs):
-    """The VM run keeps the uplink backlogged for most of its measured seconds
-    (the premise: the link is the bottleneck), and at every opportunity the
-    link had a packet for, it delivers a whole opportunity (1504 bytes), as
-    the trace says. A second's total would also count the seconds a slow
-    guest let the queue run dry (CI's TCG guest kept it backlogged at 90% of
-    the opportunities for seven seconds: 712 kB a second where the link
-    carries 752 kB)."""
-    # the full seconds of the run's traffic (its first and last are partial)
+    """Where the VM run kept the uplink backlogged (a packet queued at 95% of a
+    second's opportunities or more), the link delivers a whole opportunity
+    (1504 bytes) at each opportunity it had a packet for, as the trace says; in
+    no second does it deliver more than that. The premise: four such seconds
+    at least (the link was the bottleneck). Seconds the guest let the queue run
+    dry say how fast the guest is, not what the link does (CI's TCG guest kept
+    a 6 Mbit/s uplink backlogged at only 64% of the opportunities)."""
     s = _link_service(runs["qemu"])
-    s = s[s["bytes"] > 0].iloc[1:-1]
-    assert len(s) >= 5, s
-    share = s["backlogged"].sum() / s["opportunities"].sum()
-    assert share >= 0.8, (f"the uplink had a packet queued at only {share:.0%} of its opportunities; "
-                          "the run did not saturate it", s)
-    per_opportunity = s["bytes"].sum() / s["backlogged"].sum()
+    s = s[s["bytes"] > 0]
+    assert (s["bytes"] <= s["backlogged"] * 1504).all(), s
+    full = s[s["backlogged"] >= 0.95 * s["opportunities"]]
+    assert len(full) >= 4, ("the uplink was backlogged for fewer than four seconds: the run did not saturate it", s)
+    per_opportunity = full["bytes"].sum() / full["backlogged"].sum()
     assert 0.97 * 1504 <= per_opportunity <= 1504, (per_opportunity, s)
 
 
