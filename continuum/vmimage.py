@@ -29,6 +29,9 @@ SUITE, MIRROR = containers.SUITE, containers.MIRROR
 # offline: guests have no mirror). kmod/udev: virtio modules, ifb; netem lives in the kernel package.
 BOOT_PACKAGES = ["systemd-sysv", "udev", "kmod", "linux-image-amd64", "openssh-server", "iproute2", "ethtool",
                  "iputils-ping", "procps", "python3", "python3-apt", "ca-certificates"]
+# Installed but not started at boot: continuum starts its own broker per run; the guest's clock is
+# stepped by the provider (no NTP server is reachable). The playbooks are told (services_disabled).
+DISABLED_SERVICES = ["mosquitto", "chrony"]
 VENV = "/opt/continuum/venv"  # made at build time, where the workload role makes it
 SIZE = "3G"  # the file system's size (sparse: a guest writes into its overlay)
 
@@ -105,7 +108,7 @@ def packages() -> list[str]:
 
 
 def digest() -> str:
-    h = hashlib.sha256(json.dumps([SUITE, packages(), KEY_UNIT, KEY_SCRIPT, MGMT_UNIT, SIZE, VENV, MASKED_UNITS, BLACKLIST,
+    h = hashlib.sha256(json.dumps([SUITE, packages(), KEY_UNIT, KEY_SCRIPT, MGMT_UNIT, SIZE, VENV, MASKED_UNITS, BLACKLIST, DISABLED_SERVICES,
                                 INITRD_MODULES, 3]).encode())
     return h.hexdigest()[:16]
 
@@ -159,8 +162,7 @@ def build(say: Callable[[str], None]) -> Image:
             'chroot "$1" passwd -l root',
             # the workload role's environment, made as the role makes it (under TCG this alone takes ~40 s)
             f'chroot "$1" python3 -m venv --system-site-packages {VENV}',
-            # continuum starts its own broker per run; the guest's clock is stepped by the provider (no NTP reachable)
-            'chroot "$1" systemctl disable mosquitto.service chrony.service',
+            f'chroot "$1" systemctl disable {" ".join(s + ".service" for s in DISABLED_SERVICES)}',
             f'chroot "$1" systemctl mask {" ".join(MASKED_UNITS)}',
             f'install -m 0644 {hooks}/continuum-vm.conf "$1/etc/modprobe.d/continuum-vm.conf"',
             'mkdir -p "$1/etc/systemd/journald.conf.d" && printf "[Journal]\\nStorage=volatile\\n" > "$1/etc/systemd/journald.conf.d/continuum.conf"',

@@ -269,8 +269,10 @@ class QemuProvider(Provider):
                   for r in ("endpoint", "edge", "cloud")}
         # chrony: a guest reaches no time server; its clock is stepped onto this machine's below
         # packages_present: the guest image holds these already; the roles' apt tasks (seconds each under TCG) skip them
-        # ansible_service_mgr: the guest image boots systemd; stated, it spares the play its fact gathering (10 s)
+        # ansible_service_mgr: the guest image boots systemd; stated, it spares the play its fact gathering (10 s);
+        # services_disabled: the image's, which the mosquitto role would otherwise stop and disable again (7-16 s)
         host_vars: dict[str, dict] = {name: {"base_time_sync": False, "packages_present": vmimage.packages(),
+                                             "services_disabled": vmimage.DISABLED_SERVICES,
                                              "ansible_service_mgr": "systemd"} for name in hosts}
         if plan.requirements:
             host_vars[plan.offload_target]["workload_requirements"] = list(plan.requirements)

@@ -167,7 +167,9 @@ def test_the_link_not_the_provider_decides_what_is_delivered(runs):
     a 6 Mbit/s uplink backlogged at only 64% of the opportunities)."""
     s = _link_service(runs["qemu"])
     s = s[s["bytes"] > 0]
-    assert (s["bytes"] <= s["opportunities"] * 1504).all(), s
+    # (plus one packet: one served across a second's boundary is logged whole in the second it leaves;
+    # a fresh-clone run logged 376039 bytes in a second of 250 opportunities)
+    assert (s["bytes"] <= (s["opportunities"] + 1) * 1504).all(), s
     full = s[s["backlogged"] >= 0.95 * s["opportunities"]]
     assert len(full) >= 4, ("the uplink was backlogged for fewer than four seconds: the run did not saturate it", s)
     per_opportunity = full["bytes"].sum() / full["backlogged"].sum()
