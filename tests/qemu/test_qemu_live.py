@@ -172,8 +172,11 @@ def test_the_link_not_the_provider_decides_what_is_delivered(runs):
     assert (s["bytes"] <= (s["opportunities"] + 1) * 1504).all(), s
     full = s[s["backlogged"] >= 0.95 * s["opportunities"]]
     assert len(full) >= 4, ("the uplink was backlogged for fewer than four seconds: the run did not saturate it", s)
+    # (at most one packet a second over a whole opportunity each: one served across a second's boundary,
+    # as above; a fresh-clone run delivered 1504.05 bytes per opportunity over its 13 full seconds)
     per_opportunity = full["bytes"].sum() / full["backlogged"].sum()
-    assert 0.97 * 1504 <= per_opportunity <= 1504, (per_opportunity, s)
+    most = 1504 * (full["backlogged"].sum() + len(full)) / full["backlogged"].sum()
+    assert 0.97 * 1504 <= per_opportunity <= most, (per_opportunity, most, s)
 
 
 def test_nothing_of_the_vm_run_is_left_on_the_host(runs):
