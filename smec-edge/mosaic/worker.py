@@ -22,8 +22,6 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one task, one thread: what it costs is its own (before torch loads)
 from mosaic.tasks import Jobs  # noqa: E402
 
-WARM_SIZE = 0.05  # of each job, for the warm-up run
-
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -34,13 +32,8 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0)
     a = ap.parse_args()
     jobs = Jobs(a.classes.split(","), a.redis_port, a.api_port, a.model_cache, a.scale)
-    # Warm: the first run of a job pays for its lazy imports and first allocations. A twentieth of the
-    # size does that as well as the whole (after it, a job's first full-size run took as long as its next
-    # three) at a fraction of the start-up: full-size warming was ~7 of the 14 s a 1-CPU edge took to start.
-    jobs.scale = a.scale * WARM_SIZE
-    for cls in jobs.run:
+    for cls in jobs.run:  # warm: the first run of a job pays for lazy imports and allocations
         jobs.run[cls](0)
-    jobs.scale = a.scale
     print("ready", flush=True)
     for line in sys.stdin:
         t = json.loads(line)
