@@ -11,7 +11,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "run-tests.sh: needs root (the tests create network namespaces) and sudo is not installed; run it as root" >&2
   exit 1
 fi
-./setup.sh --no-demo
+./setup.sh --no-demo --test-builds
 . mahimahi-link/toolchain.sh
 # Docker and the workload images; if the engine cannot run on this host the
 # container tests skip and say why, the rest of the suite still runs.
