@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import lanes
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +25,24 @@ os.environ["CONTINUUM_TRACE_CACHE"] = str(TEST_TRACE_CACHE)
 # that must measure under its own conditions, a CPU hog say, asks for --recalibrate).
 TEST_CALIBRATION_CACHE = Path(tempfile.mkdtemp(prefix="continuum-test-calibration-", dir=Path.home()))
 os.environ["CONTINUUM_CALIBRATION_CACHE"] = str(TEST_CALIBRATION_CACHE)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    lanes.split(session, config, items)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    lanes.before(item)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    lanes.finish(session, exitstatus)
+
+
+def pytest_terminal_summary(terminalreporter):
+    lanes.summary(terminalreporter)
 
 
 def pytest_unconfigure(config):

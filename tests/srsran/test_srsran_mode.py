@@ -23,6 +23,12 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "configs" / "srsran-zmq.toml"
 
 
+def run_namespaces() -> list[str]:
+    """The namespaces runs make (ctm-*), not the link lane's that run beside this file (tests/lanes.py)."""
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return sorted(line.split()[0] for line in out.splitlines() if line.startswith("ctm-"))
+
+
 def _load(tmp_path: Path, text: str):
     f = tmp_path / "x.toml"
     f.write_text(text)
@@ -119,13 +125,13 @@ def test_a_host_that_cannot_run_the_stack_is_refused_before_anything_is_created(
     f = tmp_path / "s.toml"
     f.write_text(EXAMPLE.read_text().replace('prefix = "/usr/local"', 'prefix = "/nonexistent-prefix"')
                  .replace('output = "runs"', f'output = "{tmp_path}/runs"'))
-    before = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    before = run_namespaces()
     p = subprocess.run([sys.executable, "-m", "continuum", "run", str(f)], capture_output=True, text=True, timeout=120)
     assert p.returncode != 0
     out = " ".join((p.stdout + p.stderr).split())
     assert "the host is not ready" in out and "playbooks/srsran.yml" in out, out
     assert not (tmp_path / "runs").exists()  # nothing half-created
-    assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout == before
+    assert run_namespaces() == before  # ours only: the link lane makes its own beside this test
 
 
 def _metrics(ts: float, dl_mcs: float, ul_bitrate: float) -> str:
