@@ -1,11 +1,11 @@
 """SMEC's edge manager with two applications on one edge node (issue #19),
-on live runs: AR (latency-critical) offered at 1.5 times what the 1-CPU
+on live runs: AR (latency-critical) offered at twice what the 1-CPU
 edge node serves of it (calibrated there, issue #36: 32 frames/s
 overloaded one machine and not the next; at 1.15 a run on this shared
 VM, whose speed drifts by minutes, served AR 12% faster than its
 calibration a minute before had; at 1.2 a fresh-clone run's served it
-18% faster, and at 1.3 runs served it 22-43% faster than calibrated: barely
-overloaded, the queue did not grow. Here the calibration's service time
+18% faster, at 1.3 runs served it 22-43% faster than calibrated: barely
+overloaded, the queue did not grow; at 1.5 one served it 45% faster. Here the calibration's service time
 came out longer than the run's more often than not (issue #36's note);
 under the hog one SMEC run at 1.3 had its server 3.4x slower than
 calibrated, the endpoint taking half of the one free core, and met 4%), beside a best-effort file
@@ -57,7 +57,7 @@ timeout_s = 20
 [workload.apps.ar]
 app = "augmented_reality"
 endpoints = 1
-utilisation = 1.5
+utilisation = {overload}
 slo_ms = {slo}
 
 [workload.apps.ft]
@@ -75,12 +75,16 @@ unit_cpus = 0.125
 
 
 SLO_SERVICE_TIMES = 4  # AR's SLO in units of its calibrated median service time
+# AR's load, x its calibrated capacity: at 1.5 a fresh-clone run served AR 1.45x as fast as its calibration
+# (calibrated in one of this VM's slow phases: 58 ms a request, then 90-97 ms for two seconds, then 56), and
+# offered only 1.03x what the server served there
+OVERLOAD = 2.0
 
 
 def ar_slo_ms(tmp: Path) -> float:
     """`continuum calibrate` of the file, as a user would; the runs then take AR's rate from that cache entry."""
     cfg = tmp / "calibrate.toml"
-    cfg.write_text(edge_config(CONFIG.format(name="mix-calibrate", out=tmp / "runs", slo=100)))
+    cfg.write_text(edge_config(CONFIG.format(name="mix-calibrate", out=tmp / "runs", slo=100, overload=OVERLOAD)))
     found = calibrate_first(cfg)
     assert "ar" in found, found
     return float(math.ceil(SLO_SERVICE_TIMES * found["ar"].summary["median"]))
@@ -93,7 +97,7 @@ def runs(tmp_path_factory, continuum_run):
     out = {}
     for key, name, extra in (("default", "mix-default", ""), ("smec", "mix-smec", SMEC)):
         cfg = tmp / f"{name}.toml"
-        cfg.write_text(CONFIG.format(name=name, out=tmp / "runs", slo=slo) + extra)
+        cfg.write_text(CONFIG.format(name=name, out=tmp / "runs", slo=slo, overload=OVERLOAD) + extra)
         out[key] = continuum_run(cfg, tmp, name)
     return out
 
@@ -114,7 +118,7 @@ def test_each_server_serves_only_its_own_app(runs):
 def test_the_load_overloads_the_edge_by_its_own_calibration(runs):
     for run_dir in runs.values():
         load = pd.read_json(run_dir / "summary.json", typ="series")["load"]["ar"]
-        assert load["utilisation_offered"] == pytest.approx(1.5, rel=1e-3), load
+        assert load["utilisation_offered"] == pytest.approx(OVERLOAD, rel=1e-3), load
         # the premise in the run itself: what was offered against how fast the server ran there
         in_run = load["utilisation_offered"] * load["capacity_rps"] * load["run_mean_ms"] / 1000
         assert in_run >= 1.05, (f"{run_dir.name}: AR offered {in_run:.2f} x what the server served in the run "
@@ -128,7 +132,7 @@ def test_smec_keeps_part_of_the_slo_the_default_edge_misses(runs):
     slo = float(ar["smec"]["slo_ms"])
     assert met["smec"] >= met["default"] + 0.05, met
     # Linux alone: the queue grows for the whole run. The wait grows by (rho - 1) s each second whatever the
-    # service time, but rho in the run is 1.5 times how fast the server ran there against its calibration
+    # service time, but rho in the run is OVERLOAD times how fast the server ran there against its calibration
     # (a median over 500 ms held where it ran slower, and missed at 454 ms where it ran at its calibrated
     # speed), so the check is the growth itself: the last third's median at least 3x the first third's, or
     # (where the warm-up already left a long queue: 1172 ms, then 2590 ms, in one fresh-clone run) at least
