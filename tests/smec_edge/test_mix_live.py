@@ -136,10 +136,13 @@ def test_smec_keeps_part_of_the_slo_the_default_edge_misses(runs):
     # (a median over 500 ms held where it ran slower, and missed at 454 ms where it ran at its calibrated
     # speed), so the check is the growth itself: the last third's median at least 3x the first third's, or
     # (where the warm-up already left a long queue: 1172 ms, then 2590 ms, in one fresh-clone run) at least
-    # twice the SLO (8 service times) above it; and at least twice the SLO
+    # twice the SLO (8 service times) above it; and at least twice the SLO. A request that timed out waited
+    # longer than any answered one (under the hog the run served AR 2-3x slower than its calibration alone,
+    # 5.6x overloaded, and the last third all timed out)
     ar_default = _measured(runs["default"]).query("app == 'ar'").sort_values("t_drawn")
+    waited = ar_default["e2e_ms"].where(ar_default["status"] != "timeout", math.inf)
     third = len(ar_default) // 3
-    early, late = ar_default["e2e_ms"].iloc[:third].median(), ar_default["e2e_ms"].iloc[-third:].median()
+    early, late = waited.iloc[:third].median(), waited.iloc[-third:].median()
     grows = late >= 3 * early or late - early >= 2 * slo
     assert grows and late >= 2 * slo, ("Linux alone: the queue grows for the whole run", early, late, slo)
     assert ar["smec"]["e2e_ms_p99"] <= 3 * slo, ("SMEC: answered requests stay near their SLO", slo, ar["smec"]["e2e_ms_p99"])
