@@ -46,6 +46,7 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def pytest_unconfigure(config):
+    lanes.last_word(config)
     shutil.rmtree(TEST_TRACE_CACHE, ignore_errors=True)
     shutil.rmtree(TEST_CALIBRATION_CACHE, ignore_errors=True)
 

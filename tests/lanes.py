@@ -135,3 +135,16 @@ def summary(terminalreporter) -> None:
     terminalreporter.write_sep("=", f"link lane: {lane.count} tests in a second pytest process (exit {lane.rc})")
     terminalreporter.write("\n".join(lines[:-1]) + "\n")
     terminalreporter.write_line(f"link lane: {lines[-1].strip('= ')}")
+    global _failed
+    if lane.rc not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED, pytest.ExitCode.INTERRUPTED):
+        _failed = f"link lane: {lines[-1].strip('= ')} (above); this session fails with it"
+
+
+_failed = ""
+
+
+def last_word(config: pytest.Config) -> None:
+    """After the session's own counts: a failed link lane said again, where a reader looks last."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if _failed and tr is not None:
+        tr.write_line(_failed, red=True, bold=True)
