@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -64,7 +63,6 @@ class LinkLane:
         self.log = tempfile.NamedTemporaryFile(prefix="continuum-link-lane-", suffix=".log", delete=False)
         positional = {str(a) for a in config.invocation_params.args if _is_path(str(a), config.invocation_params.dir)}
         passed = [str(a) for a in config.invocation_params.args if str(a) not in positional]
-        self.t0 = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pytest", *passed, *nodeids], cwd=config.invocation_params.dir,
             env={**os.environ, LANE_ENV: "2"}, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
@@ -89,6 +87,7 @@ def _is_path(arg: str, cwd: Path) -> bool:
 
 
 _lane: LinkLane | None = None
+_failed = ""  # a failed lane's last line, said again after the session's counts
 
 
 def split(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -125,22 +124,19 @@ def finish(session: pytest.Session, exitstatus: int) -> None:
 
 def summary(terminalreporter) -> None:
     """The lane's output in this session's summary, its last line (the counts) last."""
-    global _lane
+    global _lane, _failed
     if _lane is None or _lane.rc is None:
         return
     lane, _lane = _lane, None
+    lane.log.close()
     text = Path(lane.log.name).read_text(errors="replace")
     Path(lane.log.name).unlink(missing_ok=True)
     lines = text.rstrip("\n").splitlines() or ["(no output)"]
     terminalreporter.write_sep("=", f"link lane: {lane.count} tests in a second pytest process (exit {lane.rc})")
     terminalreporter.write("\n".join(lines[:-1]) + "\n")
     terminalreporter.write_line(f"link lane: {lines[-1].strip('= ')}")
-    global _failed
     if lane.rc not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED, pytest.ExitCode.INTERRUPTED):
         _failed = f"link lane: {lines[-1].strip('= ')} (above); this session fails with it"
-
-
-_failed = ""
 
 
 def last_word(config: pytest.Config) -> None:
