@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from continuum import REPO, calibration, cgroups, config, naming
+from continuum import REPO, calibration, cgroups, config, experiment, naming
 from continuum.errors import ContinuumError
 from continuum.runtime import WORKLOAD_USER, Node, Sandbox
 from continuum.undo import Undo
@@ -19,7 +19,7 @@ from continuum.workloads.launch import model_cache
 
 
 def run(file: Path, cached_only: bool, console: Console) -> int:
-    spec = config.load(file, materialize=False)
+    spec = experiment.load(file, materialize=False)
     apps = calibration.calibratable(spec)
     if not apps:
         raise ContinuumError(f"{file}: no app to calibrate (bring-your-own apps run their own server, which "

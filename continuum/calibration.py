@@ -37,7 +37,8 @@ from continuum.config import AppSpec, ExperimentSpec, NodeSpec
 from continuum.errors import ProviderError
 from continuum.runtime import WORKLOAD_USER, Node, Sandbox, stop_process
 from continuum.workloads import REGISTRY
-from continuum.workloads.launch import model_cache, threads_env
+from continuum.workloads.launch import model_cache, pythonpath, threads_env
+from continuum.edge.registry import running
 from workloads import calibrate as node_side
 from workloads.contract import Env
 
@@ -103,10 +104,12 @@ def calibratable(spec: ExperimentSpec) -> list[AppSpec]:
 
 
 def concurrency(spec: ExperimentSpec, app: AppSpec) -> int:
-    """Requests the app's server has in service at once: its workers, or (edge_tasks) the tasks
-    its admission runs at once, as a first-come-first-served executor runs them."""
-    if app.workload.app == "edge_tasks" and spec.admission is not None:
-        return int(spec.admission["slots"])
+    """Requests the app's server has in service at once: its workers, unless an edge system
+    that runs says otherwise (an admission stage: the tasks it runs at once)."""
+    for s, settings in running(spec):
+        n = s.concurrency(settings, spec, app)
+        if n is not None:
+            return n
     return app.workload.workers
 
 
@@ -133,12 +136,13 @@ def package_versions() -> dict[str, str]:
     return out
 
 
-def _code_sha(kind: str) -> str:
-    """The app's code, and the measuring code: a change to either may change the times."""
+def _code_sha(spec: ExperimentSpec, app: AppSpec) -> str:
+    """The app's code, the measuring code, and the code of edge systems that serve it: a change to any may change the times."""
     h = hashlib.sha256()
+    kind = app.workload.app
     files = sorted((REPO / "workloads" / kind).glob("*.py")) + [REPO / "workloads" / "calibrate.py", REPO / "workloads" / "media.py"]
-    if kind == "edge_tasks":
-        files += sorted((REPO / "smec-edge" / "mosaic").glob("*.py"))
+    for s, _ in running(spec):
+        files += s.code_files(REPO, app)
     for f in files:
         if f.exists():
             h.update(f.name.encode() + b"\0" + f.read_bytes())
@@ -154,17 +158,15 @@ def node_env(spec: ExperimentSpec, app: AppSpec, node: NodeSpec) -> dict[str, st
     w = app.workload
     env = {Env.PARAMS: json.dumps(dict(w.params)), Env.PAYLOAD: json.dumps(dict(w.payload)), Env.SEED: str(spec.seed),
            **threads_env(spec, node), Env.WORKERS: str(w.workers), Env.APP: app.name}
-    if w.app == "edge_tasks" and spec.admission is not None:
-        # what the node serves, not what a policy chooses to admit: tasks first come first served,
-        # as many at once as the admission's slots, no profiling pass
-        env[Env.ADMISSION] = json.dumps({**spec.admission, "policy": "fcfs", "profile": 0})
+    for s, settings in running(spec):
+        env.update(s.calibration_env(settings, app))
     return env
 
 
 def key(spec: ExperimentSpec, app: AppSpec, node: NodeSpec, model: str) -> str:
     c = spec.calibration
     facts = {"cpu_model": model, "packages": package_versions(), "provider": spec.provider, "limits": limits(node),
-             "app": app.workload.app, "code": _code_sha(app.workload.app), "env": node_env(spec, app, node),
+             "app": app.workload.app, "code": _code_sha(spec, app), "env": node_env(spec, app, node),
              "concurrency": concurrency(spec, app),
              "settings": [c.warmup_requests, c.requests, c.min_s, c.max_s], "version": 1}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:24]
@@ -192,7 +194,7 @@ def measure(spec: ExperimentSpec, app: AppSpec, node: Node, node_spec: NodeSpec,
     out = work / f"calibration-{app.name}.json"
     c = spec.calibration
     env = {**node_env(spec, app, node_spec), Env.MODEL_CACHE: str(model_cache()),
-           "PYTHONPATH": os.pathsep.join((str(node.repo), str(node.repo / "smec-edge"))),
+           "PYTHONPATH": pythonpath(node),
            node_side.SETTINGS: json.dumps({"warmup_requests": c.warmup_requests, "requests": c.requests, "min_s": c.min_s,
                                            "max_s": c.max_s, "concurrency": concurrency(spec, app), "out": str(out)})}
     log = logs / f"calibrate-{node.name}-{app.name}.log"

@@ -62,9 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "validate":
             return _validate(args.file, console, err)
         if args.command == "run":
-            from continuum import config, runner
+            from continuum import experiment, runner
 
-            spec = config.load(args.file, materialize=not args.dry_run)
+            spec = experiment.load(args.file, materialize=not args.dry_run)
             runner.run(spec, ["continuum", *argv], console, dry_run=args.dry_run, recalibrate=args.recalibrate)
             return 0
         if args.command == "calibrate":
@@ -112,12 +112,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _validate(files: list[Path], console: Console, err: Console) -> int:
-    from continuum import config
+    from continuum import experiment
 
     status = 0
     for f in files:
         try:
-            spec = config.load(f, materialize=False)
+            spec = experiment.load(f, materialize=False)
         except ConfigError as e:
             err.print(f"[red]invalid:[/] {e}")
             status = 2
@@ -165,8 +165,13 @@ def _destroy(args: argparse.Namespace, console: Console) -> int:
     whose = f"run {run_id}" if run_id else "any run"
     found = 0
     removed = 0
-    for kind, cls in sorted(REGISTRY.items()):
-        provider = cls()
+    from continuum.edge.registry import SYSTEMS
+    from continuum.edge.system import EdgeSystem
+    from continuum.providers import Provider
+
+    # the providers' nodes, then what edge systems started beside them (a GPU's MPS daemon)
+    cleaners: list[tuple[str, Provider | EdgeSystem]] = [*((k, cls()) for k, cls in sorted(REGISTRY.items())), *SYSTEMS.items()]
+    for kind, provider in cleaners:
         items = provider.leftovers(run_id)
         found += len(items)
         for item in items:

@@ -26,7 +26,9 @@ from continuum.errors import ContinuumError, ProviderError, VerificationError
 from continuum.monitor import NodeSampler
 from continuum.network import link, plan as netplan, verify
 from continuum.providers import REGISTRY
-from continuum.providers.base import Deployment
+from continuum.edge import registry as edge_registry
+from continuum.edge.system import EdgeRun
+from continuum.providers.base import Deployment, Provider
 from continuum.runtime import Node, stop_process, stop_processes, wait_for
 from continuum.results import manifest, report, tables
 from continuum.undo import Undo
@@ -180,11 +182,11 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
             console.print(line, highlight=False)
         for line in _load_plan(spec):
             console.print(line, highlight=False)
-        problems = provider.check(spec)
+        problems = _host_problems(provider, spec)
         for p in problems:
             console.print(f"[yellow]host not ready:[/] {p}")
         return None
-    problems = provider.check(spec)
+    problems = _host_problems(provider, spec)
     if problems:
         raise ProviderError("the host is not ready:\n  - " + "\n  - ".join(problems))
 
@@ -348,31 +350,7 @@ def _run(ctx: Run, provider) -> None:
         ctx.vital.append(Vital(f"the request-notice agent on {target.name}", agent, run_dir / "logs" / f"notice-agent-{target.name}.log"))
         ctx.phase(f"tutti: request notices from {target.name} to the RAN (UDP port {netplan.NOTICE_PORT})")
 
-    if spec.smec_quota is not None:
-        target = dep.nodes[plan.offload_target]
-        manager = launch.start_smec_manager(spec, target, run_dir)
-        ctx.undo.callback(launch.smec_manager_socket(run_dir).unlink, missing_ok=True)
-        ctx.undo.callback(stop_process, manager)
-        ctx.vital.append(Vital("SMEC's edge manager", manager, run_dir / "logs" / "smec-manager.log"))
-        unit, most, _ = spec.smec_quota
-        how = f"cores (affinity), up to {most:g}" if spec.smec_mode == "cores" else f"quota in {unit:g}-CPU steps up to {most:g}"
-        urgent = ", ".join(f"{a.name} below {a.urgency_ms:g} ms" if a.urgency_ms is not None else f"{a.name} best effort" for a in spec.apps)
-        ctx.phase(f"SMEC's edge manager on {target.name}: {how}; urgent: {urgent}")
-    if spec.admission is not None:
-        target = dep.nodes[plan.offload_target]
-        agent = launch.start_mosaic_agent(target, run_dir)
-        ctx.undo.callback(launch.mosaic_agent_socket(run_dir).unlink, missing_ok=True)
-        ctx.undo.callback(stop_process, agent)
-        ctx.vital.append(Vital("MOSAIC's cgroup agent", agent, run_dir / "logs" / "mosaic-agent.log"))
-        a = spec.admission
-        how = (f"n_max {a['n_max']}, tau_ipc {a['tau_ipc']:g}" if a["policy"].startswith("mosaic") else f"{a['slots']} task(s) at once")
-        ctx.phase(f"edge admission on {target.name}: {a['policy']} ({how}); a cgroup per task through MOSAIC's agent")
-    if spec.smec_mps != "off":
-        daemon, said = launch.start_mps(spec, run_dir, ctx.run_id)
-        if daemon is not None:
-            ctx.undo.callback(daemon.stop)
-        man.edge_manager = {**(man.edge_manager or {}), "mps": said}
-        ctx.phase(f"SMEC's GPU path: CUDA MPS {said}")
+    _start_edge_systems(ctx)
 
     man.workload.user = launch.user_note(spec)
     with NodeSampler([dep.nodes[n.name] for n in spec.nodes], run_dir / "nodes.csv"):
@@ -447,6 +425,29 @@ def _srsran(ctx: Run) -> None:
     except stack.StackError as e:
         raise ProviderError(str(e)) from None
     stack.route_endpoint(endpoint, netplan.ALL_NETS)
+
+
+def _host_problems(provider: Provider, spec: ExperimentSpec) -> list[str]:
+    """What the host lacks: the provider's own check, and what the running edge systems need of it."""
+    return provider.check(spec) + edge_registry.problems(spec, provider.kind, provider.node_verbs)
+
+
+def _start_edge_systems(ctx: Run) -> None:
+    """Each running edge system's parts, beside the offload node, through the interface's verbs."""
+    spec, dep = ctx.spec, ctx.dep
+    assert dep is not None
+    target = dep.nodes[ctx.plan.offload_target]
+    for s, settings in edge_registry.running(spec):
+        key = s.manifest_key
+
+        def note(facts: dict, key: str | None = key) -> None:
+            if key is not None:
+                setattr(ctx.manifest, key, {**(getattr(ctx.manifest, key, None) or {}), **facts})
+
+        def watch(what: str, proc: subprocess.Popen, log: Path) -> None:
+            ctx.vital.append(Vital(what, proc, log))
+
+        s.start(settings, EdgeRun(spec, target, ctx.run_dir, ctx.run_id, ctx.undo, ctx.phase, watch, note))
 
 
 @dataclass(frozen=True)
@@ -549,11 +550,9 @@ def _repetition(ctx: Run, rep: int) -> None:
         stop_process(srv)
         if cli.returncode not in (0, -15):
             console.print(f"  [yellow]bulk UE {n.name}: iperf3 ended with {cli.returncode}[/]; see {run_dir}/logs/bulk-{n.name}.log")
-    if spec.smec_quota is not None:
-        # The load has ended; SMEC's manager sees it in its usage average one window later and
-        # gives the quota back. Its decisions (raw/smec-decisions.csv, the plot) should show
-        # that, not end with the servers' stop, which now follows the last answer within 1 s.
-        time.sleep(launch.SMEC_WINDOW_S)
+    drain = max((s.drain_s(settings) for s, settings in edge_registry.running(spec)), default=0.0)
+    if drain > 0:
+        time.sleep(drain)  # an edge system's own records see the load end (EdgeSystem.drain_s)
     for server in servers:
         stop_process(server)
 

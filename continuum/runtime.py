@@ -169,3 +169,20 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str, poll: flo
         if time.monotonic() > deadline:
             raise ProviderError(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(poll)
+
+
+def start_daemon(argv: list[str], log: Path, ready: Path, title: str, timeout: float = 15.0) -> subprocess.Popen:
+    """A root daemon beside the nodes (an edge system's manager or agent): on this
+    machine, in its own session, outside every node's cgroup (its own work must not
+    count against what it manages); running and listening (`ready` exists) when this
+    returns, else a ProviderError that points at its log."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def listening() -> bool:
+        if proc.poll() is not None:
+            raise ProviderError(f"{title} exited ({proc.returncode}); see {log}")
+        return ready.exists()
+
+    wait_for(listening, timeout, title)
+    return proc

@@ -9,13 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from continuum import calibration, config
+from continuum import calibration
+from continuum import experiment
 
 
 def calibrate_first(cfg: Path) -> dict[str, calibration.Calibration]:
     p = subprocess.run([sys.executable, "-m", "continuum", "calibrate", str(cfg)], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    spec = config.load(cfg, materialize=False)
+    spec = experiment.load(cfg, materialize=False)
     found = calibration.from_cache(spec, spec.offload_node.name, calibration.cpu_model())
     assert found, f"continuum calibrate {cfg} left nothing in the cache: {p.stdout[-2000:]}"
     return found

@@ -37,6 +37,6 @@ def node_cgroup(cpus: float) -> tuple[float, int]:
     """(quota in CPUs, CFS period in us) for a node cgroup a test makes itself: at half-speed the quota is
     halved over the short period that `speed = 0.5` uses, as continuum gives a node at that speed."""
     from continuum.cgroups import PERIOD_US
-    from continuum.config.resolve import SPEED_PERIOD_US
+    from continuum.config.spec import SPEED_PERIOD_US
 
     return (cpus * 0.5, SPEED_PERIOD_US) if STRESS == "half-speed" else (cpus, PERIOD_US)

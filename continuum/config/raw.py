@@ -307,38 +307,6 @@ class Cell(Strict):
     bulk: Bulk = Bulk()
 
 
-class EdgeManager(Strict):
-    """What manages the edge node's resources for the workload (docs/smec.md)."""
-
-    kind: Literal["default", "smec"] = "default"  # default: Linux's scheduler; smec: SMEC's edge manager (timing so far)
-    slo_ms: float = Field(default=100.0, gt=0, le=60000)  # the app's SLO, for SMEC's budgets
-    early_drop: bool = True  # smec: drop a request whose budget is spent (the client is told)
-    mode: Literal["quota", "cores", "off"] = "quota"  # smec: move CPU quota, or whole cores (affinity); off: timing and drops only
-    unit_cpus: float = Field(default=0.25, gt=0, le=64)  # quota mode: CPU bandwidth per step
-    max_cpus: float = Field(default=2.0, gt=0, le=256)  # quota mode: the most the server may get
-    urgency_ms: float | None = Field(default=None, gt=0, le=60000)  # urgent below this budget (default: a third of the SLO)
-    mps: Literal["auto", "on", "off"] = "auto"  # smec, several apps on a GPU: share it through CUDA MPS (auto: when there is one)
-
-
-class EdgeAdmission(Strict):
-    """Which queued task starts on the edge node: MOSAIC or a classic scheduler (docs/mosaic.md);
-    for workload.app = "edge_tasks"."""
-
-    policy: Literal["mosaic", "mosaic-nomatrix", "fcfs", "rr", "sjf", "priority", "edf"] = "mosaic"
-    n_max: int = Field(default=8, ge=1, le=64)  # mosaic: tasks at once (rule 1)
-    tau_ipc: float = Field(default=0.35, gt=0, le=10)  # mosaic: the slowdown a candidate may cause (rule 2)
-    prior: float = Field(default=0.2, ge=0, le=10)  # mosaic: the slowdown taken for a pair never observed
-    slots: int | None = Field(default=None, ge=1, le=64)  # the baselines' tasks at once (default: the edge's CPUs)
-    workers_per_class: int = Field(default=3, ge=1, le=16)  # warm worker processes per task class
-    scale: float = Field(default=1.0, gt=0, le=10)  # the tasks' size (mosaic/tasks.py's SCALE times this)
-    profile: int = Field(default=1, ge=0, le=10)  # mosaic: tasks per class run alone before the run (its time alone); 0: none
-
-
-class Edge(Strict):
-    manager: EdgeManager = EdgeManager()
-    admission: EdgeAdmission | None = None
-
-
 class Calibration(Strict):
     """How each app's service time on its offload node is measured (docs/calibration.md):
     back to back, in the node's cgroup, at the server's concurrency."""
@@ -361,7 +329,8 @@ class ExperimentFile(Strict):
     core: Core = Core()
     workload: Workload = Workload()
     cell: Cell | None = None
-    edge: Edge = Edge()
+    # [edge.SECTION]: each table belongs to an edge system (continuum/config/edge.py), checked by its model
+    edge: dict[str, Any] = {}
     calibration: Calibration = Calibration()
 
 

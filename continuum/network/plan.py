@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from srsran_integration import lte
 
 if TYPE_CHECKING:  # the plan is built from a spec; at run time it needs only its values
-    from continuum.config import CellSpec, ExperimentSpec
+    from continuum.config import CellSpec, ExperimentSpec, Machine
 
 ENDPOINT_NET, PROBE_NET, EDGE_NET, CLOUD_NET = "10.200", "10.201", "10.202", "10.203"
 ALL_NETS = "10.200.0.0/14"
@@ -46,7 +46,6 @@ MQTT_PORT = 1883
 BULK_NET_OFFSET = 100  # bulk UE i lives in 10.200.(100+i).0/24 (endpoints stay below 64)
 BULK_PORT = 5201  # bulk UE i's iperf3 server listens on BULK_PORT + i on the offload target
 NOTICE_PORT = 47000  # Tutti: the edge's request notices to a UE's address on this UDP port
-SMEC_PORT = 47100  # SMEC's timing: the endpoints' probes to the offload target, its ACKs back (UDP)
 NODE_IF = "eth0"  # a node's one interface
 # mobile.mode = "srsran": the EPC's SGi network and the UE's static address in it
 UE_NET, UE_ADDRESS = f"{lte.UE_POOL}.0/24", f"{lte.UE_POOL}.2"
@@ -146,18 +145,6 @@ class CellLink:
 
 
 @dataclass(frozen=True)
-class Machine:
-    """A machine of the hosts provider, reached over SSH."""
-
-    name: str
-    address: str
-    user: str
-    port: int
-    key: str | None
-    roles: tuple[str, ...]  # endpoint, edge, cloud, link
-
-
-@dataclass(frozen=True)
 class Plan:
     nodes: tuple[PlanNode, ...]  # workload nodes in spec order, then "ran", "core"
     veths: tuple[Veth, ...]
@@ -171,7 +158,7 @@ class Plan:
     probe_addresses: dict  # endpoint name -> probe address (bypasses the trace, keeps the core delay)
     offload_target: str  # node name that serves the workload (edge0 or cloud0)
     cell: CellSpec | None = None  # the shared cell; its members are cell_links by name
-    # SMEC's quota mode for a mix, or MOSAIC's per-task cgroups: the offload node's cgroup gets children (cgroups.create's `leaf`)
+    # an edge system makes child cgroups under the offload node's (per app or per task): cgroups.create's `leaf`
     per_app_cgroups: bool = False
     run_as_root: bool = False  # workload.run_as_root: else process workloads run as runtime.WORKLOAD_USER
     # The hosts provider: the machines, which one each namespace (node, ran, core) is on,
@@ -278,7 +265,7 @@ def build(spec: ExperimentSpec) -> Plan:
         probe_addresses=probes,
         offload_target=offload_target,
         cell=spec.cell,
-        per_app_cgroups=(spec.smec_mode == "quota" and spec.mix) or spec.admission is not None,
+        per_app_cgroups="child_cgroups" in spec.edge_needs,
         run_as_root=spec.workload.run_as_root,
         machines=spec.hosts,
         placement=placement(spec) if spec.hosts else {},

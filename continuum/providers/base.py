@@ -35,6 +35,9 @@ class Provider:
     """Base class: every method does nothing by default."""
 
     kind: ClassVar[str] = ""
+    # The node verbs it implements for edge systems (continuum/config/edge.py PROVIDER_VERBS):
+    # a system that needs one it lacks is refused before anything is built.
+    node_verbs: ClassVar[frozenset[str]] = frozenset()
 
     def check(self, spec: ExperimentSpec) -> list[str]:
         """What the host lacks for this experiment (empty when ready)."""

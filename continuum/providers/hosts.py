@@ -173,8 +173,6 @@ def remote_problems(spec: ExperimentSpec, kind: str, unsupported: list[str]) -> 
                 for tool in ("ssh", "rsync", "ssh-keygen") if not shutil.which(tool)]
     if spec.workload.runtime != "process" and spec.engine != "k3s":
         unsupported = ["container workloads (workload.runtime = \"container\")", *unsupported]
-    if spec.edge_manager == "smec" or spec.admission is not None:
-        unsupported.append("SMEC's edge manager and MOSAIC's admission control ([edge.manager], [edge.admission])")
     if spec.cell is not None:
         unsupported.append("a shared cell ([cell])")
     if unsupported:

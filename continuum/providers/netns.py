@@ -21,7 +21,6 @@ from continuum.network.plan import Plan
 from continuum.providers.base import Deployment, Provider, register
 from continuum.runtime import Node
 from continuum.traces import mahimahi_link_binary
-from smec_edge import mps
 from srsran_integration import environment
 
 if TYPE_CHECKING:
@@ -62,6 +61,7 @@ def delete_namespace(netns: str) -> None:
 @register
 class NetnsProvider(Provider):
     kind = "netns"
+    node_verbs = frozenset({"node_daemon", "child_cgroups"})  # the daemons run here, where its cgroups are
 
     def check(self, spec: ExperimentSpec) -> list[str]:
         problems = []
@@ -76,9 +76,6 @@ class NetnsProvider(Provider):
             cgroups.detect()
         except ProviderError as e:
             problems.append(str(e))
-        if spec.smec_mps == "on" and mps.unavailable():
-            problems.append(f"[edge.manager] mps = \"on\", but CUDA MPS cannot run here: {mps.unavailable()} "
-                            "(\"auto\" uses it only where it can)")
         if spec.workload.runtime == "container":
             problem = containers.engine_problem()
             if problem:
@@ -161,10 +158,6 @@ class NetnsProvider(Provider):
                 cg.remove()
                 removed += 1
         removed += len(cgroups.prune(run_id))
-        for folder in mps.leftovers(run_id):
-            say(f"stopping the CUDA MPS daemon of {folder}")
-            mps.Mps(folder).stop()
-            removed += 1
         return removed
 
 

@@ -53,7 +53,7 @@ def summarize(run_dir: Path, df: pd.DataFrame) -> dict | None:
             s["run_p10_ms"] = float(np.percentile(proc, 10))
             s["drift"] = s["run_p10_ms"] / s["calibrated_p10_ms"] if s["calibrated_p10_ms"] else None
             s["served_rps"] = len(done) / window_s if window_s > 0 else None
-            if m.get("admission") is None:  # edge_tasks' processing time includes its queue: no busy share
+            if not m.get("server_queue"):  # an admission stage's processing time includes its queue: no busy share
                 s["busy"] = float(proc.sum() / 1000 / window_s / max(1, c["concurrency"])) if window_s > 0 else None
         out[name] = s
     return out

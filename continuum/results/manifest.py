@@ -119,9 +119,10 @@ class WorkloadFacts(BaseModel):
 
 class Manifest(BaseModel):
     """manifest.json, typed: the facts known at start (build), then what the
-    run learns (provider facts, verification, workload) and its outcome."""
+    run learns (provider facts, verification, workload) and its outcome. The
+    keys beyond these fields are the edge systems' own (edge_entries)."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
 
     run_id: str
     experiment: str
@@ -150,9 +151,9 @@ class Manifest(BaseModel):
     verification: dict[str, Any] | None = None
     workload: WorkloadFacts = WorkloadFacts()
     cell: dict[str, Any] | None = None  # the shared cell as run (schedulers, timings, members with class and SLO)
-    edge_manager: dict[str, Any] | None = None  # what managed the edge node: default (Linux) or smec
+    # an edge system queues requests inside the servers (an admission stage): their processing time includes the queue
+    server_queue: bool = False
     apps: dict[str, dict[str, Any]] = {}  # each application: its app, endpoints, SLO (None: best effort)
-    admission: dict[str, Any] | None = None  # [edge.admission] as run (edge_tasks: MOSAIC or a baseline)
     duration_s: float | None = None  # the measured window of each repetition
     # when each repetition's workload started, and with it the traces (from their first line)
     trace_restarts_unix_ns: list[int] = []
@@ -180,13 +181,8 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
               "jitter_ms": spec.core.jitter_ms, "delay_mechanism": spec.core.mechanism},
         versions=versions(),
         host=host(),
-        edge_manager={"kind": spec.edge_manager,
-                      **({"slo_ms": spec.smec_slo_ms, "early_drop": spec.smec_early_drop, "mode": spec.smec_mode,
-                          "quota": None if spec.smec_quota is None or spec.smec_mode != "quota"
-                          else dict(zip(("unit_cpus", "max_cpus", "urgency_ms"), spec.smec_quota)),
-                          "max_cores": int(spec.smec_quota[1]) if spec.smec_quota and spec.smec_mode == "cores" else None}
-                         if spec.edge_manager == "smec" else {})},
-        admission=spec.admission,
+        **edge_entries(spec),
+        server_queue="server_queue" in spec.edge_needs,
         duration_s=spec.duration_s,
         apps={a.name: {"app": a.workload.app, "endpoints": list(a.endpoints), "slo_ms": a.slo_ms,
                        "urgency_ms": a.urgency_ms, "rate": a.workload.rate, "utilisation": a.workload.utilisation,
@@ -201,6 +197,14 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
             "offload_one_way_ms": spec.one_way_ms(spec.workload.offload),
         },
     )
+
+
+def edge_entries(spec: ExperimentSpec) -> dict[str, Any]:
+    """Each registered edge system's top-level entry (EdgeSystem.manifest_key), also for
+    one that does not run (what ran instead: Linux's scheduler, no admission stage)."""
+    from continuum.edge.registry import SYSTEMS
+
+    return {s.manifest_key: s.manifest(spec.edge.get(name), spec) for name, s in SYSTEMS.items() if s.manifest_key}
 
 
 def write(manifest: Manifest, run_dir: Path) -> None:

@@ -13,6 +13,7 @@ import json
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -21,7 +22,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-import numpy as np  # noqa: E402
 
 from continuum.results import timeline  # noqa: E402
 from continuum.results.timeline import Timeline  # noqa: E402
@@ -31,7 +31,7 @@ PARTS = [("preprocessing_ms", "pre-processing (M3)"), ("uplink_ms", "uplink (M1)
 TIME_LABEL = "time since the first measured request (s)"
 
 
-def _shade(ax, tl: Timeline, xlim: tuple[float, float], legend: bool = True) -> None:
+def shade(ax, tl: Timeline, xlim: tuple[float, float], legend: bool = True) -> None:
     """The run's one x range, warm-up and wind-down, the same on every time axis."""
     x0, x1 = xlim
     for i, (a, b) in enumerate(tl.warmups):
@@ -54,7 +54,7 @@ def latency_over_time(df: pd.DataFrame, summary: dict, tl: Timeline, xlim: tuple
             ax.plot(tl.seconds(lost["t_drawn"]), [top * 1.05] * len(lost), "rx", label=f"{ep}: no answer (drawn at the top)")
         early = g[g["status"] == "early_drop"]
         if len(early):
-            ax.plot(tl.seconds(early["t_drawn"]), [top * 1.02] * len(early), "m|", label=f"{ep}: dropped early by SMEC (at the top)")
+            ax.plot(tl.seconds(early["t_drawn"]), [top * 1.02] * len(early), "m|", label=f"{ep}: dropped early at the edge (at the top)")
     e2e = summary["metrics"]["e2e_ms"]
     if e2e.get("count"):
         ax.axhline(e2e["median"], color="k", ls="--", lw=1, label=f"median {e2e['median']:.1f} ms (measured)")
@@ -64,7 +64,7 @@ def latency_over_time(df: pd.DataFrame, summary: dict, tl: Timeline, xlim: tuple
     ax.set_ylabel("end-to-end latency (ms)")
     ax.set_title(f"End-to-end latency per request: {summary['answered']} of {summary['requests']} measured answered")
     ax.grid(alpha=0.3)
-    _shade(ax, tl, xlim)
+    shade(ax, tl, xlim)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     fig.savefig(out, dpi=120)
@@ -126,7 +126,7 @@ def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim
         ax.set_title(f"{d}: {dlv.mean():.2f} Mbit/s delivered on average of {cap.mean():.1f} Mbit/s capacity"
                      + (f", {drops} packets dropped" if drops else ""), fontsize=9)
         ax.grid(alpha=0.3)
-        _shade(ax, tl, xlim)
+        shade(ax, tl, xlim)
         lines = ax.get_lines() + ax2.get_lines() + [p for p in ax.patches if p.get_label() and not p.get_label().startswith("_")]
         ax.legend(lines, [x.get_label() for x in lines], fontsize=7, loc="upper left", bbox_to_anchor=(1.1, 1))
     axes[-1].set_xlabel(TIME_LABEL)
@@ -167,7 +167,7 @@ def srsran_kpis(run_dir: Path, tl: Timeline, xlim: tuple[float, float], out: Pat
     q2.set_ylabel("uplink SNR (dB)", color="C1")
     for ax in axes:
         ax.grid(alpha=0.3)
-        _shade(ax, tl, xlim)
+        shade(ax, tl, xlim)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.08, 1))
     q2.legend(fontsize=7, loc="lower left", bbox_to_anchor=(1.08, 0))
     axes[-1].set_xlabel(TIME_LABEL)
@@ -210,7 +210,7 @@ def sending_rate(df: pd.DataFrame, rate_logs: list[Path], tl: Timeline, xlim: tu
     ax2.set_ylabel("end-to-end latency (ms, log scale)")
     ax2.set_yscale("log")
     ax.grid(alpha=0.3)
-    _shade(ax, tl, xlim)
+    shade(ax, tl, xlim)
     lines = ax.get_lines() + ax2.get_lines()
     ax.legend(lines, [x.get_label() for x in lines], fontsize=8, loc="upper left", bbox_to_anchor=(1.1, 1))
     ax.set_title("Application-level congestion control")
@@ -243,7 +243,7 @@ def nodes(s: pd.DataFrame | None, limits: dict, tl: Timeline, xlim: tuple[float,
     a.set_title("Node CPU and memory (cgroup), limits dashed", fontsize=10)
     for ax in (a, b):
         ax.grid(alpha=0.3)
-        _shade(ax, tl, xlim, legend=ax is a)
+        shade(ax, tl, xlim, legend=ax is a)
     a.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     b.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
@@ -290,7 +290,24 @@ def _one(made: bool | None, path: Path) -> list[Path]:
     return [path] if made else []
 
 
-def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5) -> list[Path]:
+# A figure made in a worker process beside the others.
+PlotJob = Callable[[], list[Path]]
+
+
+@dataclass(frozen=True)
+class Plot:
+    """What a figure beyond these (an edge system's) gets: the run, its summary and the one time axis."""
+
+    run_dir: Path
+    df: pd.DataFrame
+    summary: dict
+    tl: Timeline
+    xlim: tuple[float, float]
+    folder: Path
+
+
+def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5,
+              more: Callable[[Plot], list[PlotJob]] | None = None) -> list[Path]:
     """Every figure of the run, rendered side by side on the machine's cores:
     matplotlib spends ~0.2-1.5 s per figure here, one core at a time, and the
     results of every run waited for all of them in turn."""
@@ -314,10 +331,9 @@ def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5
                                                plots / f"link_{ep}.png"), ep) for ep in endpoints]
     jobs += [lambda: _one(sending_rate(df, sorted((run_dir / "raw").glob("rate-*.csv")), tl, xlim, plots / "sending_rate.png"),
                           plots / "sending_rate.png"),
-             lambda: _one(nodes(samples, node_limits(run_dir), tl, xlim, plots / "nodes.png"), plots / "nodes.png"),
-             lambda: _one(smec_manager(run_dir, df, tl, xlim, plots / "smec_manager.png"), plots / "smec_manager.png")]
-    if summary.get("admission"):
-        jobs.append(lambda: admission(run_dir, summary["admission"], tl, xlim, plots))
+             lambda: _one(nodes(samples, node_limits(run_dir), tl, xlim, plots / "nodes.png"), plots / "nodes.png")]
+    if more is not None:  # the edge systems' figures (continuum/results/report.py)
+        jobs += more(Plot(run_dir, df, summary, tl, xlim, plots))
     jobs += [lambda: _one(srsran_kpis(run_dir, tl, xlim, plots / "srsran.png"), plots / "srsran.png"),
              lambda: _one(cell_share(run_dir, tl, xlim, plots / "cell_share.png", bin_s), plots / "cell_share.png")]
     c = summary.get("cell")
@@ -370,7 +386,7 @@ def cell_share(run_dir: Path, tl: Timeline, xlim: tuple[float, float], out: Path
         tput.set_ylabel(f"{lg.direction} delivered\n(Mbit/s, {bin_s:g} s bins)")
         tput.set_ylim(bottom=0)
         for ax in (share, tput):
-            _shade(ax, tl, xlim, legend=False)
+            shade(ax, tl, xlim, legend=False)
             ax.grid(alpha=0.3)
         share.legend(loc="upper left", fontsize=8, ncol=min(6, len(lg.members)))
     axes[-1][0].set_xlabel(TIME_LABEL)
@@ -411,161 +427,3 @@ def ran_latency_cdf(df: pd.DataFrame, cell_summary: dict, one_way_ms: float, mem
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return True
-
-
-def smec_manager(run_dir: Path, df: pd.DataFrame, tl: Timeline, xlim: tuple[float, float], out: Path) -> bool:
-    """SMEC's edge manager: what each app held over time (its decisions),
-    each request's budget when its processing started, and, with several
-    apps, each app's SLO satisfaction per second (all measured)."""
-    path = run_dir / "raw" / "smec-decisions.csv"
-    if not path.exists() or "budget_ms" not in df:
-        return False
-    dec = pd.read_csv(path).dropna(subset=["cpus"])  # rows without cpus: a server adopted
-    if dec.empty:
-        return False
-    man = json.loads((run_dir / "manifest.json").read_text()) if (run_dir / "manifest.json").exists() else {}
-    em, apps = man.get("edge_manager") or {}, man.get("apps") or {}
-    mode = em.get("mode", "quota")
-    several = dec["app"].nunique() > 1
-    fig, axes = plt.subplots(3 if several else 2, 1, figsize=(9, 8 if several else 5.5), sharex=True)
-    q, b = axes[0], axes[1]
-    colours = {a: f"C{i}" for i, a in enumerate(dict.fromkeys(dec["app"]))}
-    top = float((dec["units"] if several and mode == "quota" else dec["cpus"]).max())
-    for i, (app, d) in enumerate(dec.groupby("app", sort=False)):
-        t = tl.seconds(d["t_ns"])
-        y = d["units"] if several and mode == "quota" else d["cpus"]
-        lift = (i - (len(colours) - 1) / 2) * 0.02 * top  # apps holding the same do not hide each other
-        q.step(list(t) + [xlim[1]], list(y + lift) + [y.iloc[-1] + lift], where="post", color=colours[app], label=str(app))
-    q.set_ylabel({"cores": "cores held\n(affinity)", "quota": "CPU weight (steps)\nof the node's CPUs" if several
-                  else "server's CPU quota\n(CPUs)"}.get(mode, "held"))
-    q.set_ylim(0, max(top * 1.2, 0.5))
-    q.set_title(f"SMEC's edge manager ({mode} mode, its decisions): {int((dec['why'].str.startswith('urgent')).sum())} raises "
-                f"on urgency, {int((dec['why'].str.startswith('idle')).sum())} returns when under 60% used", fontsize=10)
-    if several:
-        q.legend(fontsize=8, loc="upper left", ncol=len(colours), title="(lines lifted by 2% apart where they overlap)",
-                 title_fontsize=7)
-    r = df.dropna(subset=["budget_ms"])
-    for app, d in (r.groupby("app", sort=False) if several and "app" in r else [("", r)]):
-        kept, dropped = d[d["status"] != "early_drop"], d[d["status"] == "early_drop"]
-        c = colours.get(app, "C0")
-        b.plot(tl.seconds(kept["t_server_start"]), kept["budget_ms"], ".", ms=3, color=c,
-               label=f"{app + ': ' if app else ''}budget at processing start")
-        if len(dropped):
-            b.plot(tl.seconds(dropped["t_server_start"]), dropped["budget_ms"], "x", ms=4, color=c if app else "r",
-                   label=f"{app + ': ' if app else ''}spent: dropped early")
-    b.axhline(0, color="k", lw=0.8)
-    quota = em.get("quota")
-    if quota and not several:
-        b.axhline(quota["urgency_ms"], color="C1", ls="--", lw=1, label=f"urgent below {quota['urgency_ms']:g} ms")
-    b.set_ylabel("request budget (ms)")
-    b.legend(fontsize=7, loc="lower left", ncol=2 if several else 1)
-    if several:
-        s_ax = axes[2]
-        m = df[(df["phase"] == "measure") & df["app"].notna()]
-        for app, d in m.groupby("app", sort=False):
-            slo = (apps.get(app) or {}).get("slo_ms")
-            if not slo:
-                continue
-            sec = np.floor(tl.seconds(d["t_drawn"]))
-            met = ((d["status"] == "ok") & (d["e2e_ms"].astype(float) <= slo)).groupby(sec).mean()
-            bins = np.arange(met.index.min(), met.index.max() + 1)
-            s_ax.stairs(met.reindex(bins).to_numpy() * 100, np.append(bins, bins[-1] + 1), baseline=None, color=colours.get(app, "k"),
-                        label=f"{app} (SLO {slo:g} ms)")
-        s_ax.set_ylabel("SLO met, per second\n(% of requests drawn)")
-        s_ax.set_ylim(-3, 103)
-        s_ax.legend(fontsize=8, loc="lower left", ncol=4)
-    axes[-1].set_xlabel(TIME_LABEL)
-    for ax in axes:
-        _shade(ax, tl, xlim, legend=False)
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return True
-
-
-ADMISSION_CLASSES = ("inference_critical", "dispatch_api", "sensor_fusion", "analytics_batch", "model_update", "log_archive")
-CLASS_COLOURS = {c: f"C{i}" for i, c in enumerate(ADMISSION_CLASSES)}
-
-
-def admission(run_dir: Path, a: dict, tl: Timeline, xlim: tuple[float, float], plots_dir: Path) -> list[Path]:
-    """Per-class completion; queue depth and each task's response time over
-    the run's time axis; decision times. All measured."""
-    made = []
-    # 1. per class: met its deadline, finished late, never finished
-    out = plots_dir / "admission_classes.png"
-    fig, ax = plt.subplots(figsize=(9, 4.2))
-    names = list(a["per_class"])[::-1]
-    met = np.array([a["per_class"][c]["hit"] for c in names]) * 100
-    fin = np.array([a["per_class"][c]["finished"] / a["per_class"][c]["arrived"] for c in names]) * 100
-    ax.barh(names, met, color="C2", label="met its deadline")
-    ax.barh(names, fin - met, left=met, color="C1", label="finished late")
-    ax.barh(names, 100 - fin, left=fin, color="C3", label="never finished")
-    for i, c in enumerate(names):
-        pc = a["per_class"][c]
-        ax.text(101, i, f"n={pc['arrived']}, P99 {pc['p99_ms']:.0f} ms" if pc["p99_ms"] is not None else f"n={pc['arrived']}",
-                va="center", fontsize=8)
-    ax.set_xlim(0, 135)
-    ax.set_xticks(range(0, 101, 20))
-    ax.set_xlabel("% of the class's measured tasks")
-    ax.set_title(f"{a['policy']}: per-class completion (tier 1 at the top); hit {a['hit']:.1%} overall", fontsize=10)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.4, -0.18), ncol=3)
-    ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    made.append(out)
-
-    # 2. the queue and each task's response time, on the run's time axis
-    raw = run_dir / "raw"
-    q = sorted(raw.glob("mosaic-queue*.csv"))
-    tasks = pd.concat([pd.read_csv(p) for p in sorted(raw.glob("mosaic-tasks*.csv"))], ignore_index=True)
-    if q and tl is not None:
-        queue = pd.concat([pd.read_csv(p) for p in q], ignore_index=True)
-        out = plots_dir / "admission_queue.png"
-        fig, (qa, ra) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
-        qa.step(tl.seconds(queue["t_ns"]), queue["queued"], where="post", color="k", lw=0.8)
-        qa.set_ylabel("tasks queued\n(at each 100-ms tick)")
-        qa.set_title(f"{a['policy']}: queue depth (max {a.get('queue', {}).get('max', '-')} in the measured window) "
-                     "and each task's response time", fontsize=10)
-        fin = tasks[tasks["ok"] == 1]
-        for cls, g in fin.groupby("cls"):
-            ra.plot(tl.seconds(g["t_arrival_ns"]), g["response_ms"] / 1000, ".", ms=3, color=CLASS_COLOURS.get(cls), label=str(cls))
-        lost = tasks[tasks["ok"] != 1]
-        if len(lost):
-            top = float(fin["response_ms"].max() / 1000) if len(fin) else 1.0
-            ra.plot(tl.seconds(lost["t_arrival_ns"]), [top * 1.3] * len(lost), "rx", ms=4, label="never finished (at the top)")
-        ra.set_yscale("log")
-        ra.set_ylabel("response time (s, log)\narrival at the edge to finish")
-        ra.set_xlabel(TIME_LABEL)
-        ra.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-        for ax in (qa, ra):
-            _shade(ax, tl, xlim, legend=False)
-            ax.grid(alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(out, dpi=120)
-        plt.close(fig)
-        made.append(out)
-
-    # 3. decision times
-    d = sorted(raw.glob("mosaic-decisions*.csv"))
-    dec = a.get("decisions")
-    if d and dec:
-        us = pd.concat([pd.read_csv(p) for p in d], ignore_index=True)
-        us = us[us["rule"] != "starving"]["us"].astype(float)
-        out = plots_dir / "admission_decisions.png"
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        ax.hist(us, bins=np.logspace(np.log10(max(0.1, us.min())), np.log10(us.max() * 1.01), 50), color="C0")
-        ax.set_xscale("log")
-        ax.axvline(dec["us_p50"], color="k", ls="--", lw=1, label=f"median {dec['us_p50']:.1f} us")
-        ax.axvline(dec["us_p99"], color="C3", ls="--", lw=1, label=f"P99 {dec['us_p99']:.1f} us")
-        ax.axvline(280, color="0.5", ls=":", lw=1, label="MOSAIC's paper: ~280 us (its machine)")
-        ax.set_xlabel("time of one admission decision (us, log; measured in the executor)")
-        ax.set_ylabel("decisions")
-        ax.set_title(f"{a['policy']}: {dec['count']} decisions", fontsize=10)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(out, dpi=120)
-        plt.close(fig)
-        made.append(out)
-    return made

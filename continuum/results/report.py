@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from continuum.errors import ContinuumError
-from continuum.results import admission, apps, cell, load, plots, tables, timeline
+from continuum.edge.registry import SYSTEMS
+from continuum.results import apps, cell, load, plots, tables, timeline
 
 
 def build(run_dir: Path) -> tuple[dict, list[Path]]:
@@ -16,7 +17,8 @@ def build(run_dir: Path) -> tuple[dict, list[Path]]:
     if not raw.is_dir():
         raise ContinuumError(f"{run_dir} is not a run folder (no raw/ inside); give a folder under runs/")
     df = tables.merge(sorted(raw.glob("requests-*.csv")), sorted(raw.glob("server-*.csv")))
-    df = tables.add_smec(df, sorted(p for p in raw.glob("smec-*.csv") if p.name != "smec-decisions.csv"))
+    for s in SYSTEMS.values():  # each edge system's per-request columns (from its records: no spec needed)
+        df = s.add_records(run_dir, df)
     mix = apps.apps_of(run_dir)
     df = apps.label(df, mix)
     summary = tables.summarize(df)
@@ -26,12 +28,10 @@ def build(run_dir: Path) -> tuple[dict, list[Path]]:
     offered = load.summarize(run_dir, df)
     if offered is not None:
         summary["load"] = offered
-    smec = tables.smec_summary(df)
-    if smec is not None:
-        summary["smec"] = smec
-    adm = admission.summarize(run_dir, df)
-    if adm is not None:
-        summary["admission"] = adm
+    for s in SYSTEMS.values():
+        own = s.summarize(run_dir, df) if s.summary_key else None
+        if own is not None:
+            summary[s.summary_key] = own
     c = cell.summarize(run_dir, df, timeline.of_requests(df))
     if c is not None:
         summary["cell"] = c
@@ -39,7 +39,7 @@ def build(run_dir: Path) -> tuple[dict, list[Path]]:
     if ran is not None:
         summary["srsran"] = ran
     tables.write(df, summary, run_dir)
-    made = plots.all_plots(run_dir, df, summary)
+    made = plots.all_plots(run_dir, df, summary, more=lambda p: [j for s in SYSTEMS.values() for j in s.plots(p)])
     return summary, made
 
 

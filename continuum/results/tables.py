@@ -6,7 +6,7 @@ M1 uplink = server received - endpoint published; M2 downlink = endpoint
 received - server published; M3 pre-processing = published - data drawn
 (drawing, pre-processing proper, framing); M4 server = server published -
 server received (queueing + processing). They add up exactly to end-to-end =
-received - drawn. `status` is ok, early_drop (SMEC's edge manager dropped it
+received - drawn. `status` is ok, early_drop (an edge manager dropped it
 and said so: its budget was spent), timeout (no answer within timeout_s) or
 unanswered (the run was stopped first); `dropped` marks requests the server
 never received."""
@@ -42,38 +42,6 @@ def add_metrics(df: pd.DataFrame) -> pd.DataFrame:
     df["inference_ms"] = ms("t_server_done", "t_server_start")
     df["e2e_ms"] = ms("t_received", "t_drawn")
     return df
-
-
-def add_smec(df: pd.DataFrame, smec_csvs: list[Path]) -> pd.DataFrame:
-    """SMEC's estimates beside each request: its network-time estimate and
-    the truth (uplink + downlink on the shared clock), its budget, and why it
-    was dropped early ("budget") or processed with a spent budget ("refresh")."""
-    parts = [pd.read_csv(p) for p in smec_csvs if p.exists() and p.stat().st_size > 0]
-    if not parts:
-        return df
-    est = pd.concat(parts, ignore_index=True).drop_duplicates("request_id")
-    est["request_id"] = est["request_id"].astype(str)
-    keep = ["request_id", "network_est_ns", "budget_ns"] + (["drop_reason"] if "drop_reason" in est else [])
-    df = df.merge(est[keep], on="request_id", how="left")
-    df["network_est_ms"] = df["network_est_ns"] / 1e6
-    df["network_true_ms"] = df["uplink_ms"] + df["downlink_ms"]
-    df["network_err_ms"] = df["network_est_ms"] - df["network_true_ms"]
-    df["budget_ms"] = df["budget_ns"] / 1e6
-    return df.drop(columns=["network_est_ns", "budget_ns"])
-
-
-def smec_summary(df: pd.DataFrame) -> dict | None:
-    """How close SMEC's network estimate came (measured requests that came
-    back, answered or dropped early: both crossed the network both ways)."""
-    if "network_err_ms" not in df:
-        return None
-    m = df[(df["phase"] == "measure") & df["status"].isin(["ok", "early_drop"])]
-    err = m["network_err_ms"].dropna().abs()
-    out: dict = {"requests": int(len(m)), "estimated": int(len(err))}
-    if len(err):
-        out.update({"network_abs_error_ms_p50": float(np.percentile(err, 50)), "network_abs_error_ms_p90": float(np.percentile(err, 90)),
-                    "network_abs_error_ms_max": float(err.max())})
-    return out
 
 
 def merge(endpoint_csvs: list[Path], server_csvs: list[Path]) -> pd.DataFrame:
@@ -165,16 +133,21 @@ def write(df: pd.DataFrame, summary: dict, run_dir: Path) -> None:
 
 
 def render(summary: dict):
-    """The summary as rich tables: the metrics, then per application (a mix), admission control's classes (edge_tasks) and the shared cell's classes, if the run had them."""
+    """The summary as rich tables: the metrics, the load, each edge system's own, then per
+    application (a mix) and the shared cell's classes, if the run had them."""
     from rich.console import Group
 
-    from continuum.results import admission, apps, cell, load
+    from continuum.edge.registry import SYSTEMS
+    from continuum.results import apps, cell, load
 
     parts = [_metrics_table(summary)]
     if "load" in summary:
         parts.append(load.render(summary["load"]))
-    if "admission" in summary:
-        parts.append(admission.render(summary["admission"]))
+    for s in SYSTEMS.values():
+        own = summary.get(s.summary_key) if s.summary_key else None
+        table = s.render(own) if own else None
+        if table is not None:
+            parts.append(table)
     if "apps" in summary:
         parts.append(apps.render(summary["apps"]))
     if "cell" in summary:
@@ -193,7 +166,7 @@ def _metrics_table(summary: dict):
 
     t = Table(title=f"{summary['answered']} of {summary['requests']} requests answered "
                     f"({summary['timeouts']} timeouts, {summary['dropped']} dropped"
-                    + (f", {summary['early_drops']} dropped early by SMEC" if summary.get("early_drops") else "") + "); milliseconds")
+                    + (f", {summary['early_drops']} dropped early at the edge (budget spent)" if summary.get("early_drops") else "") + "); milliseconds")
     for h in ("metric", "count", "median", "P95", "P99", "max"):
         t.add_column(h, justify="left" if h == "metric" else "right")
     for col, label in METRICS.items():

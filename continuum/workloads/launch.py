@@ -9,7 +9,6 @@ import math
 import os
 import pwd
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -21,7 +20,7 @@ from continuum.network import plan as netplan
 from continuum.runtime import WORKLOAD_USER, Node, Sandbox
 from continuum import REPO
 from continuum.workloads import REGISTRY
-from smec_edge import mps
+from continuum.edge.registry import node_code, running
 from workloads.contract import Env
 
 
@@ -93,89 +92,28 @@ def _limits(spec: ExperimentSpec, node: Node) -> NodeSpec:
     return found[0]
 
 
-def smec_manager_socket(run_dir: Path) -> Path:
-    """Where SMEC's edge manager daemon listens for budgets: in raw/, the one
-    folder of the run a sandboxed server sees (removed at teardown)."""
-    return run_dir / "raw" / "smec-manager.sock"
-
-
-def start_mps(spec: ExperimentSpec, run_dir: Path, run_id: str) -> tuple[mps.Mps | None, str]:
-    """CUDA MPS for a mix of apps under SMEC on a GPU (smec_edge.mps: without
-    it, one app's urgent CUDA stream cannot overtake another app's kernels);
-    the daemon, or None, and what was done, for the manifest and console."""
-    if spec.smec_mps == "off":
-        return None, "off"
-    why = mps.unavailable()
-    if why is not None:
-        if spec.smec_mps == "on":  # checked before anything was built; the GPU went away since
-            raise ProviderError(f"[edge.manager] mps = \"on\": {why}")
-        return None, f"not used: {why}"
-    daemon = mps.Mps(mps_folder(run_dir))
-    daemon.start(owner=run_id)
-    return daemon, f"on: the servers share one CUDA context through MPS ({daemon.folder})"
-
-
-def mps_folder(run_dir: Path) -> Path:
-    """In raw/, which the sandboxed servers may reach; MPS's pipes are unix sockets, whose paths are short."""
-    folder = run_dir / "raw" / mps.MARK
-    if len(str(folder)) > mps.MAX_PIPE_PATH:
-        raise ProviderError(f"the run folder's path is too long for CUDA MPS's pipes ({len(str(folder))} > {mps.MAX_PIPE_PATH} "
-                            f"characters): {folder}; set experiment.output to a shorter folder, or [edge.manager] mps = \"off\"")
-    return folder
-
-
-def mosaic_agent_socket(run_dir: Path) -> Path:
-    return run_dir / "raw" / "mosaic-agent.sock"
-
-
-def start_mosaic_agent(node: Node, run_dir: Path) -> subprocess.Popen:
-    """MOSAIC's cgroup agent (mosaic.agent) for the executor on `node`: root, on the
-    host, where the node's cgroup is in view; listening when this returns."""
-    from continuum.runtime import wait_for
-
-    assert node.cgroup is not None
-    sock = mosaic_agent_socket(run_dir)
-    argv = [sys.executable, "-m", "mosaic.agent", "--socket", str(sock), "--cpu-dir", str(node.cgroup.dirs["cpu"]),
-            "--cgroup-version", str(node.cgroup.version)]
-    log = open(run_dir / "logs" / "mosaic-agent.log", "ab")
-    try:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    finally:
-        log.close()
-
-    def listening() -> bool:
-        if proc.poll() is not None:
-            raise ProviderError(f"MOSAIC's cgroup agent exited ({proc.returncode}); see {run_dir}/logs/mosaic-agent.log")
-        return sock.exists()
-
-    wait_for(listening, 15, "MOSAIC's cgroup agent")
-    return proc
+def pythonpath(node: Node) -> str:
+    """The checkout on the node's machine and the edge systems' node-side folders in it."""
+    return os.pathsep.join((str(node.repo), *(str(node.repo / f) for f in node_code())))
 
 
 def threads_env(spec: ExperimentSpec, node: NodeSpec) -> dict[str, str]:
     """A server's threads, as its run and its calibration both give them."""
     threads = str(max(1, math.floor(node.cpus)))
-    # Servers that share a node, or whose threads SMEC pins to fewer cores, must not spin-wait: OpenMP's
+    # Servers that share a node, or whose threads an edge system pins to fewer cores, must not spin-wait: OpenMP's
     # default spinning made a 45-ms detection take 3.5 s with 2 threads on 1 core (docs/workloads.md).
-    passive = {"OMP_WAIT_POLICY": "PASSIVE"} if spec.mix or spec.edge_manager == "smec" else {}
+    passive = {"OMP_WAIT_POLICY": "PASSIVE"} if spec.mix or "passive_spin" in spec.edge_needs else {}
     return {Env.THREADS: threads, "OMP_NUM_THREADS": threads, **passive}
 
 
 def server_env(spec: ExperimentSpec, app: AppSpec, node: Node, raw: Path, rep: int) -> dict[str, str]:
     sfx = suffix(spec, app)
-    smec = {Env.SMEC_EDGE: f"0.0.0.0:{netplan.SMEC_PORT + app.index}", Env.SMEC_LOG: str(raw / f"smec-{node.name}{sfx}.csv"),
-            Env.SMEC_SLO_MS: f"{app.slo_ms or 0:g}", Env.SMEC_URGENCY_MS: f"{app.urgency_ms or 0:g}",
-            Env.SMEC_EARLY_DROP: "1" if spec.smec_early_drop else "0",
-            Env.SMEC_MANAGER: str(smec_manager_socket(raw.parent)) if spec.smec_quota else "",
-            } if spec.edge_manager == "smec" else {}
+    systems = {k: v for s, settings in running(spec) for k, v in s.server_env(settings, spec, app, node, raw).items()}
     return {**_common(app, "127.0.0.1", rep, spec.seed), **threads_env(spec, _limits(spec, node)),
             Env.WORKERS: str(app.workload.workers),
             Env.SERVER_LOG: str(raw / f"server-{node.name}{sfx}.csv"),
             **({Env.ENDPOINTS: ",".join(app.endpoints)} if spec.mix else {}),
-            Env.READY_FILE: str(raw / f"server-ready-r{rep}{sfx}.json"), Env.MODEL_CACHE: str(model_cache()), **smec,
-            **(mps.Mps(mps_folder(raw.parent)).env if (raw / mps.MARK / "control").exists() else {}),
-            **({Env.ADMISSION: json.dumps(spec.admission), Env.MOSAIC_AGENT: str(mosaic_agent_socket(raw.parent))}
-               if spec.admission is not None else {})}
+            Env.READY_FILE: str(raw / f"server-ready-r{rep}{sfx}.json"), Env.MODEL_CACHE: str(model_cache()), **systems}
 
 
 def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: int, epoch_ns: int = 0) -> dict[str, str]:
@@ -191,7 +129,7 @@ def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: 
             Env.CONGESTION_CONTROL: json.dumps(dict(w.congestion_control)),
             Env.RECORDS: str(raw / f"requests-{node.name}.csv"),
             Env.RATE_LOG: str(raw / f"rate-{node.name}.csv"),
-            **({Env.SMEC_EDGE: f"{broker}:{netplan.SMEC_PORT + app.index}"} if spec.edge_manager == "smec" else {})}
+            **{k: v for s, settings in running(spec) for k, v in s.endpoint_env(settings, spec, app, broker).items()}}
 
 
 def log_path(spec: ExperimentSpec, app: AppSpec, side: str, node: Node | NodeSpec, run_dir: Path) -> Path:
@@ -218,7 +156,7 @@ def start(spec: ExperimentSpec, app: AppSpec, side: str, node: Node, env: dict[s
         return node.start(argv, log, contained=False), name
     if REGISTRY[w.app].builtin:  # started in the repository: the experiment's folder is not in its view
         argv, cwd = [node.python, "-m", "workloads", side, w.app], node.repo
-        env = {**env, "PYTHONPATH": os.pathsep.join((str(node.repo), str(node.repo / "smec-edge")))}
+        env = {**env, "PYTHONPATH": pythonpath(node)}
     else:
         argv, cwd = [node.python if a == "{python}" else a for a in s.command], w.workdir
         node.push([w.workdir])  # a machine of its own needs the user's code at the same path
@@ -247,50 +185,3 @@ def pod_spec(spec: ExperimentSpec, app: AppSpec, side: str, image: str, command:
                        netns=node.netns, image=containers.ref(image),
                        command=tuple(containers.image_command(image, command)), env=env, cpus=limits.quota_cpus,
                        memory_bytes=limits.memory_bytes, mounts=tuple(mounts), as_root=spec.workload.run_as_root)
-
-
-# SMEC's manager averages a server's CPU use over this long (smec_edge.manager --window-ms, its default).
-SMEC_WINDOW_S = 1.0
-
-
-def start_smec_manager(spec: ExperimentSpec, node: Node, run_dir: Path) -> subprocess.Popen:
-    """SMEC's edge manager daemon (smec_edge.manager) for the server's node:
-    root, on the host and outside the node's cgroup (its own work must not
-    count against the quota it manages); listening when this returns."""
-    from continuum.runtime import wait_for
-
-    assert spec.smec_quota is not None and node.cgroup is not None
-    unit, most, _ = spec.smec_quota
-    cpus = _limits(spec, node).cpus
-    sock = smec_manager_socket(run_dir)
-    argv = [sys.executable, "-m", "smec_edge.manager", "--socket", str(sock), "--mode", spec.smec_mode,
-            "--log", str(run_dir / "raw" / "smec-decisions.csv")]
-    # One app starts with the node's CPUs (its quota, or as many cores); a mix's apps with one step each,
-    # the rest free for whichever turns urgent first
-    if spec.smec_mode == "cores":
-        total = int(most)
-        start_units = {a.name: 1 if spec.mix else max(1, min(total, int(cpus))) for a in spec.apps}
-    else:
-        total = int((min(most, cpus) if spec.mix else most) / unit + 1e-9)
-        start_units = {a.name: 1 if spec.mix else round(cpus / unit) for a in spec.apps}
-    if spec.smec_mode == "quota":
-        argv += ["--cpu-dir", str(node.cgroup.dirs["cpu"]), "--cpuacct-dir", str(node.cgroup.dirs["cpuacct"]),
-                 "--cgroup-version", str(node.cgroup.version),
-                 # the kernel's CPUs per unit: a node of slower cores (speed < 1) gets its units at that speed
-                 "--unit-cpus", f"{unit * _limits(spec, node).speed:g}", "--period-us", str(_limits(spec, node).period_us)]
-    argv += ["--max-units", str(total)]
-    for a in spec.apps:
-        argv += ["--app", f"{a.name}:{start_units[a.name]}:{'be' if a.urgency_ms is None else f'{a.urgency_ms:g}'}"]
-    log = open(run_dir / "logs" / "smec-manager.log", "ab")
-    try:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    finally:
-        log.close()
-
-    def listening() -> bool:
-        if proc.poll() is not None:
-            raise ProviderError(f"SMEC's edge manager exited ({proc.returncode}); see {run_dir}/logs/smec-manager.log")
-        return sock.exists()
-
-    wait_for(listening, 15, "SMEC's edge manager")
-    return proc

@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from continuum import config  # noqa: E402
+from continuum import experiment  # noqa: E402
 from continuum.config import raw  # noqa: E402
 from continuum.errors import ConfigError  # noqa: E402
 
@@ -136,7 +136,7 @@ def check(text: str, path: Path) -> None:
     """Load one document; raise AssertionError on anything but a clear outcome."""
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     try:
-        spec = config.load(path, materialize=False)
+        spec = experiment.load(path, materialize=False)
     except ConfigError as e:
         Counts.rejected += 1
         Counts.issues += len(e.issues)

@@ -56,7 +56,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
-from continuum import calibration, config  # noqa: E402
+from continuum import calibration  # noqa: E402
+from continuum import experiment  # noqa: E402
 from points import chosen, log_cdf, med_range, plain_log_ticks, run_point, seed_list, set_timing, spread  # noqa: E402
 
 BASE = REPO / "configs" / "smec-mix.toml"
@@ -96,7 +97,7 @@ def scaled_slos(out: Path) -> dict[str, float]:
         p = subprocess.run([str(REPO / ".venv" / "bin" / "continuum"), "calibrate", str(BASE)], stdout=log, stderr=subprocess.STDOUT)
     if p.returncode != 0:
         raise SystemExit(f"continuum calibrate {BASE} failed; see {out / 'logs' / 'calibrate.log'}")
-    spec = config.load(BASE, materialize=False)
+    spec = experiment.load(BASE, materialize=False)
     found = calibration.from_cache(spec, spec.offload_node.name, calibration.cpu_model())
     slos = {a.name: a.slo_ms for a in spec.apps}
     scaled = {app: round(slos[app] * found[app].summary["median"] / REFERENCE_MS[app]) for app in LC}

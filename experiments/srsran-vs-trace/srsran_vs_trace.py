@@ -38,7 +38,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
 from continuum import commands  # noqa: E402
-from continuum.config import load  # noqa: E402
+from continuum.experiment import load  # noqa: E402
 from continuum.runtime import Node, stop_process  # noqa: E402
 from points import run_point  # noqa: E402
 from srsran_integration import environment, lte, stack  # noqa: E402

@@ -21,7 +21,7 @@ DIR/summary.json:
 - mission: the share of tiers 1-2 (three classes) that finished at all;
 - queue: the deepest and the median queue at a tick;
 - decisions: the median and P99 time of an admission decision;
-- per_class: the same for each class (continuum/results/admission.py).
+- per_class: the same for each class (continuum/edge/mosaic/results.py).
 
 Needs root (the node's and the tasks' cgroups)."""
 
@@ -58,10 +58,10 @@ def draw_arrivals(rate: float, window_s: float, seed: int, t0_ns: int) -> list[T
 
 
 def summarize(arrived: list[Task], policy: policies.Policy, ex: Executor, window_s: float) -> dict:
-    """continuum.results.admission's numbers (the same as `continuum run`'s)."""
+    """continuum.edge.mosaic.results' numbers (the same as `continuum run`'s)."""
     import pandas as pd
 
-    from continuum.results import admission
+    from continuum.edge.mosaic import results as admission
 
     done = {d.task.id: d for d in ex.done if d.ok}
     rows = [{"cls": t.cls, "tier": t.tier, "deadline_ms": t.deadline_ms,
@@ -97,7 +97,7 @@ def main() -> None:
     a = ap.parse_args()
 
     from continuum import cgroups, naming
-    from continuum.results import admission
+    from continuum.edge.mosaic import results as admission
     from continuum.runtime import wrapped
 
     a.out.mkdir(parents=True, exist_ok=True)

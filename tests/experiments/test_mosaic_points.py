@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from continuum import config
+from continuum import experiment
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "experiments" / "mosaic"))
@@ -32,8 +32,8 @@ def test_each_point_changes_only_its_own_keys(tmp_path, policy, seed, tau):
     changed = {k for k in base.keys() | got.keys() if base.get(k) != got.get(k)}
     assert changed <= {"edge.admission.policy", "edge.admission.tau_ipc", "experiment.seed", "experiment.name", "experiment.output"}, changed
     assert (got["edge.admission.policy"], got["experiment.seed"], got["edge.admission.tau_ipc"]) == (policy, int(seed), float(tau))
-    spec = config.load(path)
-    assert spec.admission is not None and spec.admission["policy"] == policy
+    spec = experiment.load(path)
+    assert spec.edge["mosaic"]["policy"] == policy
 
 
 def test_original_aggregation_counts_every_generated_task(tmp_path):
@@ -55,4 +55,4 @@ def test_load_point_changes_only_the_utilisation_and_window(tmp_path):
                        "experiment.name", "experiment.output"}, changed
     assert (got["workload.utilisation"], got["experiment.duration_s"]) == (1.3, 30)
     assert mosaic_exp.point_name("fcfs", "44", "0.35", 0.9) != mosaic_exp.point_name("fcfs", "44")
-    config.load(path)
+    experiment.load(path)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from continuum import config
+from continuum import experiment
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "experiments" / "smec"))
@@ -36,7 +36,7 @@ def test_each_point_changes_only_its_own_keys(tmp_path, workload):
         assert got["workload.arrivals"] == ("constant" if workload == "static" else "poisson")
         assert (got["experiment.seed"], got["experiment.duration_s"], got["experiment.warmup_s"]) == (2, 30, 5)
         names.add(got["experiment.name"])
-        spec = config.load(path)
+        spec = experiment.load(path)
         assert spec.mix and len(spec.apps) == 4
     assert len(names) == len(smec.POINTS)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from continuum import config
+from continuum import experiment
 from continuum.errors import ConfigError
 from continuum.network import plan as netplan
 
@@ -22,7 +23,7 @@ def _load(tmp_path: Path, provider: str, nodes: str = "") -> config.ExperimentSp
         text = text.replace("[nodes.endpoint]\ncount = 1\n", f"[nodes.endpoint]\ncount = {nodes}\n")
     f = tmp_path / "exp.toml"
     f.write_text(text)
-    return config.load(f, materialize=False)
+    return experiment.load(f, materialize=False)
 
 
 THREE = '''[provider]
@@ -85,7 +86,7 @@ def test_engine_k3s_plans_the_images_its_pods_need(tmp_path):
     f = tmp_path / "exp.toml"
     f.write_text(BASE.replace('[provider]\nkind = "netns"\n', provider)
                  .replace("[workload]\napp = ", '[workload]\nruntime = "container"\napp = '))
-    spec = config.load(f, materialize=False)
+    spec = experiment.load(f, materialize=False)
     assert spec.engine == "k3s" and spec.k3s_server == "gw"
     p = netplan.build(spec)
     assert p.engine == "k3s" and p.k3s_server == "gw"

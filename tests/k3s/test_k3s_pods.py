@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from continuum import config, containers, k3s, naming
+from continuum import containers, k3s, naming
+from continuum import experiment
 from continuum.network import plan as netplan
 from continuum.remote import SshHost
 from continuum.runtime import Node
@@ -54,7 +55,7 @@ def quickstart(tmp_path_factory):
     text = ((REPO / "configs" / "quickstart.toml").read_text().replace('[provider]\nkind = "netns"\n', PROVIDER)
             .replace("[workload]\napp = ", '[workload]\nruntime = "container"\napp = '))
     (d / "exp.toml").write_text(text)
-    spec = config.load(d / "exp.toml", materialize=False)
+    spec = experiment.load(d / "exp.toml", materialize=False)
     return spec, netplan.build(spec), d / "run"
 
 

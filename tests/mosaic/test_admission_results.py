@@ -1,4 +1,4 @@
-"""Admission control's results (continuum/results/admission.py) against
+"""Admission control's results (continuum/edge/mosaic/results.py) against
 hand-counted cases: what counts as a hit, as starved and as mission-critical
 finished; only the measured requests' tasks count; a request that never
 reached the edge counts as missed; the guard's bypasses are not decisions.
@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import pytest
 
-from continuum.results import admission
+from continuum.edge.mosaic import results as admission
 
 COLS = ["id", "cls", "tier", "deadline_ms", "t_arrival_ns", "wait_ms", "service_ms", "cpu_ms", "response_ms", "hit", "ok"]
 ROWS = [  # id, cls, tier, deadline, arrival, wait, service, cpu, response, hit, ok

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from continuum import calibration, config
+from continuum import calibration
+from continuum import experiment
 from continuum.errors import ConfigError
 from workloads.arrivals import OnOff
 
@@ -38,7 +39,7 @@ app = "{app}"
 def load(tmp_path: Path, cpus: float = 1.0, node: str = "", app: str = "image_classification", workload: str = "", extra: str = ""):
     f = tmp_path / "e.toml"
     f.write_text(BASE.format(cpus=cpus, node=node, app=app, workload=workload) + extra)
-    return config.load(f)
+    return experiment.load(f)
 
 
 def problems(tmp_path: Path, **kw) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 import hoststate
 import pytest
 
-from continuum import config
+from continuum import experiment
 from continuum.errors import ConfigError
 
 HERE = Path(__file__).parent / "configs"
@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_minimal_file_gets_defaults():
-    spec = config.load(HERE / "good-minimal.toml")
+    spec = experiment.load(HERE / "good-minimal.toml")
     assert [n.name for n in spec.nodes] == ["endpoint0", "edge0"]
     assert spec.core.edge_ms == 0.5 and spec.workload.offload == "edge"
     assert spec.mobile.uplink.path.name == "const-12mbps"
@@ -28,7 +28,7 @@ def test_minimal_file_gets_defaults():
 
 
 def test_full_file_resolves_every_section():
-    spec = config.load(HERE / "good-full.toml")
+    spec = experiment.load(HERE / "good-full.toml")
     assert [n.name for n in spec.nodes] == ["endpoint0", "endpoint1", "edge0", "cloud0"]
     ep = spec.nodes[0]
     assert ep.cpus == 0.5 and ep.memory_bytes == 256 << 20
@@ -49,7 +49,7 @@ def test_full_file_resolves_every_section():
 def test_shipped_configs_are_valid(path, request):
     if path.parent.name == "thesis":
         request.getfixturevalue("shared_traces")  # public datasets: skipped with a reason without ../shared
-    config.load(path, materialize=False)
+    experiment.load(path, materialize=False)
 
 
 @pytest.mark.parametrize("name, keys", [
@@ -72,7 +72,7 @@ def test_shipped_configs_are_valid(path, request):
 ])
 def test_bad_files_report_every_problem_with_its_key(name, keys):
     with pytest.raises(ConfigError) as e:
-        config.load(HERE / f"{name}.toml")
+        experiment.load(HERE / f"{name}.toml")
     got = [i.key for i in e.value.issues]
     assert set(got) == set(keys), e.value
     for issue in e.value.issues:
@@ -86,7 +86,7 @@ def test_a_shared_cell_resolves_members_classes_and_slots():
     in slots; endpoints outside the cell keep private links (the plan)."""
     from continuum.network import link, plan
 
-    spec = config.load(HERE / "good-cell.toml")
+    spec = experiment.load(HERE / "good-cell.toml")
     c = spec.cell
     assert c is not None and c.uplink == "smec" and c.downlink is None
     assert [(m.name, m.cls) for m in c.members] == [("endpoint0", "lc"), ("endpoint2", "be"), ("bulk0", "be")]
@@ -109,18 +109,18 @@ def test_a_shared_cell_resolves_members_classes_and_slots():
 
 def test_messages_say_what_is_valid():
     with pytest.raises(ConfigError) as e:
-        config.load(HERE / "bad-many.toml")
+        experiment.load(HERE / "bad-many.toml")
     text = str(e.value)
     assert "valid: base_edge, eu_central_1, eu_west_3, us_east_1" in text
     assert "'infinite', 'droptail'" in text
     with pytest.raises(ConfigError) as e:
-        config.load(HERE / "bad-unknown-key.toml")
+        experiment.load(HERE / "bad-unknown-key.toml")
     assert "valid: name, seed, duration_s" in str(e.value)
     with pytest.raises(ConfigError) as e:
-        config.load(HERE / "bad-trace-invalid.toml")
+        experiment.load(HERE / "bad-trace-invalid.toml")
     assert "invalid.trace:2" in str(e.value)
     with pytest.raises(ConfigError) as e:
-        config.load(HERE / "bad-cell.toml")
+        experiment.load(HERE / "bad-cell.toml")
     text = str(e.value)
     assert "cell.ue.endpoint9.slo: unknown key; valid: class, slo_ms" in text
     assert "'endpoint5' is not an endpoint or bulk UE of this file; valid: endpoint0, bulk0" in text
@@ -154,7 +154,7 @@ def test_one_pass_reports_schema_and_resolution_problems_together():
     """Schema errors must not hide the checks that resolve names or read keys
     together (trace names, counts, app names, payload bounds): one report."""
     with pytest.raises(ConfigError) as e:
-        config.load(HERE / "bad-one-pass.toml")
+        experiment.load(HERE / "bad-one-pass.toml")
     by_key: dict[str, list[str]] = {}
     for i in e.value.issues:
         by_key.setdefault(i.key, []).append(i.message)
@@ -207,23 +207,23 @@ def test_edge_manager_keys_are_checked(tmp_path):
     f = tmp_path / "m.toml"
     f.write_text(base.read_text() + '\n[nodes.edge]\ncpus = 0.3\n\n[edge.manager]\nkind = "smec"\nmax_cpus = 0.2\nmode = "gpus"\n')
     with pytest.raises(ConfigError) as e:
-        config.load(f)
+        experiment.load(f)
     assert {i.key for i in e.value.issues} == {"edge.manager.mode"}  # a schema error stops the checks on that table
     f.write_text(base.read_text() + '\n[edge.manager]\nkind = "smec"\nmax_cpus = 1.5\nmode = "cores"\n')
     with pytest.raises(ConfigError) as e:
-        config.load(f)
+        experiment.load(f)
     assert [i.key for i in e.value.issues] == ["edge.manager.max_cpus"] and "whole cores" in str(e.value)
     f.write_text(base.read_text() + '\n[nodes.edge]\ncpus = 0.3\n\n[edge.manager]\nkind = "smec"\n')
     with pytest.raises(ConfigError) as e:
-        config.load(f)
+        experiment.load(f)
     assert [i.key for i in e.value.issues] == ["edge.manager.unit_cpus"] and "0.25-CPU steps" in str(e.value)
     f.write_text(base.read_text() + '\n[nodes.edge]\ncpus = 1.0\n\n[edge.manager]\nkind = "smec"\nmax_cpus = 0.5\n')
     with pytest.raises(ConfigError) as e:
-        config.load(f)
+        experiment.load(f)
     assert [i.key for i in e.value.issues] == ["edge.manager.max_cpus"]
     f.write_text(base.read_text() + '\n[edge.manager]\nkind = "smec"\nslo_ms = 90\n')
-    spec = config.load(f)
-    assert spec.edge_manager == "smec" and spec.smec_quota == (0.25, 2.0, 30.0)
+    spec = experiment.load(f)
+    assert spec.edge["smec"].quota == (0.25, 2.0, 30.0) and "mosaic" not in spec.edge
 
 
 MIX = """
@@ -247,38 +247,39 @@ payload = { distribution = "fixed", mean_bytes = 3000000 }
 def test_a_mix_gives_each_app_its_endpoints_slo_and_keys(tmp_path):
     f = tmp_path / "mix.toml"
     f.write_text((HERE / "good-minimal.toml").read_text() + MIX + '\n[edge.manager]\nkind = "smec"\nmode = "cores"\nmax_cpus = 2\n')
-    spec = config.load(f)
+    spec = experiment.load(f)
     assert spec.mix and [n.name for n in spec.role("endpoint")] == ["endpoint0", "endpoint1", "endpoint2"]
     ar, ft = spec.apps
     assert (ar.name, ar.endpoints, ar.slo_ms, ar.workload.rate, ar.index) == ("ar", ("endpoint0", "endpoint1"), 100.0, 5.0, 0)
     assert ar.urgency_ms == pytest.approx(100 / 3) and ar.workload.params["input"] == 224
     assert (ft.endpoints, ft.slo_ms, ft.urgency_ms, ft.workload.rate) == (("endpoint2",), None, None, 2.0)  # [workload]'s rate
     assert ft.workload.payload["mean_bytes"] == 3_000_000
-    assert spec.app_of("endpoint2") is ft and spec.smec_mode == "cores" and spec.smec_mps == "auto"
+    assert spec.app_of("endpoint2") is ft and spec.edge["smec"].mode == "cores" and spec.edge["smec"].mps == "auto"
     # in a shared cell each endpoint's class and SLO come from its app, unless [cell.ue] says otherwise
     f.write_text(f.read_text() + '\n[cell]\nuplink = "smec"\nslo_ms = 300\n\n[cell.ue.endpoint1]\nslo_ms = 120\n')
-    members = {m.name: (m.cls, m.slo_ms) for m in config.load(f).cell.members}
+    members = {m.name: (m.cls, m.slo_ms) for m in experiment.load(f).cell.members}
     assert members == {"endpoint0": ("lc", 100.0), "endpoint1": ("lc", 120.0), "endpoint2": ("be", 100.0)}
 
 
 def test_mps_on_without_a_gpu_is_refused_before_anything_is_built(tmp_path):
     """`mps = "on"` asks for CUDA MPS; where it cannot run, the host check says why (this
     machine has no GPU; on one with MPS the check passes and the run starts a daemon)."""
+    from continuum.edge import registry
     from continuum.providers.netns import NetnsProvider
     from smec_edge import mps
 
     f = tmp_path / "mix.toml"
     f.write_text((HERE / "good-minimal.toml").read_text() + MIX + '\n[edge.manager]\nkind = "smec"\nmode = "cores"\nmax_cpus = 2\nmps = "on"\n')
-    spec = config.load(f)
-    assert spec.smec_mps == "on"
-    problems = [p for p in NetnsProvider().check(spec) if "MPS" in p]
+    spec = experiment.load(f)
+    assert spec.edge["smec"].mps == "on"
+    problems = [p for p in registry.problems(spec, "netns", NetnsProvider.node_verbs) if "MPS" in p]
     if mps.unavailable() is None:
         assert problems == []
     else:
         assert len(problems) == 1 and mps.unavailable() in problems[0] and '"auto"' in problems[0]
     f.write_text(f.read_text().replace('mps = "on"', 'mps = "sometimes"'))
     with pytest.raises(ConfigError) as e:
-        config.load(f)
+        experiment.load(f)
     assert "edge.manager.mps" in {i.key for i in e.value.issues}
 
 
@@ -291,7 +292,7 @@ def test_a_mix_is_checked_group_by_group(tmp_path):
     f.write_text(base.replace("[experiment]", "[nodes.endpoint]\ncount = 2\n\n[experiment]") + bad_mix
                  + '\n[edge.manager]\nkind = "smec"\nmode = "cores"\nmax_cpus = 2\n')
     with pytest.raises(ConfigError) as e:
-        config.load(f)
+        experiment.load(f)
     keys = {i.key for i in e.value.issues}
     assert {"nodes.endpoint.count", "workload.apps.ar.payload", "workload.apps.ft.best_effort", "workload.apps.x-y",
             "workload.apps.z.app", "edge.manager.mode"} <= keys, keys
@@ -299,7 +300,7 @@ def test_a_mix_is_checked_group_by_group(tmp_path):
     assert "[workload.apps] runs 5" in messages["nodes.endpoint.count"] and "own" in messages["edge.manager.mode"]
     f.write_text(base + MIX.replace("[workload]\nrate = 2", '[workload]\nrate = 2\nruntime = "container"'))
     with pytest.raises(ConfigError) as e:
-        config.load(f)
+        experiment.load(f)
     assert "workload.runtime" in {i.key for i in e.value.issues} and "processes only" in str(e.value)
 
 
@@ -307,20 +308,20 @@ def test_edge_admission_goes_with_edge_tasks_and_alone(tmp_path):
     f = tmp_path / "tasks.toml"
     base = (HERE / "good-minimal.toml").read_text()
     f.write_text(base + '\n[workload]\napp = "edge_tasks"\nrate = 3\n')
-    spec = config.load(f)
-    assert spec.admission is not None and spec.admission["policy"] == "fcfs" and spec.admission["slots"] >= 1  # no section: FCFS
+    a = experiment.load(f).edge.get("mosaic")
+    assert a is not None and a["policy"] == "fcfs" and a["slots"] >= 1  # no section: FCFS
     f.write_text(base + '\n[workload]\napp = "edge_tasks"\nrate = 3\n\n[edge.admission]\npolicy = "mosaic"\nn_max = 4\n')
-    a = config.load(f).admission
+    a = experiment.load(f).edge.get("mosaic")
     assert a is not None and (a["policy"], a["n_max"], a["tau_ipc"]) == ("mosaic", 4, 0.35)
     f.write_text(base + '\n[edge.admission]\npolicy = "edf"\n')  # the default app is W1: nothing to admit
     with pytest.raises(ConfigError) as e:
-        config.load(f)
+        experiment.load(f)
     assert "edge.admission" in {i.key for i in e.value.issues} and "edge_tasks" in str(e.value)
     f.write_text(base + '\n[workload]\napp = "edge_tasks"\n\n[edge.admission]\npolicy = "lottery"\n')
     with pytest.raises(ConfigError) as e:
-        config.load(f)
+        experiment.load(f)
     assert "edge.admission.policy" in {i.key for i in e.value.issues}
     f.write_text(base + '\n[workload]\napp = "edge_tasks"\n\n[edge.manager]\nkind = "smec"\nmode = "off"\n')
     with pytest.raises(ConfigError) as e:
-        config.load(f)
+        experiment.load(f)
     assert "choose one" in str(e.value)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from continuum import config
+from continuum import experiment
 from continuum.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,5 +44,5 @@ def test_found_by_the_fuzzer(tmp_path, section, key, value, expected_key):
     path = tmp_path / "experiment.toml"
     path.write_text(tomli_w.dumps(doc))
     with pytest.raises(ConfigError) as e:
-        config.load(path, materialize=False)
+        experiment.load(path, materialize=False)
     assert [i.key for i in e.value.issues] == [expected_key]

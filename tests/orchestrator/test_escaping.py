@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from continuum import config
+from continuum import experiment
 from continuum.errors import ConfigError
 from continuum.network import link, plan as netplan
 
@@ -37,11 +37,11 @@ def test_trace_paths_reach_the_emulator_whole_or_are_refused(tmp_path, ch):
     f = _file(tmp_path, str(trace))
     if ch == ",":
         with pytest.raises(ConfigError) as e:
-            config.load(f, materialize=False)
+            experiment.load(f, materialize=False)
         assert {i.key for i in e.value.issues} == {"mobile.uplink", "mobile.downlink"}
         assert "--link" in str(e.value)
         return
-    spec = config.load(f, materialize=False)
+    spec = experiment.load(f, materialize=False)
     assert spec.mobile.uplink.path == trace.resolve()
     argv = link.argv(spec, netplan.build(spec), tmp_path / "logs", tmp_path / "stats.json", "mahimahi-link")
     (arg,) = [a for a in argv if a.startswith("--link=")]
@@ -60,7 +60,7 @@ def test_output_folders_that_containers_cannot_mount_are_refused(tmp_path, ch):
         refused = ch in ("\n", "{name}") or (ch == ":" and runtime == "container")
         if refused:
             with pytest.raises(ConfigError) as e:
-                config.load(f, materialize=False)
+                experiment.load(f, materialize=False)
             assert [i.key for i in e.value.issues] == ["experiment.output"], e.value
         else:
-            assert str(config.load(f, materialize=False).output) == out
+            assert str(experiment.load(f, materialize=False).output) == out

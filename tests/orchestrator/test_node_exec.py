@@ -118,15 +118,15 @@ def test_wrapper_failures_are_named(node, tmp_path):
 
 
 def test_the_manifest_says_whom_each_side_ran_as(tmp_path):
-    from continuum import config
+    from continuum import experiment
     from continuum.workloads import launch
 
     path = tmp_path / "e.toml"
     base = '[experiment]\nname = "u"\nduration_s = 1\n[mobile]\nuplink = "const-12mbps"\ndownlink = "const-48mbps"\n'
     path.write_text(base)
-    assert launch.user_note(config.load(path, materialize=False)) == {"endpoint": "nobody", "server": "nobody"}
+    assert launch.user_note(experiment.load(path, materialize=False)) == {"endpoint": "nobody", "server": "nobody"}
     path.write_text(base + "[workload]\nrun_as_root = true\n")
-    spec = config.load(path, materialize=False)
+    spec = experiment.load(path, materialize=False)
     assert launch.sandbox(spec, tmp_path) is None
     assert launch.user_note(spec) == {"endpoint": "root (workload.run_as_root = true)",
                                       "server": "root (workload.run_as_root = true)"}

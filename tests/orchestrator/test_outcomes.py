@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from continuum import config, runner
+from continuum import runner
+from continuum import experiment
 from continuum.errors import ProviderError
 from continuum.providers.base import Provider
 
@@ -32,7 +33,7 @@ def spec(tmp_path, monkeypatch):
     f = tmp_path / "exp.toml"
     f.write_text((HERE / "good-minimal.toml").read_text())
     monkeypatch.setattr(runner, "REGISTRY", {"netns": FakeProvider})
-    return dataclasses.replace(config.load(f), output=tmp_path / "runs")
+    return dataclasses.replace(experiment.load(f), output=tmp_path / "runs")
 
 
 def _console() -> tuple[Console, io.StringIO]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from continuum import config
+from continuum import experiment
 from continuum.network import plan as netplan
 from continuum.providers.base import Provider
 
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def full():
-    spec = config.load(HERE / "good-full.toml", materialize=False)  # 2 endpoints, edge0, cloud0, offload cloud
+    spec = experiment.load(HERE / "good-full.toml", materialize=False)  # 2 endpoints, edge0, cloud0, offload cloud
     return spec, netplan.build(spec)
 
 
@@ -87,7 +87,7 @@ def test_mechanism_and_sandboxes_are_decided_in_the_plan(tmp_path):
     path = tmp_path / "e.toml"
     path.write_text('[experiment]\nname = "j"\nduration_s = 1\n[mobile]\nuplink = "const-12mbps"\ndownlink = "const-48mbps"\n'
                     '[core]\njitter_ms = 2\n[workload]\nruntime = "container"\n')
-    plan = netplan.build(config.load(path, materialize=False))
+    plan = netplan.build(experiment.load(path, materialize=False))
     assert plan.delay_mechanism == "netem" and {d.jitter_ms for d in plan.core_delays} == {2.0}
     assert {n.name for n in plan.nodes if n.sandboxed} == {"endpoint0", "edge0"}
 

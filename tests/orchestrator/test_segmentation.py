@@ -108,18 +108,18 @@ def test_both_segmentations_measure_the_same_uplink(runs):
 
 
 def test_kernel_segmentation_is_refused_where_no_provider_builds_it_and_auto_picks_it_on_netns(tmp_path):
-    from continuum import config
+    from continuum import experiment
     from continuum.errors import ConfigError
 
     f = tmp_path / "q.toml"
     f.write_text('[experiment]\nname = "q"\nduration_s = 5\n[provider]\nkind = "qemu"\n'
                  '[mobile]\nuplink = "const-12mbps"\ndownlink = "const-48mbps"\nsegmentation = "kernel"\n')
     with pytest.raises(ConfigError) as e:
-        config.load(f, materialize=False)
+        experiment.load(f, materialize=False)
     assert [i.key for i in e.value.issues] == ["mobile.segmentation"] and "netns" in e.value.issues[0].message
     f.write_text(f.read_text().replace('segmentation = "kernel"\n', ""))
-    assert config.load(f, materialize=False).mobile.segmentation == "emulator"  # "auto" on qemu
+    assert experiment.load(f, materialize=False).mobile.segmentation == "emulator"  # "auto" on qemu
     f.write_text(f.read_text().replace('kind = "qemu"', 'kind = "netns"'))
-    assert config.load(f, materialize=False).mobile.segmentation == "kernel"  # "auto" on netns
+    assert experiment.load(f, materialize=False).mobile.segmentation == "kernel"  # "auto" on netns
     f.write_text(f.read_text() + '[cell]\nuplink = "pf"\n')  # the shared cell schedules the segments one by one
-    assert config.load(f, materialize=False).mobile.segmentation == "kernel"
+    assert experiment.load(f, materialize=False).mobile.segmentation == "kernel"

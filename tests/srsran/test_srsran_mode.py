@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from continuum import config
+from continuum import experiment
 from continuum.errors import ConfigError
 from continuum.network import plan as netplan
 from srsran_integration import environment, kpis, lte
@@ -32,7 +32,7 @@ def run_namespaces() -> list[str]:
 def _load(tmp_path: Path, text: str):
     f = tmp_path / "x.toml"
     f.write_text(text)
-    return config.load(f, materialize=False)
+    return experiment.load(f, materialize=False)
 
 
 def _keys(tmp_path: Path, text: str) -> list[str]:
@@ -53,8 +53,8 @@ mode = "srsran"
 
 
 def test_the_shipped_example_is_the_quickstart_with_the_stack_as_its_link():
-    spec = config.load(EXAMPLE, materialize=False)
-    quick = config.load(REPO / "configs" / "quickstart.toml", materialize=False)
+    spec = experiment.load(EXAMPLE, materialize=False)
+    quick = experiment.load(REPO / "configs" / "quickstart.toml", materialize=False)
     s = spec.mobile.srsran
     assert spec.mobile.mode == "srsran" and s is not None and s.generation == "4g"
     assert (s.cell.radio, s.cell.earfcn, s.cell.prb, s.cell.ue) == ("zmq", 3350, 25, "srsue")
@@ -67,9 +67,9 @@ def test_the_shipped_example_is_the_quickstart_with_the_stack_as_its_link():
 
 
 def test_the_plan_puts_the_stack_where_the_endpoint_was_and_routes_the_endpoint_through_the_ue():
-    spec = config.load(EXAMPLE, materialize=False)
+    spec = experiment.load(EXAMPLE, materialize=False)
     plan = netplan.build(spec)
-    quick = netplan.build(config.load(REPO / "configs" / "quickstart.toml", materialize=False))
+    quick = netplan.build(experiment.load(REPO / "configs" / "quickstart.toml", materialize=False))
     assert plan.addresses["endpoint0"] == f"{lte.UE_POOL}.2"
     # the endpoint has no veth: its one way out is srsUE's tunnel, routed once the UE attaches
     assert not [v for v in plan.veths if "endpoint0" in (v.a.namespace, v.b.namespace)]

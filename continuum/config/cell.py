@@ -1,0 +1,91 @@
+"""[cell]: the shared cell's schedulers, timings and members (each with its
+class, SLO and optionally its own channel traces)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from continuum.config import raw
+from continuum.config.link import trace
+from continuum.config.spec import CellMember, CellSpec, NodeSpec
+from continuum.traces import TraceRef
+
+
+def cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materialize: bool,
+          by_app: dict[str, tuple[str, float]] | None = None) -> CellSpec | None:
+    """Members, classes and timings of the [cell] table; every problem reported.
+    by_app: in a mix, an endpoint's class and SLO come from its app unless [cell.ue.NAME] says."""
+    by_app = by_app or {}
+    ok = True
+    if c.uplink == "private" and c.downlink == "private":
+        bad("cell", "both directions are private: name a scheduler for cell.uplink or cell.downlink "
+                    "(rr, pf, smec; tutti for the uplink), or remove [cell]")
+        ok = False
+    if c.uplink == "tutti" and not c.uplink_signalling:
+        bad("cell.uplink_signalling", "tutti learns request starts from the edge instead of BSRs; "
+                                      "it needs uplink_signalling = true (what it improves on)")
+        ok = False
+    slot_ms = c.slot_us / 1000
+    sr_slots = c.sr_period_ms / slot_ms
+    if not failed("cell.sr_period_ms", "cell.slot_us") and abs(sr_slots - round(sr_slots)) > 1e-9:
+        bad("cell.sr_period_ms", f"{c.sr_period_ms:g} ms is not a whole number of {c.slot_us} us slots "
+                                 f"(e.g. {max(1, round(sr_slots)) * slot_ms:g})")
+        ok = False
+    if c.uplink_signalling and c.sr_grant_blocks > c.blocks and not failed("cell.sr_grant_blocks", "cell.blocks"):
+        bad("cell.sr_grant_blocks", f"{c.sr_grant_blocks} is more than the cell's {c.blocks} blocks")
+        ok = False
+    endpoints = [n.name for n in nodes if n.role == "endpoint"]
+    bulk = [f"bulk{i}" for i in range(c.bulk.count)]
+    if c.members is None:
+        names = endpoints + bulk
+    else:
+        names = []
+        for i, name in enumerate(c.members):
+            if name not in endpoints + bulk:
+                bad(f"cell.members[{i}]", f"{name!r} is not an endpoint or bulk UE of this file; valid: {', '.join(endpoints + bulk)}")
+                ok = False
+            elif name in names:
+                bad(f"cell.members[{i}]", f"{name!r} is named twice")
+                ok = False
+            else:
+                names.append(name)
+        missing = [b for b in bulk if b not in names]
+        if missing:
+            bad("cell.members", f"the bulk UEs are cell traffic: list {', '.join(missing)} too (or leave members out: every UE)")
+            ok = False
+    for name in c.ue:
+        if name not in names:
+            bad(f"cell.ue.{name}", f"not a member of the cell; members: {', '.join(names) or 'none'}")
+            ok = False
+        elif name in bulk and c.ue[name].class_ == "lc":
+            bad(f"cell.ue.{name}.class", "a bulk UE moves a file as fast as it can: it is best effort (be)")
+            ok = False
+    if not names and not bulk:
+        bad("cell.members", "the cell has no members")
+        ok = False
+    members = []
+    for name in names:
+        u = c.ue.get(name, raw.CellUe())
+        bulk_ue = name in bulk
+        own: dict[str, TraceRef | None] = {}
+        for d in ("uplink", "downlink"):
+            given = getattr(u, d)
+            own[d] = None
+            if given is not None:
+                ref, problem = trace(given, base, "up" if d == "uplink" else "down", materialize)
+                if problem:
+                    bad(f"cell.ue.{name}.{d}", problem)
+                    ok = False
+                own[d] = ref
+        app_cls, app_slo = by_app.get(name, (None, None))
+        members.append(CellMember(name, "be" if bulk_ue else (u.class_ or app_cls or c.class_), u.slo_ms or app_slo or c.slo_ms,
+                                  own["uplink"], own["downlink"]))
+    if not ok:
+        return None
+    return CellSpec(
+        uplink=None if c.uplink == "private" else c.uplink, downlink=None if c.downlink == "private" else c.downlink,
+        slot_us=c.slot_us, blocks=c.blocks, uplink_signalling=c.uplink_signalling, sr_period_slots=round(sr_slots),
+        k2_slots=c.k2_slots, sr_grant_blocks=c.sr_grant_blocks, periodic_bsr_slots=max(1, round(c.periodic_bsr_ms / slot_ms)) if c.periodic_bsr_ms else 0,
+        be_starvation_slots=max(1, round(c.be_starvation_ms / slot_ms)), members=tuple(members), bulk_direction=c.bulk.direction,
+        pf_alpha=c.pf_alpha, pf_beta=c.pf_beta, pf_window_slots=max(1, round(c.pf_window_ms / slot_ms)),
+    )

@@ -1,0 +1,17 @@
+"""An experiment file loaded with what the file's model cannot know by itself:
+the registered providers' kinds and the registered edge systems, each of
+which owns its [edge.*] table. Every command that reads a file goes through here."""
+
+from __future__ import annotations
+
+import os
+
+from continuum.config import ExperimentSpec
+from continuum.config import resolve
+from continuum.edge.registry import SYSTEMS
+from continuum.providers import REGISTRY as PROVIDERS
+
+
+def load(path: str | os.PathLike, materialize: bool = True) -> ExperimentSpec:
+    """Parse, validate and resolve; raises ConfigError listing every problem (continuum/config/resolve.py)."""
+    return resolve.load(path, materialize, providers=PROVIDERS, systems=list(SYSTEMS.values()))
