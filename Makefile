@@ -6,7 +6,7 @@ bench:
 	.venv/bin/python mahimahi-link/bench/bench_many_ues.py 100
 	.venv/bin/python mahimahi-link/bench/bench_many_ues.py 100 --cell=pf
 	.venv/bin/python mahimahi-link/bench/bench_many_ues.py 100 --cell=smec
-	.venv/bin/python smec-edge/bench/mosaic_decision.py
+	.venv/bin/python edge-systems/bench/mosaic_decision.py
 
 test:
 	./run-tests.sh

@@ -297,7 +297,8 @@ def run_server(app_cls: type[ServerApp]) -> int:
     # every worker is a thread, as any may wait long in the app, and this
     # one only waits for the stop. Such an app closes first: that answers the requests still waiting
     # in it (their threads return) and writes its records within the runner's grace period.
-    queueing = hasattr(app, "close") and getattr(app, "concurrency", 1) > 1
+    close = getattr(app, "close", None)  # an app that queues requests itself (edge_tasks) stops its own workers
+    queueing = close is not None and getattr(app, "concurrency", 1) > 1
     workers = [threading.Thread(target=work, name=f"worker-{i}", daemon=True)
                for i in range(0 if queueing else 1, max(s.workers, getattr(app, "concurrency", 1)))]
     for t in workers:
@@ -305,7 +306,8 @@ def run_server(app_cls: type[ServerApp]) -> int:
     if queueing:
         while not stop.wait(0.2):
             pass
-        app.close()
+        assert close is not None
+        close()
     else:
         work()
     end = time.monotonic() + 5  # for all of them together

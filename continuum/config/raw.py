@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from srsran_integration.settings import Srsran
 from workloads import congestion
 
 QUEUES = ("infinite", "droptail", "drophead", "codel", "pie")
@@ -108,26 +109,6 @@ class Nodes(Strict):
     endpoint: NodeGroup = NodeGroup(count=1, cpus=1.0, memory="512M")
     edge: NodeGroup = NodeGroup(count=1, cpus=1.0, memory="2G")
     cloud: NodeGroup = NodeGroup(count=0, cpus=2.0, memory="2G")
-
-
-class Srsran(Strict):
-    """[mobile.srsran]: the real stack that replaces the emulated link (mode = "srsran").
-    Names follow srsRAN's own: the carrier as an ARFCN, the cell width in MHz."""
-
-    generation: Literal["4g", "5g"] = "4g"
-    radio: Literal["zmq", "usrp"] = "zmq"
-    arfcn: int = Field(default=3350, ge=0, le=3_279_165)  # 4g: the downlink EARFCN (band 7, 2680 MHz)
-    bandwidth_mhz: float = 5.0  # 4g: 1.4, 3, 5, 10, 15 or 20 (6 to 100 PRBs)
-    tx_gain: float = Field(default=80.0, ge=0, le=100)
-    rx_gain: float = Field(default=40.0, ge=0, le=100)
-    device_args: str = ""  # usrp: UHD's arguments for the base station's radio
-    ue: Literal["srsue", "cots"] = "srsue"
-    ue_device_args: str = ""  # usrp + srsue: the UE's own radio
-    zmq_port: int = 2000
-    band: int | None = None  # 5g: the NR band (n3, n7, n78); 4g: follows from arfcn (if given, must agree)
-    policy: Literal["pf", "smec", "tutti", "arma"] = "pf"  # 5g: SMEC's fork's low-latency policy in its pf scheduler
-    prefix: str = "/usr/local"  # where playbooks/srsran.yml installed srsRAN
-    attach_timeout_s: float = Field(default=120.0, gt=0, le=3600)
 
 
 class Mobile(Strict):

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 from continuum.traces import TraceRef
 from srsran_integration import lte
+from srsran_integration.settings import SrsranSpec
 
 ROLES = ("endpoint", "edge", "cloud")
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,23}")
@@ -57,16 +58,6 @@ class NodeSpec:
     @property
     def quota_us(self) -> int:
         return max(MIN_QUOTA_US, round(self.quota_cpus * self.period_us))
-
-
-@dataclass(frozen=True)
-class SrsranSpec:
-    """mode = "srsran": the real stack that carries the endpoint's traffic instead of the emulated link."""
-
-    generation: str  # 4g | 5g
-    cell: lte.Cell
-    prefix: Path  # srsRAN's installation (bin/srsenb, share/srsran/*.example)
-    attach_timeout_s: float
 
 
 @dataclass(frozen=True)

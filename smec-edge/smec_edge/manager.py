@@ -303,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if isinstance(holder, Quotas):
             holder.close()
+    return 0
 
 
 if __name__ == "__main__":

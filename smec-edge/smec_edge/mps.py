@@ -6,7 +6,7 @@ contexts, so one app's urgent stream cannot overtake another app's kernels:
 measured on an H100, an urgent AR request behind a neighbour process took
 the same 1.15 s at either priority. Under MPS the processes share one
 context and the priorities apply across them (2330 ms -> 96 ms median):
-smec-edge/bench/gpu_streams.py, results in docs/smec.md. SMEC runs its apps
+experiments/smec/gpu/gpu_streams.py, results in docs/smec.md. SMEC runs its apps
 under MPS for this reason.
 
 The control daemon is ours: its pipe and log folder is private to the run,

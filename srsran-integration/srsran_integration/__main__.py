@@ -27,11 +27,11 @@ def main(argv: list[str]) -> int:
     c.add_argument("--ue-netns", default="ue1", help="the namespace srsUE puts its tunnel in (default ue1)")
     a = ap.parse_args(argv)
 
-    from continuum.config import raw
+    from srsran_integration.settings import Srsran
 
     try:
         table = tomllib.loads(a.experiment.read_text()).get("mobile", {}).get("srsran", {})
-        s = raw.Srsran(**table)
+        s = Srsran(**table)
     except (OSError, tomllib.TOMLDecodeError) as e:
         print(f"{a.experiment}: {e}", file=sys.stderr)
         return 2

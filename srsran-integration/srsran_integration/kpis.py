@@ -21,7 +21,8 @@ COLUMNS = ("t_ns", "pci", "rnti", *UE_FIELDS)
 
 def objects(text: str) -> list[dict]:
     """Every JSON object in the stream; a last one cut off mid-write is left out."""
-    out, decoder, i = [], json.JSONDecoder(), 0
+    out: list[dict] = []
+    decoder, i = json.JSONDecoder(), 0
     while True:
         i = text.find("{", i)
         if i < 0:

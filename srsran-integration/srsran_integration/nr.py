@@ -127,7 +127,7 @@ def gnb_yaml(cell: NrCell, logs: str, mcc: str = lte.MCC, mnc: str = lte.MNC, ta
 def srsue_conf(cell: NrCell, netns: str, logs: str) -> str:
     """srsUE in 5G SA mode over ZMQ (no LTE carrier), the same subscriber as the 4G files."""
     rate = sample_rate_mhz(cell) * 1e6
-    sections = {
+    sections: dict[str, dict[str, object]] = {
         "rf": {"freq_offset": 0, "tx_gain": f"{cell.tx_gain:g}", "rx_gain": f"{cell.rx_gain:g}", "srate": f"{rate:.0f}",
                "nof_antennas": 1, "device_name": "zmq",
                "device_args": f"tx_port=tcp://127.0.0.1:{cell.zmq_port + 1},rx_port=tcp://127.0.0.1:{cell.zmq_port},"

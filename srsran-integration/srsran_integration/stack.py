@@ -19,13 +19,10 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from srsran_integration import environment, lte
-
-if TYPE_CHECKING:
-    from continuum.config.resolve import SrsranSpec
-    from continuum.runtime import Node
+from srsran_integration.settings import Node, SrsranSpec
 
 SGI_IF = "srs_spgw_sgi"
 ENB_STARTED = "eNodeB started"  # srsENB's stdout once its S1 Setup with the MME succeeded

@@ -29,11 +29,11 @@ def _where(pid: int, cg: cgroups.Cgroup) -> Path | None:
 
 
 def test_the_agent_moves_a_node_process_into_its_task_cgroup_and_back(tmp_path: Path):
-    version, _ = cgroups.detect()
+    version, mounts = cgroups.detect()
     cg = cgroups.create(naming.cgroup(naming.new_run_id(), "edge0"), 1.0, 256 << 20, leaf=True)
     sock = tmp_path / "agent.sock"
     agent = subprocess.Popen([sys.executable, "-m", "mosaic.agent", "--socket", str(sock), "--cpu-dir", str(cg.dirs["cpu"]),
-                              "--cgroup-version", str(version)])
+                              "--cgroup-version", str(version), "--cpu-mount", str(mounts["cpu"])])
     worker = subprocess.Popen(wrapped([sys.executable, "-c", "import time; time.sleep(60)"], cgroup=cg))
     try:
         home = cg.dirs["cpu"] / "rest" if version == 2 else cg.dirs["cpu"]

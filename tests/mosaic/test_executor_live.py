@@ -26,6 +26,7 @@ from mosaic import policies
 from mosaic.classes import Task
 from mosaic.executor import Executor
 from mosaic.interference import Interference
+from workloads.edge_tasks import WORKER
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the executor makes cgroups: run as root")
 MS = 1_000_000
@@ -47,7 +48,7 @@ def equal_scales(cg, version: int, scale: float) -> tuple[dict[str, list[str]], 
     """Each class's --scale so that A and B take as long alone on this node as A does at `scale`, and that
     time (s)."""
     matrix = Interference([A, B], prior=0.2)
-    ex = Executor(policies.make("fcfs", slots=1), matrix, [A, B], workers_per_class=1, node_cpu_dir=cg.dirs["cpu"],
+    ex = Executor(policies.make("fcfs", slots=1), matrix, [A, B], worker=WORKER, workers_per_class=1, node_cpu_dir=cg.dirs["cpu"],
                   cgroup_version=version, worker_args=["--scale", str(scale)], wrap=lambda argv: wrapped(argv, cgroup=cg))
     try:
         alone = ex.profile([A, B], repeats=2)
@@ -63,7 +64,7 @@ def test_mosaic_learns_the_pair_interferes_and_stops_co_running_it_while_fcfs_do
     mosaic = policies.Mosaic(matrix, n_max=4)
     try:
         sizes, alone_s = equal_scales(cg, version, 0.5)
-        ex = Executor(mosaic, matrix, [A, B], workers_per_class=1, node_cpu_dir=cg.dirs["cpu"], cgroup_version=version,
+        ex = Executor(mosaic, matrix, [A, B], worker=WORKER, workers_per_class=1, node_cpu_dir=cg.dirs["cpu"], cgroup_version=version,
                       class_args=sizes, wrap=lambda argv: wrapped(argv, cgroup=cg))
     except BaseException:
         cg.remove()
@@ -110,7 +111,7 @@ def test_profiling_gives_the_matrix_its_alone_times_so_the_first_pair_already_te
     version, _ = cgroups.detect()
     cg = node_cgroup(naming.cgroup(naming.new_run_id(), "edge0"), 3 << 30)
     matrix = Interference([A, B], prior=0.2)
-    ex = Executor(policies.make("fcfs", slots=2), matrix, [A, B], workers_per_class=1, node_cpu_dir=cg.dirs["cpu"],
+    ex = Executor(policies.make("fcfs", slots=2), matrix, [A, B], worker=WORKER, workers_per_class=1, node_cpu_dir=cg.dirs["cpu"],
                   cgroup_version=version, worker_args=["--scale", "0.25"], wrap=lambda argv: wrapped(argv, cgroup=cg))
     try:
         alone = ex.profile([A, B])
@@ -142,10 +143,10 @@ def test_under_sustained_overload_no_task_waits_longer_than_three_deadlines_and_
     cg = node_cgroup(naming.cgroup(naming.new_run_id(), "edge0"), 2 << 30)
     matrix = Interference(["dispatch_api", "log_archive"], prior=0.0)
     mosaic = policies.Mosaic(matrix, n_max=1)
-    from mosaic.services import Services
+    from workloads.edge_tasks.services import Services
 
     services = Services().start(lambda argv: wrapped(argv, cgroup=cg))
-    ex = Executor(mosaic, matrix, ["dispatch_api", "log_archive"], workers_per_class=2, node_cpu_dir=cg.dirs["cpu"],
+    ex = Executor(mosaic, matrix, ["dispatch_api", "log_archive"], worker=WORKER, workers_per_class=2, node_cpu_dir=cg.dirs["cpu"],
                   cgroup_version=version, worker_args=["--api-port", str(services.api_port)],
                   class_args={"log_archive": ["--scale", "0.05"]}, wrap=lambda argv: wrapped(argv, cgroup=cg))
     try:

@@ -1,4 +1,4 @@
-"""MOSAIC's six task classes as real jobs (smec-edge/mosaic/tasks.py): a
+"""MOSAIC's six task classes as real jobs (workloads/edge_tasks/jobs.py): a
 Redis server and the HTTP API started as services, one warm worker for all
 six classes, one task of each at a quarter of its size. Each job must have
 done its work (what it reports), and the worker's report carries the
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mosaic.classes import CLASSES
-from mosaic.services import Services
+from workloads.edge_tasks.services import Services
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed: run ./setup.sh")
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="re
 def test_each_class_runs_its_real_job_and_reports_its_cost():
     s = Services().start()
     try:
-        w = subprocess.Popen([sys.executable, "-m", "mosaic.worker", "--classes", ",".join(c.name for c in CLASSES),
+        w = subprocess.Popen([sys.executable, "-m", "workloads.edge_tasks.worker", "--classes", ",".join(c.name for c in CLASSES),
                               "--redis-port", str(s.redis_port), "--api-port", str(s.api_port), "--scale", "0.25"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)
         assert w.stdin is not None and w.stdout is not None

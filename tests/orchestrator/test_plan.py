@@ -4,10 +4,8 @@ with the others, so a provider builds it without looking at the spec."""
 
 from __future__ import annotations
 
-import ast
 import inspect
 import ipaddress
-import sys
 from pathlib import Path
 
 import pytest
@@ -94,58 +92,3 @@ def test_mechanism_and_sandboxes_are_decided_in_the_plan(tmp_path):
 
 def test_providers_build_from_the_plan_alone():
     assert list(inspect.signature(Provider.deploy).parameters) == ["self", "plan", "run_id", "undo", "say"]
-
-
-def _import_graph() -> dict[str, set[str]]:
-    """Every import of our modules, at module level or inside functions (a
-    function-level import hides a cycle, it does not remove it); imports
-    only for type checking are left out."""
-    mods = {}
-    for pkg in ("continuum", "workloads"):
-        for p in (REPO / pkg).rglob("*.py"):
-            parts = list(p.relative_to(REPO).with_suffix("").parts)
-            mods[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
-
-    def known(name: str) -> str | None:
-        while name and name not in mods:
-            name = name.rpartition(".")[0]
-        return name or None
-
-    graph = {}
-    for m, p in mods.items():
-        tree = ast.parse(p.read_text())
-        typing_only = {id(c) for n in ast.walk(tree) if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)
-                       for c in ast.walk(n)}
-        deps = set()
-        for n in ast.walk(tree):
-            if id(n) in typing_only:
-                continue
-            if isinstance(n, ast.Import):
-                deps |= {k for a in n.names if (k := known(a.name))}
-            elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
-                deps |= {k for a in n.names if (k := known(f"{n.module}.{a.name}"))}
-        graph[m] = deps - {m}
-    return graph
-
-
-def test_no_import_cycles():
-    graph = _import_graph()
-    assert len(graph) > 40 and graph["continuum.config.resolve"], "the scan found the modules and their imports"
-    sys.setrecursionlimit(10_000)
-    state: dict[str, int] = {}
-    path: list[str] = []
-
-    def visit(m: str) -> None:
-        state[m] = 1
-        path.append(m)
-        for d in sorted(graph[m]):
-            if state.get(d) == 1:
-                pytest.fail("import cycle: " + " -> ".join(path[path.index(d):] + [d]))
-            if d not in state:
-                visit(d)
-        path.pop()
-        state[m] = 2
-
-    for m in sorted(graph):
-        if m not in state:
-            visit(m)

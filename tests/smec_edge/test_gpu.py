@@ -42,7 +42,7 @@ def cuda_torch():
 def test_urgent_work_overtakes_a_low_priority_flood():
     """The reason for the GPU path: while a neighbour's convolutions over 1080p
     batches fill the GPU at the lowest priority (ESPCN at its original width,
-    as in smec-edge/bench/gpu_streams.py), a request of many small kernels
+    as in experiments/smec/gpu/gpu_streams.py), a request of many small kernels
     (like a detector's) waits behind each of them on a default stream, but
     runs between their blocks on the highest-priority stream."""
     torch = cuda_torch()

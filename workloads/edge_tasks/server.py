@@ -1,4 +1,4 @@
-"""Server side of edge_tasks: MOSAIC's executor (smec-edge/mosaic/executor.py)
+"""Server side of edge_tasks: MOSAIC's executor (edge-systems/mosaic/executor.py)
 on the edge node. Redis and the dispatch API run beside it as the node's
 services. Warm workers run the tasks, under the policy named in
 [edge.admission] (CONTINUUM_ADMISSION, JSON). A request's answer is sent
@@ -42,7 +42,8 @@ class Server:
         from mosaic.classes import CLASSES
         from mosaic.executor import Executor, TaskCgroups
         from mosaic.interference import Interference
-        from mosaic.services import Services
+        from workloads.edge_tasks import WORKER
+        from workloads.edge_tasks.services import Services
 
         cfg = json.loads(os.environ.get(Env.ADMISSION, "{}"))
         names = [c.name for c in CLASSES]
@@ -63,7 +64,7 @@ class Server:
         self.wall = time.time_ns() - time.monotonic_ns()  # the executor's clock -> the run's (wall clock, as the records)
         self.waiting: dict[str, tuple[threading.Event, list]] = {}
         self.lock = threading.Lock()
-        self.executor = Executor(self.policy, self.matrix, names, workers_per_class=int(cfg.get("workers_per_class", 3)),
+        self.executor = Executor(self.policy, self.matrix, names, worker=WORKER, workers_per_class=int(cfg.get("workers_per_class", 3)),
                                  worker_args=["--scale", str(cfg.get("scale", 1.0)), "--redis-port", str(self.services.redis_port),
                                               "--api-port", str(self.services.api_port), "--model-cache", s.model_cache],
                                  task_cgroups=cgroups, on_done=self._done)
@@ -131,17 +132,17 @@ class Server:
                                 f"{d.service_ms:.3f}", f"{d.cpu_ms:.3f}", f"{(t.finished_ns - t.arrival_ns) / MS:.3f}",
                                 int(t.finished_ns <= t.due_ns), int(d.ok), json.dumps({k: round(v, 3) for k, v in d.beside.items()}), d.taught])
             self.done_log.flush()
-            ev, slot = self.waiting.pop(t.id, (None, None))
-        if ev is not None:
-            slot.append(d)
-            ev.set()
+            waiting = self.waiting.pop(t.id, None)
+        if waiting is not None:
+            waiting[1].append(d)
+            waiting[0].set()
 
     def process(self, payload: bytes) -> bytes:
         from mosaic.classes import Task
 
         req = json.loads(payload)
         task = Task(req["id"], req["cls"], time.monotonic_ns(), float(req["deadline_ms"]))
-        ev, slot = threading.Event(), []
+        ev, slot = threading.Event(), []  # type: tuple[threading.Event, list]
         with self.lock:
             self.waiting[task.id] = (ev, slot)
         self.inbox.put(task)
@@ -150,5 +151,6 @@ class Server:
         if not slot:
             return json.dumps({"id": task.id, "error": "the executor stopped"}).encode()
         d = slot[0]
+        assert task.started_ns is not None and task.finished_ns is not None  # the executor set both before it answered
         return json.dumps({"id": task.id, "cls": task.cls, "ok": d.ok, "hit": task.finished_ns <= task.due_ns,
                            "wait_ms": round((task.started_ns - task.arrival_ns) / MS, 3), "service_ms": round(d.service_ms, 3)}).encode()

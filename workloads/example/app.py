@@ -96,7 +96,8 @@ def endpoint():
     records = csv.DictWriter(out, FIELDS)
     if out.tell() == 0:
         records.writeheader()
-    pending, lock, stop = {}, threading.Lock(), threading.Event()
+    pending: dict[str, dict] = {}
+    lock, stop = threading.Lock(), threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
 
     def on_message(_c, _u, m):

@@ -62,13 +62,15 @@ def make_item(seed: int, target: int) -> tuple[bytes, int]:
         return len(preprocess(jpeg, quality)), jpeg
 
     quality = next((q for q in QUALITIES if size(MAX_NOISE, q)[0] >= target), QUALITIES[-1])
-    lo, hi, best = 0.0, MAX_NOISE, None
+    lo, hi = 0.0, MAX_NOISE
+    best: tuple[int, bytes] | None = None
     for _ in range(8):
         noise = (lo + hi) / 2
         n, jpeg = size(noise, quality)
         if best is None or abs(n - target) < abs(best[0] - target):
             best = (n, jpeg)
         lo, hi = (noise, hi) if n < target else (lo, noise)
+    assert best is not None
     return best[1], quality
 
 

@@ -2,7 +2,7 @@
 workload, [edge.admission] picks which queued task starts on the edge node,
 MOSAIC's rules or a classic baseline (FCFS, RR, SJF, priority, EDF), each
 task in a cgroup of its own made by a root agent. The node-side code is
-smec-edge/mosaic; this package is what the orchestrator knows of it."""
+edge-systems/mosaic; this package is what the orchestrator knows of it."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 from pydantic import Field
 
+from continuum import cgroups
 from continuum.config import AppSpec, ExperimentSpec
 from continuum.config.edge import Draft
 from continuum.config.raw import Strict
@@ -38,7 +39,7 @@ class EdgeAdmission(Strict):
     prior: float = Field(default=0.2, ge=0, le=10)  # mosaic: the slowdown taken for a pair never observed
     slots: int | None = Field(default=None, ge=1, le=64)  # the baselines' tasks at once (default: the edge's CPUs)
     workers_per_class: int = Field(default=3, ge=1, le=16)  # warm worker processes per task class
-    scale: float = Field(default=1.0, gt=0, le=10)  # the tasks' size (mosaic/tasks.py's SCALE times this)
+    scale: float = Field(default=1.0, gt=0, le=10)  # the tasks' size (workloads/edge_tasks/jobs.py's SCALE times this)
     profile: int = Field(default=1, ge=0, le=10)  # mosaic: tasks per class run alone before the run (its time alone); 0: none
 
 
@@ -55,7 +56,7 @@ class Mosaic(EdgeSystem):
     switch = "edge.admission"
     manages = "cpu"
     model = EdgeAdmission
-    node_code = ("smec-edge",)
+    node_code = ("edge-systems", "smec-edge")  # mosaic.agent borrows smec_edge.unixpath
     manifest_key = "admission"
     summary_key = "admission"
 
@@ -85,7 +86,8 @@ class Mosaic(EdgeSystem):
         assert node.cgroup is not None
         log = run.run_dir / "logs" / "mosaic-agent.log"
         argv = [sys.executable, "-m", "mosaic.agent", "--socket", str(agent_socket(run.run_dir)),
-                "--cpu-dir", str(node.cgroup.dirs["cpu"]), "--cgroup-version", str(node.cgroup.version)]
+                "--cpu-dir", str(node.cgroup.dirs["cpu"]), "--cgroup-version", str(node.cgroup.version),
+                "--cpu-mount", str(cgroups.detect()[1]["cpu"])]
         proc = start_daemon(argv, log, agent_socket(run.run_dir), "MOSAIC's cgroup agent")
         run.undo.callback(agent_socket(run.run_dir).unlink, missing_ok=True)
         run.undo.callback(stop_process, proc)
@@ -106,7 +108,7 @@ class Mosaic(EdgeSystem):
         return {Env.ADMISSION: json.dumps({**a, "policy": "fcfs", "profile": 0})} if app.workload.app == APP else {}
 
     def code_files(self, repo: Path, app: AppSpec) -> list[Path]:
-        return sorted((repo / "smec-edge" / "mosaic").glob("*.py")) if app.workload.app == APP else []
+        return sorted((repo / "edge-systems" / "mosaic").glob("*.py")) if app.workload.app == APP else []
 
     def summarize(self, run_dir: Path, df: pd.DataFrame) -> dict | None:
         from continuum.edge.mosaic import results

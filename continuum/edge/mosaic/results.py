@@ -2,7 +2,7 @@
 the edge node), as MOSAIC's evaluation reports them, overall and per class.
 
 The same definitions serve `continuum run` (tasks of the measured requests)
-and `python -m mosaic.run` (every task drawn), so their numbers compare:
+and `python -m continuum.edge.mosaic.standalone` (every task drawn), so their numbers compare:
 
 - hit: finished within its deadline, of all tasks that arrived (one never
   started or never finished misses);

@@ -3,7 +3,7 @@ so that a task's time is the job's and not Python's and torch's start-up.
 The executor moves the worker into the task's cgroup before it sends the
 task, and reads what the task cost from this report.
 
-    python -m mosaic.worker --classes model_update,log_archive [--redis-port P --api-port Q]
+    python -m workloads.edge_tasks.worker --classes model_update,log_archive [--redis-port P --api-port Q]
 
 stdin: one JSON object per task, {"id": ..., "cls": ..., "seed": ...};
 stdout: "ready" once loaded, then one JSON report per task: its wall and CPU
@@ -20,7 +20,7 @@ import sys
 import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one task, one thread: what it costs is its own (before torch loads)
-from mosaic.tasks import Jobs  # noqa: E402
+from workloads.edge_tasks.jobs import Jobs  # noqa: E402
 
 
 def main() -> None:

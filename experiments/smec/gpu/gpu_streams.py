@@ -17,7 +17,7 @@ For each: the AR request's server time (JPEG decode + detector + answer)
 alone, shared at the default priority, shared at SMEC's urgent priority, and
 the neighbour's frames/s. Prints a table and writes JSON.
 
-    python3 smec-edge/bench/gpu_streams.py --out results.json [--seconds 8]
+    python3 experiments/smec/gpu/gpu_streams.py --out results.json [--seconds 8]
 
 Needs a CUDA GPU (torch.cuda); exits with a clear message without one.
 """

@@ -35,7 +35,7 @@ TASK_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 def in_node(pid: int, node_dir: Path, mount: Path, version: int) -> bool:
     """Whether pid's cgroup (the cpu controller's) is the node's or below it;
-    `mount` is the hierarchy's root (continuum.cgroups.detect)."""
+    `mount` is the hierarchy's root."""
     inside = "/" + str(node_dir.relative_to(mount))
     try:
         lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
@@ -80,10 +80,9 @@ def main() -> None:
     ap.add_argument("--socket", required=True)
     ap.add_argument("--cpu-dir", type=Path, required=True)
     ap.add_argument("--cgroup-version", type=int, choices=(1, 2), default=1)
+    ap.add_argument("--cpu-mount", type=Path, required=True, help="the cpu controller's hierarchy root (v2: the unified one)")
     a = ap.parse_args()
-    from continuum.cgroups import detect
-
-    agent = Agent(a.cpu_dir, a.cgroup_version, detect()[1]["cpu"])
+    agent = Agent(a.cpu_dir, a.cgroup_version, a.cpu_mount)
     if os.path.exists(a.socket):
         os.unlink(a.socket)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -1,7 +1,7 @@
 """dispatch_api's service: a real HTTP API (aiohttp) that routes a unit to
 the nearest of 500 stations. Run on the edge node by services.py:
 
-    python -m mosaic.api_service PORT"""
+    python -m workloads.edge_tasks.api_service PORT"""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ async def health(request: web.Request) -> web.Response:
 def main() -> None:
     app = web.Application()
     app.add_routes([web.post("/dispatch", dispatch), web.get("/health", health)])
-    web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
+    web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=lambda *_: None, access_log=None)
 
 
 if __name__ == "__main__":

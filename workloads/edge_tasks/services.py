@@ -44,7 +44,7 @@ class Services:
                                        "--appendonly", "no", "--protected-mode", "no"]),
                                  stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         self.procs.append(redis)
-        api = subprocess.Popen(wrap([sys.executable, "-m", "mosaic.api_service", str(self.api_port)]))
+        api = subprocess.Popen(wrap([sys.executable, "-m", "workloads.edge_tasks.api_service", str(self.api_port)]))
         self.procs.append(api)
         _wait_port(self.redis_port, redis, "redis-server")
         _wait_port(self.api_port, api, "the dispatch API")

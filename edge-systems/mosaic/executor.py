@@ -1,6 +1,9 @@
 """The edge node's task executor: tasks wait in a queue, a policy
 (policies.py) says which start, and each runs in a warm worker process
-(worker.py) that is moved into the task's own cgroup for its life.
+that is moved into the task's own cgroup for its life. The worker is the
+workload's (`worker`: its command; workloads/edge_tasks/worker.py runs the
+six classes' jobs): it prints "ready" once warm, then reads one JSON task
+per line and answers one JSON report per task (wall and CPU ms, ...).
 
 Why warm workers: a task is tens of ms to seconds of work, and starting
 Python with torch costs seconds. Why a cgroup per task: enforcement. MOSAIC
@@ -32,7 +35,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from mosaic.classes import BY_NAME, Task
 from mosaic.interference import ALPHA, Interference
@@ -40,7 +43,6 @@ from mosaic.policies import Mosaic, Policy, RoundRobin
 from mosaic.urgency import TICK_MS
 
 MS = 1_000_000
-REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -102,7 +104,7 @@ class TaskCgroups:
 
 
 class Executor:
-    def __init__(self, policy: Policy, matrix: Interference, classes: Iterable[str], *, workers_per_class: int = 2,
+    def __init__(self, policy: Policy, matrix: Interference, classes: Iterable[str], *, worker: Sequence[str], workers_per_class: int = 2,
                  node_cpu_dir: Path | None = None, cgroup_version: int = 1, worker_args: list[str] | None = None,
                  class_args: dict[str, list[str]] | None = None, task_cgroups=None,
                  wrap: Callable[[list[str]], list[str]] = lambda argv: argv, on_done: Callable[[Done], None] | None = None) -> None:
@@ -123,9 +125,10 @@ class Executor:
         for cls in classes:
             for _ in range(workers_per_class):
                 extra = (class_args or {}).get(cls, [])  # e.g. a class's own --scale, after the common one
-                p = subprocess.Popen(wrap([sys.executable, "-m", "mosaic.worker", "--classes", cls, *argv, *extra]),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO,
-                                     env={**os.environ, "PYTHONPATH": os.pathsep.join((str(REPO), str(REPO / "smec-edge")))})
+                # the worker finds its modules where this process found them
+                p = subprocess.Popen(wrap([*worker, "--classes", cls, *argv, *extra]),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
                 self.workers.append(Worker(cls, p))
         for w in self.workers:
             assert w.proc.stdout is not None

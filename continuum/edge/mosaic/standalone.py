@@ -5,7 +5,7 @@ drawn by their shares, each task's deadline drawn in its class's range
 Arrivals stop at the window's end; what is still queued or running
 `--drain` seconds later is stopped and counts as missed.
 
-    python -m mosaic.run --policy mosaic --rate 6 --window 60 --seed 42 --out DIR
+    python -m continuum.edge.mosaic.standalone --policy mosaic --rate 6 --window 60 --seed 42 --out DIR
 
 Writes DIR/tasks.csv (one row per task), DIR/decisions.csv (MOSAIC's, with
 the time each took), DIR/queue.csv (queue depth per tick), DIR/matrix.sqlite
@@ -34,11 +34,15 @@ import random
 import time
 from pathlib import Path
 
+from continuum import cgroups, naming
+from continuum.edge.mosaic import results as admission
+from continuum.runtime import wrapped
 from mosaic import policies
 from mosaic.classes import BY_NAME, CLASSES, Task
 from mosaic.executor import Executor
 from mosaic.interference import Interference
-from mosaic.services import Services
+from workloads.edge_tasks import WORKER
+from workloads.edge_tasks.services import Services
 
 MS = 1_000_000
 
@@ -46,7 +50,8 @@ MS = 1_000_000
 def draw_arrivals(rate: float, window_s: float, seed: int, t0_ns: int) -> list[Task]:
     rng = random.Random(seed)
     names, weights = [c.name for c in CLASSES], [c.share for c in CLASSES]
-    out, t, i = [], 0.0, 0
+    out: list[Task] = []
+    t, i = 0.0, 0
     while True:
         t += rng.expovariate(rate)
         if t >= window_s:
@@ -60,8 +65,6 @@ def draw_arrivals(rate: float, window_s: float, seed: int, t0_ns: int) -> list[T
 def summarize(arrived: list[Task], policy: policies.Policy, ex: Executor, window_s: float) -> dict:
     """continuum.edge.mosaic.results' numbers (the same as `continuum run`'s)."""
     import pandas as pd
-
-    from continuum.edge.mosaic import results as admission
 
     done = {d.task.id: d for d in ex.done if d.ok}
     rows = [{"cls": t.cls, "tier": t.tier, "deadline_ms": t.deadline_ms,
@@ -96,10 +99,6 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
 
-    from continuum import cgroups, naming
-    from continuum.edge.mosaic import results as admission
-    from continuum.runtime import wrapped
-
     a.out.mkdir(parents=True, exist_ok=True)
     names = [c.name for c in CLASSES]
     matrix = Interference.load(a.matrix, names) if a.matrix else Interference(names)
@@ -116,12 +115,12 @@ def main() -> None:
             return wrapped(argv, cgroup=cg)
 
         services = Services().start(wrap)
-        ex = Executor(policy, matrix, names, workers_per_class=a.workers, node_cpu_dir=cg.dirs["cpu"], cgroup_version=version,
+        ex = Executor(policy, matrix, names, worker=WORKER, workers_per_class=a.workers, node_cpu_dir=cg.dirs["cpu"], cgroup_version=version,
                       worker_args=["--scale", str(a.scale), "--redis-port", str(services.redis_port), "--api-port", str(services.api_port)],
                       wrap=wrap)
         t0 = time.monotonic_ns() + 200 * MS
         arrived = draw_arrivals(a.rate, a.window, a.seed, t0)
-        print(f"mosaic.run: {a.policy}, {len(arrived)} tasks over {a.window:g} s (seed {a.seed}), node {a.cpus:g} CPU", flush=True)
+        print(f"mosaic standalone: {a.policy}, {len(arrived)} tasks over {a.window:g} s (seed {a.seed}), node {a.cpus:g} CPU", flush=True)
         ex.run(arrived, until_ns=t0 + int((a.window + a.drain) * 1e9))
         summary = summarize(arrived, policy, ex, a.window)
         with open(a.out / "tasks.csv", "w", newline="") as f:
