@@ -128,7 +128,7 @@ def _validate(files: list[Path], console: Console, err: Console) -> int:
 
 
 def _images(args: argparse.Namespace, console: Console) -> int:
-    from continuum import containers
+    from continuum.engines import containers
 
     if args.action == "vm":
         from continuum import vmimage

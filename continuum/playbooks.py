@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Callable
 
 from rich.markup import escape
 
-from continuum import REPO, containers
+from continuum import REPO
+from continuum.engines import containers
 from continuum.errors import ProviderError
 
 if TYPE_CHECKING:

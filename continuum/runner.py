@@ -19,7 +19,8 @@ import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from continuum import broker, calibration, containers, k3s, naming
+from continuum import broker, calibration, naming
+from continuum.engines import containers, k3s
 from continuum.cell import traffic
 from continuum.config import ExperimentSpec
 from continuum.errors import ContinuumError, ProviderError, VerificationError

@@ -1,6 +1,6 @@
 """Live nodes and their processes, the same for every provider: a Node is
 where a process runs (network namespace, cgroup, address), `Node.start`
-starts one through the exec wrapper (continuum/node_exec.py), and
+starts one through the exec wrapper (continuum/nodeside/node_exec.py), and
 `stop_process` is its undo."""
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from continuum.cgroups import Cgroup
 from continuum.errors import ProviderError
 
 if TYPE_CHECKING:
-    from continuum.k3s import Cluster
+    from continuum.engines.k3s import Cluster
     from continuum.remote import SshHost
 
-NODE_EXEC = Path(__file__).with_name("node_exec.py")
+NODE_EXEC = Path(__file__).with_name("nodeside") / "node_exec.py"
 # Process-mode workloads (built-in and bring-your-own) run as this user unless
-# the experiment file sets workload.run_as_root; see continuum/node_exec.py.
+# the experiment file sets workload.run_as_root; see continuum/nodeside/node_exec.py.
 WORKLOAD_USER = "nobody"
 
 
@@ -46,7 +46,7 @@ class Sandbox:
 def wrapped(argv: Sequence[str], *, netns: str | None = None, cgroup: Cgroup | None = None,
             sandbox: Sandbox | None = None, cwd: Path | None = None, python: str = sys.executable,
             node_exec: Path = NODE_EXEC) -> list[str]:
-    """argv started through the exec wrapper (continuum/node_exec.py)."""
+    """argv started through the exec wrapper (continuum/nodeside/node_exec.py)."""
     wrapper = [python, "-I", "-S", str(node_exec)]
     if netns is not None:
         wrapper += ["--netns", netns]
@@ -95,7 +95,7 @@ class Node:
         """argv inside the node: the wrapper joins its cgroup, enters its
         namespace (and, with a sandbox, drops root), then execs argv."""
         return wrapped(argv, netns=self.netns or None, cgroup=self.cgroup, sandbox=sandbox, cwd=cwd, python=self.python,
-                       node_exec=self.repo / "continuum" / "node_exec.py")
+                       node_exec=self.repo / "continuum" / "nodeside" / "node_exec.py")
 
     def start(self, argv: list[str], log: Path, env: dict[str, str] | None = None, *, cwd: Path | None = None,
               contained: bool = True, sandbox: Sandbox | None = None) -> subprocess.Popen:

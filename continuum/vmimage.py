@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from continuum import commands, containers
+from continuum import commands
+from continuum.engines import containers
 from continuum.errors import ProviderError
 
 SUITE, MIRROR = containers.SUITE, containers.MIRROR

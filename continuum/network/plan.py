@@ -313,7 +313,7 @@ def placement(spec: ExperimentSpec) -> dict[str, str]:
 
 def k3s_images(spec: ExperimentSpec) -> tuple[str, ...]:
     """engine k3s: the images its containerd must have (provisioning imports them)."""
-    from continuum import containers
+    from continuum.engines import containers
 
     return tuple(containers.ref(i) for i in containers.spec_images(spec)) if spec.engine == "k3s" else ()
 
@@ -321,7 +321,7 @@ def k3s_images(spec: ExperimentSpec) -> tuple[str, ...]:
 def server_requirements(spec: ExperimentSpec) -> tuple[str, ...]:
     """Requirement files the offload node's servers need beyond Debian's
     packages (those their container images are built with)."""
-    from continuum import containers
+    from continuum.engines import containers
     from continuum.workloads import REGISTRY
 
     out = set()

@@ -10,13 +10,15 @@ namespace deletes its interfaces. Namespace names carry the run id
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 from typing import TYPE_CHECKING, Callable
 
-from continuum import cgroups, commands, containers, naming
-from continuum.errors import CommandError, ProviderError
+from continuum import cgroups, commands, naming
+from continuum.engines import containers
+from continuum.errors import ProviderError
+from continuum.network.configure import configure
+from continuum.network.namespaces import delete_namespace, list_namespaces, namespace_pids
 from continuum.network.plan import Plan
 from continuum.providers.base import Deployment, Provider, register
 from continuum.runtime import Node
@@ -27,35 +29,6 @@ if TYPE_CHECKING:
     from continuum.config import ExperimentSpec
 
 TOOLS = {"ip": "iproute2", "ethtool": "ethtool", "ping": "iputils-ping", "mosquitto": "mosquitto"}
-
-
-def list_namespaces() -> list[str]:
-    p = commands.run(["ip", "netns", "list"], check=False)
-    return [line.split()[0] for line in p.stdout.splitlines() if line.strip()]
-
-
-def namespace_pids(netns: str) -> set[int]:
-    p = commands.run(["ip", "netns", "pids", netns], check=False)
-    return {int(x) for x in p.stdout.split()}
-
-
-def kill_namespace_processes(netns: str) -> None:
-    import signal
-    import time
-
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = namespace_pids(netns)
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + 3
-        while namespace_pids(netns) and time.monotonic() < deadline:
-            time.sleep(0.05)
-
-
-def delete_namespace(netns: str) -> None:
-    kill_namespace_processes(netns)
-    commands.run(["ip", "netns", "del", netns], check=False)
 
 
 @register
@@ -159,73 +132,3 @@ class NetnsProvider(Provider):
                 removed += 1
         removed += len(cgroups.prune(run_id))
         return removed
-
-
-def configure(plan: Plan, dep: Deployment, core_delay: bool = True) -> None:
-    """Everything after the namespaces and their interfaces exist, through
-    each node's own `run` (so on whichever machine it is): addresses,
-    offloads, neighbours, forwarding, routes, and netem where the plan asks
-    (core_delay=False: the provider applies the core delay itself)."""
-    for v in plan.veths:
-        for end in (v.a, v.b):
-            node = dep.nodes[end.namespace]
-            if end.address:
-                node.run(["ip", "addr", "add", end.address, "dev", end.name])
-            if not end.offloads:
-                node.run(["ethtool", "-K", end.name, "tso", "off", "gso", "off", "gro", "off"], check=False)
-            node.run(["ip", "link", "set", end.name, "up"])
-    for x in plan.extra_addresses:
-        dep.nodes[x.namespace].run(["ip", "addr", "add", x.cidr, "dev", x.dev])
-    _neighbours(plan, dep)
-    for n in plan.nodes:
-        node = dep.nodes[n.name]
-        if n.forwarding:
-            node.run(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
-        node.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
-    for r in plan.routes:
-        argv = ["ip", "route", "add", r.destination]
-        if r.via:
-            argv += ["via", r.via]
-        dep.nodes[r.namespace].run(argv)
-
-    if not core_delay:
-        return
-    netem = netem_available(dep.nodes["core"])
-    if plan.delay_mechanism == "netem":
-        if not netem:
-            raise ProviderError("core delay needs tc netem (core.jitter_ms > 0 or core.mechanism = \"netem\") "
-                                "but this kernel has no sch_netem; set core.jitter_ms = 0 to use mahimahi-link's delay")
-        _netem(plan, dep)
-    dep.facts["delay_mechanism"] = plan.delay_mechanism
-    dep.facts["netem_available"] = netem
-
-
-def _neighbours(plan: Plan, dep: Deployment) -> None:
-    def mac(node: Node, dev: str) -> str:
-        return json.loads(node.run(["ip", "-j", "link", "show", "dev", dev]).stdout)[0]["address"]
-
-    for nb in plan.neighbours:
-        lladdr = mac(dep.nodes[nb.peer_namespace], nb.peer_dev)
-        dep.nodes[nb.namespace].run(["ip", "neigh", "replace", nb.address, "lladdr", lladdr, "dev", nb.dev, "nud", "permanent"])
-
-
-def netem_available(core: Node) -> bool:
-    """Detect sch_netem by trying it on the core namespace's own loopback."""
-    ok = core.run(["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"], check=False).returncode == 0
-    if ok:
-        core.run(["tc", "qdisc", "del", "dev", "lo", "root"], check=False)
-    return ok
-
-
-def _netem(plan: Plan, dep: Deployment) -> None:
-    """Core delay with tc netem on both ends of each tier's core links (where the kernel has netem)."""
-    for d in plan.core_delays:
-        delay = ["delay", f"{d.one_way_ms}ms"] + ([f"{d.jitter_ms}ms"] if d.jitter_ms else [])
-        for ns, dev in d.netem_devices:
-            try:
-                dep.nodes[ns].run(["tc", "qdisc", "add", "dev", dev, "root", "netem", *delay])
-            except CommandError as e:
-                raise ProviderError(
-                    f"core.mechanism = \"netem\" but this kernel refused it ({e.stderr or e}); "
-                    "use core.mechanism = \"mahimahi-link\""
-                ) from e

@@ -40,8 +40,9 @@ from continuum import commands, naming, playbooks, vmimage
 from continuum.errors import ProviderError
 from continuum.network.plan import NODE_IF, Plan
 from continuum.providers.base import Deployment, Provider, register
-from continuum.providers.hosts import clock_offset, remote_cgroups, remote_problems, share_folder
-from continuum.providers.netns import configure, delete_namespace
+from continuum.providers.remote import clock_offset, remote_cgroups, remote_problems, share_folder
+from continuum.network.configure import configure
+from continuum.network.namespaces import delete_namespace
 from continuum.remote import SshHost
 from continuum.runtime import Node
 
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from continuum.config import ExperimentSpec
 
 STATE = Path("/var/lib/continuum/qemu")  # <run id>/: overlays, pid files, consoles, the run's SSH key
-VMLAUNCH = Path(__file__).resolve().parents[1] / "vmlaunch.py"
+VMLAUNCH = Path(__file__).resolve().parents[1] / "nodeside" / "vmlaunch.py"
 TAP = "tap0"
 OS_MEMORY = 384 << 20  # the guest's own kernel and services, on top of the node's memory
 BOOT_TIMEOUT_S = 900.0
@@ -331,7 +332,7 @@ class QemuProvider(Provider):
 
     def share_run_folder(self, plan: Plan, dep: Deployment, run_dir: Path, undo: contextlib.ExitStack,
                          say: Callable[[str], None]) -> None:
-        share_folder(plan, dep, run_dir, undo, say, remember=False)
+        share_folder(plan, dep, run_dir, undo, say)
         state = STATE / dep.run_id
         for f in [state / "provision.log", *state.glob("*.console"), *state.glob("*.qemu.log")]:
             if f.exists():  # copied again at teardown: the consoles grow

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from continuum import containers, k3s, naming
+from continuum import naming
+from continuum.engines import containers, k3s
 from continuum.config import AppSpec, ExperimentSpec, NodeSpec
 from continuum.errors import ProviderError
 from continuum.network import plan as netplan
@@ -44,7 +45,7 @@ def sandbox(spec: ExperimentSpec, run_dir: Path, repo: Path = REPO) -> Sandbox |
 def user_note(spec: ExperimentSpec) -> dict[str, str]:
     """Whom each side ran as, for the manifest."""
     w = spec.workload
-    if spec.engine == "k3s":  # continuum/k3s.py's entry decides, as for processes
+    if spec.engine == "k3s":  # continuum/engines/k3s.py's entry decides, as for processes
         return {side: f"{'root' if w.run_as_root else WORKLOAD_USER}, in a k3s pod, with no added capability"
                 for side in ("endpoint", "server")}
     return {side: ("the image's user, in its container" if s.runtime == "container"
@@ -146,7 +147,7 @@ def start(spec: ExperimentSpec, app: AppSpec, side: str, node: Node, env: dict[s
         if s.image is None:
             raise ProviderError(f"the {side} side runs in a container but names no image")
         if node.cluster is not None:
-            # Popen's interface, for a pod (continuum/k3s.py)
+            # Popen's interface, for a pod (continuum/engines/k3s.py)
             return _pod(spec, app, side, s.image, list(s.command), node, env, run_dir, rep, log), None  # type: ignore[return-value]
         name = f"{naming.netns(run_id, node.name)}-{side}{suffix(spec, app) if side == 'server' else ''}-r{rep}"
         mounts = [(run_dir / "raw", True)] + ([(model_cache(), False)] if model_cache().is_dir() else [])
@@ -167,7 +168,7 @@ def start(spec: ExperimentSpec, app: AppSpec, side: str, node: Node, env: dict[s
 
 def _pod(spec: ExperimentSpec, app: AppSpec, side: str, image: str, command: list[str], node: Node, env: dict[str, str],
          run_dir: Path, rep: int, log: Path) -> k3s.Pod:
-    """The side as a pod of the machines' k3s cluster, inside the node's namespace (continuum/k3s.py)."""
+    """The side as a pod of the machines' k3s cluster, inside the node's namespace (continuum/engines/k3s.py)."""
     assert node.cluster is not None and node.host is not None
     pod = pod_spec(spec, app, side, image, command, node, env, run_dir, rep, node.host.exists(model_cache()))
     return k3s.Pod(node.cluster.server, pod, log)

@@ -123,7 +123,7 @@ def record(out: Path, seconds: float) -> tuple[Path, Path]:
 
 
 def cleanup() -> None:
-    from continuum.providers.netns import delete_namespace, list_namespaces
+    from continuum.network.namespaces import delete_namespace, list_namespaces
 
     for ns in NS:
         if ns in list_namespaces():

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from continuum import containers, playbooks
+from continuum import playbooks
+from continuum.engines import containers
 from continuum.remote import SshHost
 
 ROOT = Path(__file__).resolve().parents[2]

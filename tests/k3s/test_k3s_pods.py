@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from continuum import containers, k3s, naming
+from continuum import naming
+from continuum.engines import containers, k3s
 from continuum import experiment
 from continuum.network import plan as netplan
 from continuum.remote import SshHost

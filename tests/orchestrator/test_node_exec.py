@@ -1,4 +1,4 @@
-"""Node processes start through continuum/node_exec.py: in the node's cgroup
+"""Node processes start through continuum/nodeside/node_exec.py: in the node's cgroup
 and network namespace, and workloads as `nobody` who reaches only what the
 sandbox exposes, at the same paths. Checked from inside a real process."""
 
@@ -112,7 +112,7 @@ def test_wrapper_failures_are_named(node, tmp_path):
     assert p.wait(30) == 126
     assert f"user nobody cannot read {closed} (drwx------)" in (tmp_path / "z.log").read_text()
     assert "workload.run_as_root = true" in (tmp_path / "z.log").read_text()
-    r = subprocess.run([sys.executable, "-I", "-S", str(REPO / "continuum" / "node_exec.py"), "--netns", "no-such-ns-ctm", "--", "true"],
+    r = subprocess.run([sys.executable, "-I", "-S", str(REPO / "continuum" / "nodeside" / "node_exec.py"), "--netns", "no-such-ns-ctm", "--", "true"],
                        capture_output=True, text=True)
     assert r.returncode == 126 and "no network namespace no-such-ns-ctm" in r.stderr
 

@@ -145,7 +145,7 @@ def test_bring_your_own_example_app(byo_processes):
 
 
 def _docker_ready() -> str | None:
-    from continuum import containers
+    from continuum.engines import containers
 
     problem = containers.engine_problem()
     if problem:
@@ -173,7 +173,7 @@ endpoint_command = ["endpoint"]
     assert list(boxed["request_bytes"]) == list(process["request_bytes"])
     m = json.loads((boxed_dir / "manifest.json").read_text())
     assert m["workload"]["runtime"] == {"endpoint": "container", "server": "container"}
-    from continuum import containers
+    from continuum.engines import containers
 
     assert not containers.leftovers(None)
 

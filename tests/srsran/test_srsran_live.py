@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from continuum.providers.netns import list_namespaces
+from continuum.network.namespaces import list_namespaces
 from srsran_integration import environment
 
 REPO = Path(__file__).resolve().parents[2]

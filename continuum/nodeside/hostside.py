@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from continuum import cgroups, naming  # noqa: E402
 from continuum.errors import ProviderError  # noqa: E402
