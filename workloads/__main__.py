@@ -7,9 +7,9 @@ import importlib
 import os
 import sys
 
-from workloads import calibrate, driver
+from workloads import apps, calibrate, driver
 
-APPS = ("image_classification", "translation", "smart_stadium", "augmented_reality", "video_conferencing", "file_transfer", "edge_tasks")
+APPS = apps()
 
 
 def main(argv: list[str]) -> int:

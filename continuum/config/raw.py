@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -14,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from srsran_integration.settings import Srsran
 from workloads import congestion
 
-QUEUES = ("infinite", "droptail", "drophead", "codel", "pie")
+# mahimahi-link's queue disciplines and the arguments each takes (src/queue.rs; tests/orchestrator/test_queue_args.py)
 QUEUE_ARGS = {
     "infinite": (),
     "droptail": ("packets", "bytes"),
@@ -22,6 +23,9 @@ QUEUE_ARGS = {
     "codel": ("packets", "bytes", "target", "interval"),
     "pie": ("packets", "bytes", "qdelay_ref", "max_burst"),
 }
+Queue = Literal["infinite", "droptail", "drophead", "codel", "pie"]
+QUEUES: tuple[str, ...] = typing.get_args(Queue)
+assert set(QUEUES) == set(QUEUE_ARGS)
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
@@ -117,9 +121,9 @@ class Mobile(Strict):
     preset: str | None = None
     uplink: str | None = None
     downlink: str | None = None
-    uplink_queue: Literal["infinite", "droptail", "drophead", "codel", "pie"] = "infinite"
+    uplink_queue: Queue = "infinite"
     uplink_queue_args: str = ""
-    downlink_queue: Literal["infinite", "droptail", "drophead", "codel", "pie"] = "infinite"
+    downlink_queue: Queue = "infinite"
     downlink_queue_args: str = ""
     uplink_loss: float = Field(default=0.0, ge=0, le=1)
     downlink_loss: float = Field(default=0.0, ge=0, le=1)
@@ -241,7 +245,11 @@ class AppGroup(Strict):
 Workload.model_rebuild()
 
 
-SCHEDULERS = ("rr", "pf", "smec", "tutti")
+# The shared cell's MAC schedulers (mahimahi-link's src/cell.rs; tests/orchestrator/test_facts.py): every
+# one schedules the uplink; tutti only there (it learns request starts from the edge's notices).
+DownlinkScheduler = Literal["rr", "pf", "smec"]
+UplinkScheduler = Literal[DownlinkScheduler, "tutti"]
+SCHEDULERS: tuple[str, ...] = typing.get_args(UplinkScheduler)
 
 
 class CellUe(Strict):
@@ -268,8 +276,8 @@ class Cell(Strict):
     resource blocks under a MAC scheduler, per direction; endpoints outside
     it keep private links."""
 
-    uplink: Literal["rr", "pf", "smec", "tutti", "private"] = "pf"
-    downlink: Literal["rr", "pf", "smec", "private"] = "pf"
+    uplink: Literal[UplinkScheduler, "private"] = "pf"
+    downlink: Literal[DownlinkScheduler, "private"] = "pf"
     slot_us: Literal[125, 250, 500, 1000] = 500
     blocks: int = Field(default=51, ge=1, le=275)
     uplink_signalling: bool = True

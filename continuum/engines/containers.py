@@ -25,6 +25,7 @@ from typing import Callable
 
 from continuum import REPO, commands
 from continuum.errors import CommandError, ProviderError
+from continuum.workloads import images as app_images
 
 WORKLOADS = REPO / "workloads"
 WHEELHOUSE = REPO / ".cache" / "wheelhouse"
@@ -57,10 +58,7 @@ BASES = {"continuum/base": sorted(set(BASE_PACKAGES + _role_packages())),
          "continuum/base-torch": sorted(set(BASE_PACKAGES + _role_packages())) + ["python3-torch"]}
 # image -> (Dockerfile relative to the checkout, requirements it installs from the wheelhouse)
 IMAGES = {
-    "continuum/w1-endpoint": ("workloads/image_classification/endpoint.Dockerfile", None),
-    "continuum/w1-server": ("workloads/image_classification/server.Dockerfile", "requirements-tensorflow.txt"),
-    "continuum/w2-endpoint": ("workloads/translation/endpoint.Dockerfile", None),
-    "continuum/w2-server": ("workloads/translation/server.Dockerfile", "requirements-transformers.txt"),
+    **app_images(),  # the built-in apps' (continuum/workloads: each app names its images)
     "continuum/example": ("workloads/example/Dockerfile", None),
     # A machine for the hosts provider on one computer (tests, trying it out): sshd and the roles' packages.
     "continuum/host": ("playbooks/host/Dockerfile", None),

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-MTU_OPPORTUNITY_BYTES = 1504
+
 
 
 @dataclass(frozen=True)

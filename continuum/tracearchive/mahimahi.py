@@ -11,7 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-OPPORTUNITY_BITS = 12000  # 1500-byte IP packet; mm-link charges +4 (TUN) of 1504
+# One delivery opportunity: a 1500-byte IP packet (12000 bits of trace capacity), charged by mm-link
+# as 1504 bytes (its TUN header): mahimahi-link's OPPORTUNITY_BYTES (src/lib.rs; tests/orchestrator/test_facts.py).
+OPPORTUNITY_IP_BYTES = 1500
+OPPORTUNITY_BYTES = OPPORTUNITY_IP_BYTES + 4
+OPPORTUNITY_BITS = OPPORTUNITY_IP_BYTES * 8
 MAX_TIMESTAMP_MS = 1 << 40  # mahimahi-link's trace parser (src/trace.rs) refuses more: over 34 years
 
 

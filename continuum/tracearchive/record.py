@@ -182,14 +182,14 @@ class Receiver:
         start = int(sat[0]) if len(sat) else 0
         t0 = int(t[start])
         ms = (t[start:] - t0) // 1_000_000 + 1
-        cum = np.cumsum(np.array(self.sizes[start:], dtype=np.int64)) // 1500
+        cum = np.cumsum(np.array(self.sizes[start:], dtype=np.int64)) // mahimahi.OPPORTUNITY_IP_BYTES
         ts = np.repeat(ms, np.diff(cum, prepend=0))
         seqs = np.array(self.seqs)
         meta = {
             "packets": len(t), "saturated_from_packet": start, "t0_unix_ns": t0,
             "lost_packets": int(seqs.max() - len(np.unique(seqs)) + 1),
             "queue_delay_s": {"median": float(np.median(q[start:])), "p5": float(np.percentile(q[start:], 5)), "p95": float(np.percentile(q[start:], 95))},
-            "ip_bytes_per_packet": int(np.median(self.sizes)), "bytes_per_opportunity": 1500,
+            "ip_bytes_per_packet": int(np.median(self.sizes)), "bytes_per_opportunity": mahimahi.OPPORTUNITY_IP_BYTES,
         }
         return ts, meta
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+import workloads
+
 
 @dataclass(frozen=True)
 class WorkloadKind:
@@ -21,6 +23,7 @@ class WorkloadKind:
     payload_unit: str = "requests"  # what a payload is, for error messages
     builtin: bool = True  # runs as `python -m workloads endpoint|server NAME`
     images: tuple[str, str] = ("", "")  # endpoint, server image (continuum images build); empty: processes only
+    requirements: str | None = None  # what the server image installs from the wheelhouse (workloads/requirements-*.txt)
     payload_from_params: bool = False  # request sizes follow the app's own params, not [workload.payload]
 
 
@@ -28,8 +31,16 @@ REGISTRY: dict[str, WorkloadKind] = {}
 
 
 def register(kind: WorkloadKind) -> WorkloadKind:
+    if kind.builtin and kind.name not in workloads.apps():
+        raise ValueError(f"{kind.name}: no workloads/{kind.name}/ with endpoint.py and server.py; built-in apps: {', '.join(workloads.apps())}")
     REGISTRY[kind.name] = kind
     return kind
+
+
+def images() -> dict[str, tuple[str, str | None]]:
+    """Each built-in app's images: image -> (its Dockerfile, the requirements it installs)."""
+    return {image: (f"workloads/{k.name}/{side}.Dockerfile", k.requirements if side == "server" else None)
+            for k in REGISTRY.values() for side, image in zip(("endpoint", "server"), k.images) if image}
 
 
 class _Params(BaseModel):
@@ -53,9 +64,10 @@ class TranslationParams(_Params):
 
 register(WorkloadKind("image_classification", "W1: MobileNetV2 (TensorFlow) image classification over MQTT",
                       ImageClassificationParams, (10_000, 100_000), (1000, 100_000),
-                      images=("continuum/w1-endpoint", "continuum/w1-server")))
+                      images=("continuum/w1-endpoint", "continuum/w1-server"), requirements="requirements-tensorflow.txt"))
 register(WorkloadKind("translation", "W2: MarianMT (PyTorch) English-German translation over MQTT",
-                      TranslationParams, (100, 200), (40, 2000), "phrases", images=("continuum/w2-endpoint", "continuum/w2-server")))
+                      TranslationParams, (100, 200), (40, 2000), "phrases", images=("continuum/w2-endpoint", "continuum/w2-server"),
+                      requirements="requirements-transformers.txt"))
 class SmartStadiumParams(_Params):
     """SMEC's SS, scaled (workloads/smart_stadium): H.264 chunks transcoded to each rendition."""
 

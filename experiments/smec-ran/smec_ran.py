@@ -30,11 +30,11 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
+from continuum.config.raw import SCHEDULERS  # noqa: E402  (the cell's schedulers: one definition)
 from continuum.results import cell  # noqa: E402
 from points import chosen, log_cdf, med_range, run_point, seed_list, set_timing, spread  # noqa: E402
 
 BASE = REPO / "configs" / "smec-ran.toml"
-SCHEDULERS = ("pf", "rr", "smec", "tutti")
 LABEL = {"pf": "proportional fair", "rr": "round robin", "smec": "SMEC", "tutti": "Tutti-like"}
 
 
