@@ -20,7 +20,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from continuum import broker, calibration, naming
-from continuum.engines import containers, k3s
+from continuum.engines import containers
+from continuum import describe
 from continuum.cell import traffic
 from continuum.config import ExperimentSpec
 from continuum.errors import ContinuumError, ProviderError, VerificationError
@@ -34,7 +35,7 @@ from continuum.runtime import Node, stop_process, stop_processes, wait_for
 from continuum.results import manifest, report, tables
 from continuum.undo import Undo
 from continuum.workloads import launch
-from srsran_integration import lte, stack
+from srsran_integration import stack
 from workloads.contract import Env
 
 
@@ -70,101 +71,6 @@ def _raise_interrupt(signum, _frame):
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
-def describe_plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list[str]:
-    lines = [f"experiment {spec.name!r}: provider {spec.provider}, run id {run_id}"]
-    lines.append("nodes:")
-    for n in spec.nodes:
-        lines.append(f"  {n.name:<10} namespace {naming.netns(run_id, n.name):<24} {plan.addresses[n.name]:<12} "
-                     f"cpus {n.cpus:g}  memory {n.memory_bytes / 2**20:.0f} MiB  cgroup {naming.cgroup(run_id, n.name)}"
-                     + (f"  quota {n.quota_us} us per {n.period_us} us" if n.period_us != 100_000 or n.speed != 1 else "")
-                     + (f" (speed {n.speed:g}: cores emulated {1 / n.speed:.3g}x slower)" if n.speed != 1 else ""))
-    if spec.mobile.srsran is not None:
-        lines.append(f"  {netplan.EPC:<10} namespace {naming.netns(run_id, netplan.EPC):<24} "
-                     f"{plan.node(netplan.EPC).address:<12} srsepc, srsenb, srsue (no limits)")
-    ran = "mahimahi-link forward (core delay only)" if spec.mobile.srsran is not None else "mahimahi-link forward"
-    lines.append(f"  {'ran':<10} namespace {naming.netns(run_id, 'ran'):<24} {ran} (no limits)")
-    lines.append(f"  {'core':<10} namespace {naming.netns(run_id, 'core'):<24} router")
-    if plan.placement:
-        lines.append("machines (over SSH; cross-machine links are VXLAN tunnels):")
-        for machine in plan.machines:
-            placed = ", ".join(n for n, w in plan.placement.items() if w == machine.name) or "nothing"
-            lines.append(f"  {machine.name:<10} {machine.user}@{machine.address}:{machine.port}  "
-                         f"roles {', '.join(machine.roles)}  carries {placed}")
-        if plan.engine == "k3s":
-            lines.append(f"workloads as pods of the k3s cluster reached on {plan.k3s_server}, in namespace {k3s.namespace(run_id)}, "
-                         f"each inside its node's network namespace; images imported: {', '.join(plan.images)}")
-    if spec.provider == "qemu":
-        lines.append("VMs (QEMU, Debian guest; the node's namespace holds its tap, wired to the veth; core delay by netem in the guests):")
-        for n in spec.nodes:
-            lines.append(f"  {n.name:<10} {max(1, -(-n.cpus // 1)):.0f} vCPU (cgroup quota {n.cpus:g} inside), "
-                         f"{(n.memory_bytes >> 20) + 384} MiB")
-    lines.append("links:")
-    for v in plan.veths:
-        lines.append(f"  {v.a.namespace}:{v.a.name} ({v.a.address or 'unnumbered'}) <-> {v.b.namespace}:{v.b.name} ({v.b.address or 'unnumbered'})")
-    m = spec.mobile
-    if m.uplink is not None and m.downlink is not None:
-        lines.append("cellular link (per endpoint, in ran):")
-        lines.append(f"  uplink   {m.uplink.path}  queue {m.uplink_queue} {m.uplink_queue_args}  loss {m.uplink_loss}")
-        lines.append(f"  downlink {m.downlink.path}  queue {m.downlink_queue} {m.downlink_queue_args}  loss {m.downlink_loss}")
-        lines.append(f"  bypass   {', '.join(plan.bypass)} (first one: verification probe addresses)")
-        lines.append("  segmentation " + ("kernel: host offloads on, mahimahi-link --gso charges each MTU segment"
-                                          if plan.gso else "emulator: host offloads off, MTU frames into the link"))
-        if m.emulator_threads > 1:
-            lines.append(f"  forwarding threads {min(m.emulator_threads, len(plan.cell_links))} (mahimahi-link --threads; "
-                         "the links dealt out, a shared cell's members on one thread)")
-    else:
-        lines.append(f"cellular link: {m.describe()}, in {netplan.EPC}; the endpoint's traffic enters srsUE's tunnel")
-    lines.append(f"core delay (mechanism {spec.core.mechanism}" + (f": {plan.delay_mechanism}" if spec.core.mechanism == "auto" else "") + "):")
-    for role in ("edge", "cloud"):
-        if spec.role(role):
-            label = spec.core.edge_label if role == "edge" else spec.core.cloud_label
-            lines.append(f"  {role:<6} {spec.one_way_ms(role):g} ms one-way ({label}), RTT {2 * spec.one_way_ms(role):g} ms")
-    if spec.cell is not None:
-        c = spec.cell
-        lines.append(f"shared cell: uplink {c.uplink or 'private links'}, downlink {c.downlink or 'private links'}, "
-                     f"{c.blocks} blocks, {c.slot_us} us slots"
-                     + (f", SR every {c.sr_period_slots} slots, k2 {c.k2_slots}, "
-                        + (f"periodic BSR every {c.periodic_bsr_slots} slots" if c.periodic_bsr_slots else "a BSR in every transmission")
-                        if c.uplink_signalling and c.uplink else ""))
-        for u in c.members:
-            lines.append(f"  {u.name:<10} {u.cls}" + (f" SLO {u.slo_ms:g} ms" if u.cls == "lc" else ""))
-    lines.append("processes:")
-    if spec.mobile.srsran is not None:
-        lines.append(f"  {netplan.EPC}: srsepc, srsenb, srsue from {spec.mobile.srsran.prefix}/bin (configs in the run's srsran/), "
-                     f"the UE's tunnel {lte.UE_TUN} in {spec.role('endpoint')[0].name}")
-        lines.append("  ran: mahimahi-link forward: every frame past its trace (bypass 0.0.0.0/0), the core delay added")
-    else:
-        lines.append(f"  ran: mahimahi-link forward ({len(plan.cell_links)} link(s))")
-    for n in spec.role("bulk"):
-        lines.append(f"  {n.name}: iperf3 TCP {spec.cell.bulk_direction if spec.cell else ''} with {plan.offload_target}, "
-                     f"port {netplan.BULK_PORT + n.index}")
-    for n in spec.nodes:
-        if n.role in ("edge", "cloud"):
-            servers = "".join(f", {a.name + ': ' if spec.mix else ''}{a.workload.app} server ({_how(a.workload.server, spec.engine)}"
-                              + (f", {a.workload.workers} requests at once" if a.workload.workers > 1 else "") + ")"
-                              for a in spec.apps)
-            lines.append(f"  {n.name}: mosquitto :{netplan.MQTT_PORT}" + (servers if n.name == plan.offload_target else ""))
-    for n in spec.role("endpoint"):
-        a = spec.app_of(n.name)
-        aw = a.workload
-        slo = "" if not spec.mix else ", best effort" if a.slo_ms is None else f", SLO {a.slo_ms:g} ms"
-        lines.append(f"  {n.name}: {a.name + ': ' if spec.mix else ''}{aw.app} endpoint ({_how(aw.endpoint, spec.engine)}) -> {plan.offload_target} "
-                     f"({plan.addresses[plan.offload_target]}), "
-                     + (f"utilisation {aw.utilisation:g} of its capacity" if aw.utilisation is not None else f"{aw.rate:g} req/s")
-                     + f" {aw.arrivals}"
-                     + (f" ({aw.onoff['on_s']:g} s bursts at {aw.onoff['ratio']:g}x every ~{aw.onoff['off_s']:g} s)" if aw.onoff else "")
-                     + (f", bursts of {aw.burst}" if aw.burst > 1 else "")
-                     + (", congestion control" if aw.congestion_control.get("enabled") else "") + slo)
-    lines.append(f"schedule: {spec.repetitions} x ({spec.warmup_s:g} s warm-up + {spec.duration_s:g} s measured), seed {spec.seed}")
-    return lines
-
-
-def _how(side, engine: str) -> str:
-    if side.runtime == "container":
-        return f"{'k3s pod' if engine == 'k3s' else 'container'} {containers.ref(side.image)}" + (f" {' '.join(side.command)}" if side.command else "")
-    return "process" + (f": {' '.join(side.command)}" if side.command else "")
-
-
 def new_run_dir(spec: ExperimentSpec, run_id: str) -> Path:
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     d = spec.output / f"{stamp}-{spec.name}"
@@ -179,7 +85,7 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     run_id = naming.new_run_id()
     plan = netplan.build(spec)
     if dry_run:
-        for line in describe_plan(spec, plan, run_id):
+        for line in describe.plan(spec, plan, run_id):
             console.print(line, highlight=False)
         for line in _load_plan(spec):
             console.print(line, highlight=False)
@@ -466,26 +372,42 @@ class Vital:
 
 
 def _repetition(ctx: Run, rep: int) -> None:
-    spec, plan, run_dir, man, console, undo = ctx.spec, ctx.plan, ctx.run_dir, ctx.manifest, ctx.console, ctx.undo
-    assert ctx.dep is not None
-    dep = ctx.dep
-    raw = run_dir / "raw"
-    target = dep.nodes[plan.offload_target]
+    spec = ctx.spec
     names = ", ".join(f"{a.name} ({a.workload.app}, {len(a.endpoints)} endpoint(s))" for a in spec.apps) if spec.mix else spec.workload.app
-    console.print(f"[bold]workload[/] {names} ({spec.workload.runtime}), repetition {rep}/{spec.repetitions}")
+    ctx.console.print(f"[bold]workload[/] {names} ({spec.workload.runtime}), repetition {rep}/{spec.repetitions}")
+    watched, servers = _start_servers(ctx, rep)
+    _restart_traces(ctx)
+    bulk = _start_bulk(ctx, rep)
+    clients = _start_clients(ctx, rep)
+    _watch(ctx, clients, watched, rep)
+    for node, proc, _ in clients:
+        if proc.returncode != 0:
+            raise ProviderError(f"the endpoint on {node.name} failed ({proc.returncode}); see {ctx.run_dir}/logs/endpoint-{node.name}.log")
+    _end_bulk(ctx, bulk)
+    drain = max((s.drain_s(settings) for s, settings in edge_registry.running(spec)), default=0.0)
+    if drain > 0:
+        time.sleep(drain)  # an edge system's own records see the load end (EdgeSystem.drain_s)
+    for server in servers:
+        stop_process(server)
+
+
+def _start_servers(ctx: Run, rep: int) -> tuple[list[Vital], list[subprocess.Popen]]:
+    """Every app's server on the offload node, all loading their models at once; ready when this returns.
+    Returns what to watch while requests flow (the run's vital processes and the servers) and the servers."""
+    spec, run_dir, man, console, undo = ctx.spec, ctx.run_dir, ctx.manifest, ctx.console, ctx.undo
+    assert ctx.dep is not None
+    target = ctx.dep.nodes[ctx.plan.offload_target]
     watched = list(ctx.vital)
     starting = []
-    for app in spec.apps:  # all of them load their models at once
-        env = launch.server_env(spec, app, target, raw, rep)
-        server, box = launch.start(spec, app, "server", target, env, run_dir, dep.run_id, rep)
+    for app in spec.apps:
+        env = launch.server_env(spec, app, target, run_dir / "raw", rep)
+        server, box = launch.start(spec, app, "server", target, env, run_dir, ctx.dep.run_id, rep)
         undo.callback(stop_process, server)
         if box:
             undo.callback(containers.remove, box)
         log = launch.log_path(spec, app, "server", target, run_dir)
         watched.append(Vital(f"the {app.name} server on {target.name}", server, log))
         starting.append((app, server, Path(env[Env.READY_FILE]), log))
-    servers = [proc for _, proc, _, _ in starting]
-
     for app, server, ready, log in starting:
         info = _wait_ready(app.name, target, server, ready, log)
         if spec.mix:
@@ -500,33 +422,50 @@ def _repetition(ctx: Run, rep: int) -> None:
     man.workload.runtime = {"endpoint": w.endpoint.runtime, "server": w.server.runtime}
     if w.runtime == "container":
         man.workload.images = {i: containers.image_id(i) for a in spec.apps for i in (a.workload.endpoint.image, a.workload.server.image) if i}
+    return watched, [proc for _, proc, _, _ in starting]
 
-    _restart_traces(ctx)
+
+def _start_bulk(ctx: Run, rep: int) -> list:
+    """The shared cell's bulk UEs: each an iperf3 client and its server on the offload node."""
+    spec, run_dir, raw, undo = ctx.spec, ctx.run_dir, ctx.run_dir / "raw", ctx.undo
+    assert ctx.dep is not None
+    target = ctx.dep.nodes[ctx.plan.offload_target]
     bulk = []
     for n in spec.role("bulk"):
         box_ = launch.sandbox(spec, run_dir)
         srv = traffic.bulk_server(target, n.name, n.index, raw, run_dir, rep, box_)
         undo.callback(stop_process, srv)
-        cli = traffic.bulk_client(dep.nodes[n.name], n.index, plan.addresses[target.name], spec, raw, run_dir, rep, box_)
+        cli = traffic.bulk_client(ctx.dep.nodes[n.name], n.index, ctx.plan.addresses[target.name], spec, raw, run_dir, rep, box_)
         undo.callback(stop_process, cli)
         bulk.append((n, cli, srv))
     if bulk:
-        console.print(f"  {len(bulk)} bulk UE(s) moving files ({spec.cell.bulk_direction if spec.cell else ''}) through the cell")
+        ctx.console.print(f"  {len(bulk)} bulk UE(s) moving files ({spec.cell.bulk_direction if spec.cell else ''}) through the cell")
+    return bulk
 
+
+def _start_clients(ctx: Run, rep: int) -> list[tuple[Node, subprocess.Popen, Path]]:
+    spec, plan = ctx.spec, ctx.plan
+    assert ctx.dep is not None
+    target = plan.offload_target
     clients = []
     for n in spec.role("endpoint"):
-        node = dep.nodes[n.name]
-        env = launch.endpoint_env(spec, node, plan.addresses[target.name], raw, rep, ctx.manifest.trace_restarts_unix_ns[-1])
-        proc, box = launch.start(spec, spec.app_of(n.name), "endpoint", node, env, run_dir, dep.run_id, rep)
-        undo.callback(stop_process, proc)
+        node = ctx.dep.nodes[n.name]
+        env = launch.endpoint_env(spec, node, plan.addresses[target], ctx.run_dir / "raw", rep, ctx.manifest.trace_restarts_unix_ns[-1])
+        proc, box = launch.start(spec, spec.app_of(n.name), "endpoint", node, env, ctx.run_dir, ctx.dep.run_id, rep)
+        ctx.undo.callback(stop_process, proc)
         if box:
-            undo.callback(containers.remove, box)
+            ctx.undo.callback(containers.remove, box)
         clients.append((node, proc, Path(env[Env.RECORDS])))
+    return clients
 
+
+def _watch(ctx: Run, clients: list[tuple[Node, subprocess.Popen, Path]], watched: list[Vital], rep: int) -> None:
+    """Until every endpoint is done: the progress bar, and a death of a watched process ends the run."""
+    spec = ctx.spec
     total = spec.warmup_s + spec.duration_s
     t0 = time.monotonic()
     with Progress(TextColumn("  {task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TimeRemainingColumn(), TextColumn("{task.fields[live]}"), console=console, transient=False) as bar:
+                  TimeRemainingColumn(), TextColumn("{task.fields[live]}"), console=ctx.console, transient=False) as bar:
         task = bar.add_task("warm-up", total=total, live="")
         last_poll = 0.0
         while any(proc.poll() is None for _, proc, _ in clients):
@@ -539,23 +478,19 @@ def _repetition(ctx: Run, rep: int) -> None:
                            description="warm-up" if el < spec.warmup_s else ("measuring" if el < total else "last answers"))
             time.sleep(0.1)
         bar.update(task, completed=total, live=_live(clients, rep), description="done")
-    for node, proc, _ in clients:
-        if proc.returncode != 0:
-            raise ProviderError(f"the endpoint on {node.name} failed ({proc.returncode}); see {run_dir}/logs/endpoint-{node.name}.log")
-    for n, cli, srv in bulk:  # they run as long as the endpoints send: their reports are written at their end
+
+
+def _end_bulk(ctx: Run, bulk: list) -> None:
+    """The bulk UEs run as long as the endpoints send: their reports are written at their end."""
+    for n, cli, srv in bulk:
         try:
-            cli.wait(timeout=max(15.0, spec.warmup_s + spec.duration_s))
+            cli.wait(timeout=max(15.0, ctx.spec.warmup_s + ctx.spec.duration_s))
         except subprocess.TimeoutExpired:
             pass
         stop_process(cli)
         stop_process(srv)
         if cli.returncode not in (0, -15):
-            console.print(f"  [yellow]bulk UE {n.name}: iperf3 ended with {cli.returncode}[/]; see {run_dir}/logs/bulk-{n.name}.log")
-    drain = max((s.drain_s(settings) for s, settings in edge_registry.running(spec)), default=0.0)
-    if drain > 0:
-        time.sleep(drain)  # an edge system's own records see the load end (EdgeSystem.drain_s)
-    for server in servers:
-        stop_process(server)
+            ctx.console.print(f"  [yellow]bulk UE {n.name}: iperf3 ended with {cli.returncode}[/]; see {ctx.run_dir}/logs/bulk-{n.name}.log")
 
 
 def _restart_traces(ctx: Run) -> None:

@@ -69,6 +69,10 @@ class EdgeSystem:
         """What this machine lacks for the system as configured (empty: ready)."""
         return []
 
+    def describe(self, settings: Any, spec: ExperimentSpec) -> list[str]:
+        """Its lines of `continuum run --dry-run`'s plan: what it will run, where, with what settings."""
+        return [self.title]
+
     def manifest(self, settings: Any | None, spec: ExperimentSpec) -> dict[str, Any] | None:
         """Its entry in manifest.json under manifest_key (settings None: it does not run)."""
         return None

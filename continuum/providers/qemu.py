@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Callable
 
 from continuum import commands, naming, playbooks, vmimage
 from continuum.errors import ProviderError
-from continuum.network.plan import NODE_IF, Plan
+from continuum.network.plan import NODE_IF, Plan, PlanNode
 from continuum.providers.base import Deployment, Provider, register
 from continuum.providers.remote import clock_offset, remote_cgroups, remote_problems, share_folder
 from continuum.network.configure import configure
@@ -195,93 +195,17 @@ class QemuProvider(Provider):
         undo.callback(shutil.rmtree, state, True)
         key = state / "id_ed25519"
         commands.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"continuum-{run_id}", "-f", str(key)])
-        pub = base64.b64encode((state / "id_ed25519.pub").read_bytes().strip()).decode()
         vms = [n for n in plan.nodes if n.limits is not None]
-
-        say(f"creating {len(plan.nodes)} namespaces (the VMs' taps, the link, the core)")
-        for n in plan.nodes:
-            ns = naming.netns(run_id, n.name)
-            commands.run(["ip", "netns", "add", ns])
-            undo.callback(delete_namespace, ns)
-            commands.run(commands.in_netns(ns, ["ip", "link", "set", "lo", "up"]))
-            dep.nodes[n.name] = Node(n.name, ns, n.address)
-        for v in plan.veths:
-            a, b = dep.nodes[v.a.namespace].netns, dep.nodes[v.b.namespace].netns
-            commands.run(["ip", "link", "add", v.a.name, "netns", a, "type", "veth", "peer", "name", v.b.name, "netns", b])
-
-        shells = {n.name: dep.nodes[n.name] for n in vms}  # the namespaces the VMs' taps live in
+        _namespaces(plan, dep, run_id, undo, say)
         say(f"starting {len(vms)} VM(s) ({accel.upper()}): " + ", ".join(
             f"{n.name} {math.ceil(n.limits.cpus)} vCPU, {(n.limits.memory_bytes + OS_MEMORY) >> 20} MiB" for n in vms if n.limits))
-        started: dict[str, tuple[subprocess.Popen, SshHost, float]] = {}
-        for n in vms:
-            assert n.limits is not None
-            shell = shells[n.name]
-            mac = _mac(shell, NODE_IF)  # the guest answers for the node's address with the veth's MAC
-            commands.run(shell.argv(["ip", "tuntap", "add", TAP, "mode", "tap"]))
-            for dev in (NODE_IF, TAP):
-                commands.run(shell.argv(["ip", "link", "set", dev, "up"]))
-                commands.run(shell.argv(["tc", "qdisc", "add", "dev", dev, "ingress"]))
-            for src, dst in ((NODE_IF, TAP), (TAP, NODE_IF)):  # a wire between the veth and the VM
-                commands.run(shell.argv(["tc", "filter", "add", "dev", src, "parent", "ffff:", "protocol", "all", "u32",
-                                         "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", dst]))
-            overlay = state / f"{n.name}.qcow2"
-            commands.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(image.rootfs), "-F", "raw", str(overlay)])
-            port = _free_port()
-            qemu = ["qemu-system-x86_64", "-name", f"continuum-{run_id}-{n.name}", "-accel", accel,
-                    # TCG: the plain qemu64 CPU (SSE2 code paths) runs a guest ~20% faster than "max" here
-                    "-cpu", "host" if accel == "kvm" else "qemu64", "-smp", str(max(1, math.ceil(n.limits.cpus))),
-                    "-m", str((n.limits.memory_bytes + OS_MEMORY) >> 20), "-nodefaults", "-display", "none", "-no-reboot",
-                    "-kernel", str(image.kernel), "-initrd", str(image.initrd),
-                    "-append", f"root=/dev/vda rw console=ttyS0 net.ifnames=0 ipv6.disable=1 panic=-1 quiet continuum.key={pub}",
-                    "-drive", f"file={overlay},if=virtio,format=qcow2",
-                    "-netdev", "tap,id=exp,fd={fd},vhost=off", "-device", f"virtio-net-pci,netdev=exp,mac={mac}",
-                    "-netdev", f"user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:22",
-                    "-device", "virtio-net-pci,netdev=mgmt",
-                    "-serial", f"file:{state / (n.name + '.console')}", "-pidfile", str(state / f"{n.name}.pid")]
-            proc = subprocess.Popen([sys.executable, "-I", "-S", str(VMLAUNCH), shell.netns, TAP, "--", *qemu],
-                                    stdout=open(state / f"{n.name}.qemu.log", "ab"), stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
-            undo.callback(_stop_vm, proc)
-            host = SshHost(n.name, "127.0.0.1", "root", port, str(key), state / "known_hosts")
-            undo.callback(host.close)
-            started[n.name] = (proc, host, time.monotonic())
-
-        boot = {}
-        for name, (proc, host, t0) in started.items():
-            deadline = t0 + BOOT_TIMEOUT_S
-            while True:
-                if proc.poll() is not None:
-                    raise ProviderError(f"QEMU of {name} exited ({proc.returncode}): "
-                                        f"{(state / (name + '.qemu.log')).read_text(errors='replace')[-800:]}")
-                if _sshd_greets(host.port) and subprocess.run(host.ssh_argv("true"), capture_output=True,
-                                                             timeout=60).returncode == 0:
-                    break
-                if time.monotonic() > deadline:
-                    raise ProviderError(f"{name} did not answer SSH within {BOOT_TIMEOUT_S:.0f} s; its console: "
-                                        f"{(state / (name + '.console')).read_text(errors='replace')[-800:]}")
-                time.sleep(0.5)
-            boot[name] = round(time.monotonic() - t0, 1)
+        started = {n.name: _start_vm(n, dep.nodes[n.name], image, accel, state, key, run_id, undo) for n in vms}
+        boot = {name: _wait_booted(name, proc, host, t0, state) for name, (proc, host, t0) in started.items()}
         say("booted: " + ", ".join(f"{n} in {s:.0f} s" for n, s in boot.items()))
         dep.facts.update({"accelerator": accel, "boot_s": boot, "image": image.digest})
 
         hosts = {name: h for name, (_, h, _) in started.items()}
-        say(f"provisioning {len(hosts)} VM(s) with playbooks/site.yml")
-        groups = {r: [n.name for n in vms if n.role == r or (r == "endpoint" and n.role == "bulk")]
-                  for r in ("endpoint", "edge", "cloud")}
-        # chrony: a guest reaches no time server; its clock is stepped onto this machine's below
-        # packages_present: the guest image holds these already; the roles' apt tasks (seconds each under TCG) skip them
-        # ansible_service_mgr: the guest image boots systemd; stated, it spares the play its fact gathering (10 s);
-        # services_disabled: the image's, which the mosquitto role would otherwise stop and disable again (7-16 s)
-        host_vars: dict[str, dict] = {name: {"base_time_sync": False, "packages_present": vmimage.packages(),
-                                             "services_disabled": vmimage.DISABLED_SERVICES,
-                                             "ansible_service_mgr": "systemd"} for name in hosts}
-        if plan.requirements:
-            host_vars[plan.offload_target]["workload_requirements"] = list(plan.requirements)
-        playbooks.ensure_wheels(list(plan.requirements), say)
-        recap = playbooks.run("site.yml", playbooks.inventory(hosts, groups, host_vars), state / "provision.log", say)
-        dep.facts["provisioning"] = {"playbook": "playbooks/site.yml", "seconds": recap.seconds, "changed": recap.changed}
-        say(f"provisioned in {recap.seconds:.0f} s")
-
+        dep.facts["provisioning"] = _provision(plan, vms, hosts, state, say)
         for n in vms:
             dep.nodes[n.name] = Node(n.name, "", n.address, host=hosts[n.name])
         configure(plan, dep, core_delay=False)
@@ -390,3 +314,90 @@ def _copy(src: Path, dst: Path) -> None:
     with contextlib.suppress(OSError):
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(src, dst)
+
+
+def _namespaces(plan: Plan, dep: Deployment, run_id: str, undo: contextlib.ExitStack, say: Callable[[str], None]) -> None:
+    """The plan's namespaces (a VM's holds its tap, wired to the node's veth) and veths."""
+    say(f"creating {len(plan.nodes)} namespaces (the VMs' taps, the link, the core)")
+    for n in plan.nodes:
+        ns = naming.netns(run_id, n.name)
+        commands.run(["ip", "netns", "add", ns])
+        undo.callback(delete_namespace, ns)
+        commands.run(commands.in_netns(ns, ["ip", "link", "set", "lo", "up"]))
+        dep.nodes[n.name] = Node(n.name, ns, n.address)
+    for v in plan.veths:
+        a, b = dep.nodes[v.a.namespace].netns, dep.nodes[v.b.namespace].netns
+        commands.run(["ip", "link", "add", v.a.name, "netns", a, "type", "veth", "peer", "name", v.b.name, "netns", b])
+
+
+def _start_vm(n: PlanNode, shell: Node, image: vmimage.Image, accel: str, state: Path, key: Path, run_id: str,
+              undo: contextlib.ExitStack) -> tuple[subprocess.Popen, SshHost, float]:
+    """One node's VM, its experiment NIC a tap wired to the node's veth in `shell` (its namespace),
+    its management NIC QEMU's user network with SSH forwarded; returns QEMU, the guest's SSH and the start time."""
+    pub = base64.b64encode((state / "id_ed25519.pub").read_bytes().strip()).decode()
+    assert n.limits is not None
+    mac = _mac(shell, NODE_IF)  # the guest answers for the node's address with the veth's MAC
+    commands.run(shell.argv(["ip", "tuntap", "add", TAP, "mode", "tap"]))
+    for dev in (NODE_IF, TAP):
+        commands.run(shell.argv(["ip", "link", "set", dev, "up"]))
+        commands.run(shell.argv(["tc", "qdisc", "add", "dev", dev, "ingress"]))
+    for src, dst in ((NODE_IF, TAP), (TAP, NODE_IF)):  # a wire between the veth and the VM
+        commands.run(shell.argv(["tc", "filter", "add", "dev", src, "parent", "ffff:", "protocol", "all", "u32",
+                                 "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", dst]))
+    overlay = state / f"{n.name}.qcow2"
+    commands.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(image.rootfs), "-F", "raw", str(overlay)])
+    port = _free_port()
+    qemu = ["qemu-system-x86_64", "-name", f"continuum-{run_id}-{n.name}", "-accel", accel,
+            # TCG: the plain qemu64 CPU (SSE2 code paths) runs a guest ~20% faster than "max" here
+            "-cpu", "host" if accel == "kvm" else "qemu64", "-smp", str(max(1, math.ceil(n.limits.cpus))),
+            "-m", str((n.limits.memory_bytes + OS_MEMORY) >> 20), "-nodefaults", "-display", "none", "-no-reboot",
+            "-kernel", str(image.kernel), "-initrd", str(image.initrd),
+            "-append", f"root=/dev/vda rw console=ttyS0 net.ifnames=0 ipv6.disable=1 panic=-1 quiet continuum.key={pub}",
+            "-drive", f"file={overlay},if=virtio,format=qcow2",
+            "-netdev", "tap,id=exp,fd={fd},vhost=off", "-device", f"virtio-net-pci,netdev=exp,mac={mac}",
+            "-netdev", f"user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:22",
+            "-device", "virtio-net-pci,netdev=mgmt",
+            "-serial", f"file:{state / (n.name + '.console')}", "-pidfile", str(state / f"{n.name}.pid")]
+    proc = subprocess.Popen([sys.executable, "-I", "-S", str(VMLAUNCH), shell.netns, TAP, "--", *qemu],
+                            stdout=open(state / f"{n.name}.qemu.log", "ab"), stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    undo.callback(_stop_vm, proc)
+    host = SshHost(n.name, "127.0.0.1", "root", port, str(key), state / "known_hosts")
+    undo.callback(host.close)
+    return proc, host, time.monotonic()
+
+
+def _wait_booted(name: str, proc: subprocess.Popen, host: SshHost, t0: float, state: Path) -> float:
+    """Seconds until the guest answered SSH; its QEMU log or console in the error when it did not."""
+    deadline = t0 + BOOT_TIMEOUT_S
+    while True:
+        if proc.poll() is not None:
+            raise ProviderError(f"QEMU of {name} exited ({proc.returncode}): "
+                                f"{(state / (name + '.qemu.log')).read_text(errors='replace')[-800:]}")
+        if _sshd_greets(host.port) and subprocess.run(host.ssh_argv("true"), capture_output=True,
+                                                     timeout=60).returncode == 0:
+            return round(time.monotonic() - t0, 1)
+        if time.monotonic() > deadline:
+            raise ProviderError(f"{name} did not answer SSH within {BOOT_TIMEOUT_S:.0f} s; its console: "
+                                f"{(state / (name + '.console')).read_text(errors='replace')[-800:]}")
+        time.sleep(0.5)
+
+
+def _provision(plan: Plan, vms: list[PlanNode], hosts: dict[str, SshHost], state: Path, say: Callable[[str], None]) -> dict:
+    """playbooks/site.yml on the guests; the facts for the manifest."""
+    say(f"provisioning {len(hosts)} VM(s) with playbooks/site.yml")
+    groups = {r: [n.name for n in vms if n.role == r or (r == "endpoint" and n.role == "bulk")]
+              for r in ("endpoint", "edge", "cloud")}
+    # chrony: a guest reaches no time server; its clock is stepped onto this machine's below
+    # packages_present: the guest image holds these already; the roles' apt tasks (seconds each under TCG) skip them
+    # ansible_service_mgr: the guest image boots systemd; stated, it spares the play its fact gathering (10 s);
+    # services_disabled: the image's, which the mosquitto role would otherwise stop and disable again (7-16 s)
+    host_vars: dict[str, dict] = {name: {"base_time_sync": False, "packages_present": vmimage.packages(),
+                                         "services_disabled": vmimage.DISABLED_SERVICES,
+                                         "ansible_service_mgr": "systemd"} for name in hosts}
+    if plan.requirements:
+        host_vars[plan.offload_target]["workload_requirements"] = list(plan.requirements)
+    playbooks.ensure_wheels(list(plan.requirements), say)
+    recap = playbooks.run("site.yml", playbooks.inventory(hosts, groups, host_vars), state / "provision.log", say)
+    say(f"provisioned in {recap.seconds:.0f} s")
+    return {"playbook": "playbooks/site.yml", "seconds": recap.seconds, "changed": recap.changed}

@@ -78,6 +78,11 @@ class Mosaic(EdgeSystem):
     def needs(self, settings: dict) -> frozenset[str]:
         return frozenset({"node_daemon", "child_cgroups", "server_queue"})
 
+    def describe(self, a: dict, spec: ExperimentSpec) -> list[str]:
+        how = f"n_max {a['n_max']}, tau_ipc {a['tau_ipc']:g}" if a["policy"].startswith("mosaic") else f"{a['slots']} task(s) at once"
+        return [f"admission on {spec.offload_node.name}: {a['policy']} ({how}); a cgroup per task, made by MOSAIC's root agent; "
+                f"{a['workers_per_class']} warm workers per class"]
+
     def manifest(self, settings: dict | None, spec: ExperimentSpec) -> dict | None:
         return settings
 

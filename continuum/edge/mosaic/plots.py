@@ -23,8 +23,11 @@ CLASS_COLOURS = {c: f"C{i}" for i, c in enumerate(ADMISSION_CLASSES)}
 def figures(run_dir: Path, a: dict, tl: Timeline, xlim: tuple[float, float], plots_dir: Path) -> list[Path]:
     """Per-class completion; queue depth and each task's response time over
     the run's time axis; decision times. All measured."""
-    made = []
-    # 1. per class: met its deadline, finished late, never finished
+    return [_classes(a, plots_dir), *_queue(run_dir, a, tl, xlim, plots_dir), *_decisions(run_dir, a, plots_dir)]
+
+
+def _classes(a: dict, plots_dir: Path) -> Path:
+    """Per class: met its deadline, finished late, never finished."""
     out = plots_dir / "admission_classes.png"
     fig, ax = plt.subplots(figsize=(9, 4.2))
     names = list(a["per_class"])[::-1]
@@ -46,9 +49,12 @@ def figures(run_dir: Path, a: dict, tl: Timeline, xlim: tuple[float, float], plo
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
-    made.append(out)
+    return out
 
-    # 2. the queue and each task's response time, on the run's time axis
+
+def _queue(run_dir: Path, a: dict, tl: Timeline, xlim: tuple[float, float], plots_dir: Path) -> list[Path]:
+    """The queue and each task's response time, on the run's time axis."""
+    made = []
     raw = run_dir / "raw"
     q = sorted(raw.glob("mosaic-queue*.csv"))
     tasks = pd.concat([pd.read_csv(p) for p in sorted(raw.glob("mosaic-tasks*.csv"))], ignore_index=True)
@@ -78,9 +84,13 @@ def figures(run_dir: Path, a: dict, tl: Timeline, xlim: tuple[float, float], plo
         fig.savefig(out, dpi=120)
         plt.close(fig)
         made.append(out)
+    return made
 
-    # 3. decision times
-    d = sorted(raw.glob("mosaic-decisions*.csv"))
+
+def _decisions(run_dir: Path, a: dict, plots_dir: Path) -> list[Path]:
+    """How long each admission decision took, against the paper's."""
+    made = []
+    d = sorted((run_dir / "raw").glob("mosaic-decisions*.csv"))
     dec = a.get("decisions")
     if d and dec:
         us = pd.concat([pd.read_csv(p) for p in d], ignore_index=True)

@@ -120,6 +120,18 @@ class Smec(EdgeSystem):
                     "(\"auto\" uses it only where it can)"]
         return []
 
+    def describe(self, s: Settings, spec: ExperimentSpec) -> list[str]:
+        budgets = ", ".join(f"{a.name}: SLO {a.slo_ms:g} ms, urgent below {a.urgency_ms:.3g} ms" if a.slo_ms and a.urgency_ms
+                            else f"{a.name}: best effort" for a in spec.apps)
+        out = [f"SMEC on {spec.offload_node.name}: request budgets ({budgets}); early drop {'on' if s.early_drop else 'off'}"]
+        if s.quota is not None:
+            unit, most, _ = s.quota
+            out.append("  its edge manager (root daemon beside the node): "
+                       + (f"whole cores, up to {most:g}" if s.mode == "cores" else f"CPU quota in {unit:g}-CPU steps, up to {most:g}"))
+        if s.mps != "off":
+            out.append(f"  CUDA MPS for the servers: {s.mps}")
+        return out
+
     def manifest(self, s: Settings | None, spec: ExperimentSpec) -> dict[str, Any]:
         if s is None:
             return {"kind": "default"}
