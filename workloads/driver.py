@@ -20,7 +20,7 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 import paho.mqtt.client as mqtt
@@ -80,72 +80,95 @@ class _CsvLog:
         self._f.close()
 
 
+class _Requests:
+    """The endpoint's requests in flight, each recorded once: answered, dropped early, timed out or
+    left unanswered; and congestion control, fed by the answers since its last rate change."""
+
+    def __init__(self, s: EndpointSettings, cc: congestion.CongestionControl | None):
+        self.s, self.cc = s, cc
+        self.lock = threading.Lock()
+        self.pending: dict[str, dict] = {}
+        self.records = _CsvLog(s.records, contract.RECORD_FIELDS)
+        self.rates = _CsvLog(s.rate_log, contract.RATE_FIELDS) if s.rate_log and cc else None
+        self.fresh: list[float] = []  # latencies of answers since the last rate change: the evidence for the next one
+
+    def adapt(self, now_ns: int) -> None:
+        """Congestion control, on fresh evidence only: a request pending for longer
+        than the threshold (no answer may come at all), else the latest answer
+        since the last change. With neither, the rate stays as it is. Under the lock."""
+        cc = self.cc
+        if cc is None:
+            return
+        oldest_ms = (now_ns - min((r["t_drawn"] for r in self.pending.values()), default=now_ns)) / 1e6
+        if oldest_ms > cc.threshold_ms:
+            signal_ms = oldest_ms
+        elif self.fresh:
+            signal_ms = self.fresh[-1]
+        else:
+            return
+        why = cc.update(now_ns / 1e9, signal_ms)
+        if why:
+            self.fresh.clear()
+            if self.rates:
+                self.rates.write({"t": now_ns, "endpoint": self.s.endpoint, "repetition": self.s.repetition, "rate": cc.rate,
+                                  "reason": why, "latency_ms": round(signal_ms, 3)})
+
+    def answered(self, header: dict, result: bytes, size: int, t: int) -> None:
+        with self.lock:
+            row = self.pending.pop(header["request_id"], None)
+            if row is None:
+                return  # answered after its timeout: already recorded as a timeout
+            row.update({k: header[k] for k in ("t_server_received", "t_server_start", "t_server_done", "t_server_published")})
+            row.update({"status": "early_drop" if header.get("smec_dropped") else "ok",
+                        "result": result[:64].decode("utf-8", "replace").replace("\n", " "),
+                        "response_bytes": size, "t_received": t})
+            self.records.write(row)
+            self.fresh.append((t - row["t_drawn"]) / 1e6)
+            self.adapt(t)
+
+    def expire(self, now_ns: int, everything: bool = False) -> None:
+        with self.lock:
+            for rid in [r for r, row in self.pending.items() if everything or now_ns - row["t_published"] > self.s.timeout_s * 1e9]:
+                row = self.pending.pop(rid)
+                row["status"] = "timeout" if not everything else "unanswered"
+                self.records.write(row)
+
+    def close(self) -> None:
+        self.records.close()
+        if self.rates:
+            self.rates.close()
+
+
+def _subscribed(client: mqtt.Client, host: str, port: int, topics: list[tuple[str, int]]) -> None:
+    """Connected and subscribed (acknowledged by the broker), the network thread running."""
+    done = threading.Event()
+    client.on_subscribe = lambda *_: done.set()
+    client.on_connect = lambda c, *_: c.subscribe(topics)
+    connect(client, host, port)
+    client.loop_start()
+    if not done.wait(30):
+        raise SystemExit(f"no subscription acknowledged by the broker at {host}:{port} within 30 s")
+
+
 def run_endpoint(app_cls: type[EndpointApp]) -> int:
     s = EndpointSettings.from_env()
     app = app_cls(s)
     stop = _stop_event()
     rng = np.random.default_rng(s.seed + 7919 * s.repetition)
     cc = congestion.from_settings(s.rate, s.congestion_control)
-    lock = threading.Lock()
-    pending: dict[str, dict] = {}
-    records = _CsvLog(s.records, contract.RECORD_FIELDS)
-    rates = _CsvLog(s.rate_log, contract.RATE_FIELDS) if s.rate_log and cc else None
-    fresh: list[float] = []  # latencies of answers since the last rate change: the evidence for the next one
-
-    def adapt(now_ns: int) -> None:
-        """Congestion control, on fresh evidence only: a request pending for longer
-        than the threshold (no answer may come at all), else the latest answer
-        since the last change. With neither, the rate stays as it is."""
-        if cc is None:
-            return
-        oldest_ms = (now_ns - min((r["t_drawn"] for r in pending.values()), default=now_ns)) / 1e6
-        if oldest_ms > cc.threshold_ms:
-            signal_ms = oldest_ms
-        elif fresh:
-            signal_ms = fresh[-1]
-        else:
-            return
-        why = cc.update(now_ns / 1e9, signal_ms)
-        if why:
-            fresh.clear()
-            if rates:
-                rates.write({"t": now_ns, "endpoint": s.endpoint, "repetition": s.repetition, "rate": cc.rate,
-                             "reason": why, "latency_ms": round(signal_ms, 3)})
+    req = _Requests(s, cc)
+    smec = _smec_client()
 
     def on_message(_c, _u, m) -> None:
         t = time.time_ns()
         header, result = contract.unpack(m.payload)
         if smec:
             smec.response_arrived(header)
-        with lock:
-            row = pending.pop(header["request_id"], None)
-            if row is None:
-                return  # answered after its timeout: already recorded as a timeout
-            row.update({k: header[k] for k in ("t_server_received", "t_server_start", "t_server_done", "t_server_published")})
-            row.update({"status": "early_drop" if header.get("smec_dropped") else "ok",
-                        "result": result[:64].decode("utf-8", "replace").replace("\n", " "),
-                        "response_bytes": len(m.payload), "t_received": t})
-            records.write(row)
-            fresh.append((t - row["t_drawn"]) / 1e6)
-            adapt(t)
+        req.answered(header, result, len(m.payload), t)
 
-    def expire(now_ns: int, everything: bool = False) -> None:
-        with lock:
-            for rid in [r for r, row in pending.items() if everything or now_ns - row["t_published"] > s.timeout_s * 1e9]:
-                row = pending.pop(rid)
-                row["status"] = "timeout" if not everything else "unanswered"
-                records.write(row)
-
-    smec = _smec_client()
     client = mqtt.Client(client_id=f"{s.endpoint}-r{s.repetition}", clean_session=True)
     client.on_message = on_message
-    subscribed = threading.Event()
-    client.on_subscribe = lambda *_: subscribed.set()
-    client.on_connect = lambda c, *_: c.subscribe(contract.response_topic(s.endpoint), qos=s.qos)
-    connect(client, s.broker_host, s.broker_port)
-    client.loop_start()
-    if not subscribed.wait(30):
-        raise SystemExit(f"no subscription acknowledged by the broker at {s.broker_host}:{s.broker_port} within 30 s")
+    _subscribed(client, s.broker_host, s.broker_port, [(contract.response_topic(s.endpoint), s.qos)])
 
     if s.arrivals == "onoff" and not s.onoff:
         raise SystemExit(f"arrivals = onoff needs its schedule in {contract.Env.ONOFF}")
@@ -163,48 +186,51 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
         if due > now:
             if stop.wait(min(0.1, (due - now) / 1e9)):
                 break
-            with lock:
-                adapt(time.time_ns())
-            expire(time.time_ns())
+            with req.lock:
+                req.adapt(time.time_ns())
+            req.expire(time.time_ns())
             continue
         if due >= end:
             break
         last_send = due
         for _ in range(max(1, s.burst)):
-            t_drawn = time.time_ns()
-            item = app.draw(seq)
-            t_pre_start = time.time_ns()
-            payload = app.preprocess(item)
-            t_pre_end = time.time_ns()
-            rid = f"{s.endpoint}-{s.repetition}-{seq}"
-            row = {"repetition": s.repetition, "endpoint": s.endpoint, "request_id": rid, "seq": seq,
-                   "phase": "warmup" if t_drawn < warm_end else "measure", "status": "timeout",
-                   "t_drawn": t_drawn, "t_pre_start": t_pre_start, "t_pre_end": t_pre_end,
-                   "send_rate": cc.rate if cc else s.rate}
-            with lock:
-                row["t_published"] = time.time_ns()
-                message = contract.pack({"request_id": rid, "endpoint": s.endpoint, "repetition": s.repetition,
-                                         "t_published": row["t_published"], **(smec.request_sent() if smec else {})}, payload)
-                row["request_bytes"] = len(message)
-                pending[rid] = row
-            client.publish(contract.request_topic(s.endpoint), message, qos=s.qos)
+            _send(app, s, client, req, smec, seq, warm_end)
             seq += 1
         unit_gap = rng.exponential(1.0) if s.arrivals in ("poisson", "onoff") else 1.0  # in units of 1/rate
-        expire(time.time_ns())
+        req.expire(time.time_ns())
 
     # Every request gets its full timeout for an answer.
-    while pending and not stop.is_set():
-        expire(time.time_ns())
+    while req.pending and not stop.is_set():
+        req.expire(time.time_ns())
         stop.wait(0.05)
-    expire(time.time_ns(), everything=True)  # stopped early: still unanswered
+    req.expire(time.time_ns(), everything=True)  # stopped early: still unanswered
     client.disconnect()  # first: it wakes the network thread, which loop_stop would otherwise wait out (up to 1 s)
     client.loop_stop()
     if smec:
         smec.close()
-    records.close()
-    if rates:
-        rates.close()
+    req.close()
     return 0
+
+
+def _send(app: EndpointApp, s: EndpointSettings, client: mqtt.Client, req: _Requests, smec, seq: int, warm_end: float) -> None:
+    """One request: drawn, pre-processed, recorded as pending (warm-up when drawn before `warm_end`), published."""
+    t_drawn = time.time_ns()
+    item = app.draw(seq)
+    t_pre_start = time.time_ns()
+    payload = app.preprocess(item)
+    t_pre_end = time.time_ns()
+    rid = f"{s.endpoint}-{s.repetition}-{seq}"
+    row = {"repetition": s.repetition, "endpoint": s.endpoint, "request_id": rid, "seq": seq,
+           "phase": "warmup" if t_drawn < warm_end else "measure", "status": "timeout",
+           "t_drawn": t_drawn, "t_pre_start": t_pre_start, "t_pre_end": t_pre_end,
+           "send_rate": req.cc.rate if req.cc else s.rate}
+    with req.lock:
+        row["t_published"] = time.time_ns()
+        message = contract.pack({"request_id": rid, "endpoint": s.endpoint, "repetition": s.repetition,
+                                 "t_published": row["t_published"], **(smec.request_sent() if smec else {})}, payload)
+        row["request_bytes"] = len(message)
+        req.pending[rid] = row
+    client.publish(contract.request_topic(s.endpoint), message, qos=s.qos)
 
 
 def _smec_client():
@@ -218,36 +244,66 @@ def _smec_client():
     return Client(host, int(port))
 
 
+class _Edge:
+    """SMEC's part of a server, when the run has it: its timing (probes answered, arrivals and
+    processing timed), each request's budget, early drops, and its log."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.smec, self.log, self.slo_ns = _smec_edge()
+        self.urgency_ns = int(float(os.environ.get(contract.Env.SMEC_URGENCY_MS, "0")) * 1e6)
+        self.drop = os.environ.get(contract.Env.SMEC_EARLY_DROP, "1") == "1"
+
+    def started(self, rid: str) -> tuple[int | None, str]:
+        """The request's budget as its processing starts, and why it is dropped early ("budget") or not."""
+        smec = self.smec
+        budget = smec.processing_started(rid, self.name, self.slo_ns) if smec and self.slo_ns else None
+        # SMEC's early drop: a request whose budget is spent cannot make its SLO;
+        # the client is told at once (an empty answer marked smec_dropped).
+        return budget, smec.drop_reason(rid, self.name, budget) if smec and self.drop else ""
+
+    def ended(self, header: dict, budget: int | None, reason: str) -> dict:
+        """What the answer's header carries for SMEC's client, with the request's row of SMEC's log written."""
+        dropped = reason == "budget"
+        extra: dict = {"smec_dropped": True} if dropped else {}
+        smec = self.smec
+        if smec:
+            if not dropped:
+                smec.processing_ended(header["request_id"], self.name)
+            extra.update(smec.response_sent(header))
+            with smec.lock:
+                net = smec.requests.get(header["request_id"], [None, None])[1]
+            self.log.write({"repetition": header["repetition"], "endpoint": header["endpoint"], "request_id": header["request_id"],
+                            "network_est_ns": net, "budget_ns": budget, "dropped": int(dropped), "drop_reason": reason})
+        return extra
+
+    def close(self) -> None:
+        if self.smec:
+            self.smec.close()
+            self.log.close()
+
+
 def run_server(app_cls: type[ServerApp]) -> int:
     s = ServerSettings.from_env()
     app = app_cls(s)
     stop = _stop_event()
     inbox: queue.Queue = queue.Queue()
     log = _CsvLog(s.server_log, contract.SERVER_FIELDS)
-
-    smec, smec_log, slo_ns = _smec_edge()
-    urgency_ns = int(float(os.environ.get(contract.Env.SMEC_URGENCY_MS, "0")) * 1e6)
-    smec_drop = os.environ.get(contract.Env.SMEC_EARLY_DROP, "1") == "1"
+    name = os.environ.get(contract.Env.APP, "app")
+    edge = _Edge(name)
 
     def on_request(_c, _u, m) -> None:
         t = time.time_ns()
-        if smec:  # the arrival, timed where it happens (the network thread)
+        if edge.smec:  # the arrival, timed where it happens (the network thread)
             header, _ = contract.unpack(m.payload)
-            smec.request_arrived(header, header["request_id"])
+            edge.smec.request_arrived(header, header["request_id"])
         inbox.put((t, m.payload))
 
-    name = os.environ.get(contract.Env.APP, "app")
     served_endpoints = [e for e in os.environ.get(contract.Env.ENDPOINTS, "").split(",") if e] or ["+"]
     client = mqtt.Client(client_id=f"server-{name}-{s.repetition}", clean_session=True)
     client.on_message = on_request
-    client.on_connect = lambda c, *_: c.subscribe([(contract.request_topic(e), s.qos) for e in served_endpoints])
-    subscribed = threading.Event()
-    client.on_subscribe = lambda *_: subscribed.set()
-    connect(client, s.broker_host, s.broker_port)
-    client.loop_start()
-    if not subscribed.wait(30):  # ready means subscribed: a request sent now is not lost
-        raise SystemExit(f"the broker at {s.broker_host}:{s.broker_port} did not confirm the subscription in 30 s")
-
+    # ready means subscribed: a request sent now is not lost
+    _subscribed(client, s.broker_host, s.broker_port, [(contract.request_topic(e), s.qos) for e in served_endpoints])
     tmp = Path(s.ready_file + ".tmp")
     tmp.write_text(json.dumps(app.info))
     tmp.replace(s.ready_file)  # whole or absent: the orchestrator reads it as soon as it exists
@@ -264,27 +320,15 @@ def run_server(app_cls: type[ServerApp]) -> int:
                 continue
             t_start = time.time_ns()
             header, payload = contract.unpack(message)
-            budget = smec.processing_started(header["request_id"], name, slo_ns) if smec and slo_ns else None
-            # SMEC's early drop: a request whose budget is spent cannot make its SLO;
-            # the client is told at once (an empty answer marked smec_dropped).
-            reason = smec.drop_reason(header["request_id"], name, budget) if smec and smec_drop else ""
-            dropped = reason == "budget"
-            if dropped:
+            budget, reason = edge.started(header["request_id"])
+            if reason == "budget":
                 result = b""
-            elif smec and hasattr(app, "process_with_budget"):  # SMEC's GPU path: the stream follows the budget
-                result = app.process_with_budget(payload, budget, urgency_ns)
+            elif edge.smec and hasattr(app, "process_with_budget"):  # SMEC's GPU path: the stream follows the budget
+                result = app.process_with_budget(payload, budget, edge.urgency_ns)
             else:
                 result = app.process(payload)
             t_done = time.time_ns()
-            extra: dict = {"smec_dropped": True} if dropped else {}
-            if smec:
-                if not dropped:
-                    smec.processing_ended(header["request_id"], name)
-                extra.update(smec.response_sent(header))
-                with smec.lock:
-                    net = smec.requests.get(header["request_id"], [None, None])[1]
-                smec_log.write({"repetition": header["repetition"], "endpoint": header["endpoint"], "request_id": header["request_id"],
-                                "network_est_ns": net, "budget_ns": budget, "dropped": int(dropped), "drop_reason": reason})
+            extra = edge.ended(header, budget, reason)
             answer = {"request_id": header["request_id"], "t_server_received": t_recv, "t_server_start": t_start,
                       "t_server_done": t_done, "t_server_published": time.time_ns()}
             client.publish(contract.response_topic(header["endpoint"]), contract.pack({**answer, **extra}, result), qos=s.qos)
@@ -292,12 +336,24 @@ def run_server(app_cls: type[ServerApp]) -> int:
             with count:
                 served[0] += 1
 
-    # CONTINUUM_WORKERS requests at once (default 1: one at a time, in arrival order); an app that
-    # queues work itself (edge_tasks: MOSAIC's executor) asks for as many as may wait at once: then
-    # every worker is a thread, as any may wait long in the app, and this
-    # one only waits for the stop. Such an app closes first: that answers the requests still waiting
-    # in it (their threads return) and writes its records within the runner's grace period.
-    close = getattr(app, "close", None)  # an app that queues requests itself (edge_tasks) stops its own workers
+    queueing = _run_workers(app, s, work, stop)
+    client.disconnect()  # before loop_stop, as the endpoint does
+    client.loop_stop()
+    log.close()
+    if hasattr(app, "close") and not queueing:  # an app with its own processes and records to finish
+        app.close()
+    edge.close()
+    print(f"server stopped after {served[0]} requests", flush=True)
+    return 0
+
+
+def _run_workers(app: ServerApp, s: ServerSettings, work: Callable[[], None], stop: threading.Event) -> bool:
+    """CONTINUUM_WORKERS requests at once (default 1: one at a time, in arrival order), until the stop; an
+    app that queues work itself (edge_tasks: MOSAIC's executor) asks for as many as may wait at once: then
+    every worker is a thread, as any may wait long in the app, and this one only waits for the stop. Such an
+    app closes first: that answers the requests still waiting in it (their threads return) and writes its
+    records within the runner's grace period. Returns whether the app queues (it is closed already)."""
+    close = getattr(app, "close", None)
     queueing = close is not None and getattr(app, "concurrency", 1) > 1
     workers = [threading.Thread(target=work, name=f"worker-{i}", daemon=True)
                for i in range(0 if queueing else 1, max(s.workers, getattr(app, "concurrency", 1)))]
@@ -313,16 +369,7 @@ def run_server(app_cls: type[ServerApp]) -> int:
     end = time.monotonic() + 5  # for all of them together
     for t in workers:
         t.join(timeout=max(0.0, end - time.monotonic()))
-    client.disconnect()  # before loop_stop, as the endpoint does
-    client.loop_stop()
-    log.close()
-    if hasattr(app, "close") and not queueing:  # an app with its own processes and records to finish
-        app.close()
-    if smec:
-        smec.close()
-        smec_log.close()
-    print(f"server stopped after {served[0]} requests", flush=True)
-    return 0
+    return queueing
 
 
 def _smec_edge():
