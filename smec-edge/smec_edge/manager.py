@@ -215,7 +215,7 @@ def parse_app(text: str) -> tuple[str, int, int | None]:
     return name, int(units), None if threshold == "be" else int(float(threshold) * 1e6)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--socket", required=True)
     ap.add_argument("--mode", choices=("quota", "cores"), default="quota")
@@ -230,7 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--period-ms", type=float, default=100.0)
     ap.add_argument("--window-ms", type=float, default=1000.0, help="utilisation is averaged over this long")
     ap.add_argument("--log", required=True)
-    a = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _arguments(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     apps = {name: (units, threshold) for name, units, threshold in a.app}
     # a best-effort app is never urgent: its threshold is below any budget
