@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "mahimahi_link"))
+sys.path.insert(0, str(ROOT / "mahimahi-link" / "lab"))
 from netlab import sh  # noqa: E402
 
 MML = ROOT / "mahimahi-link" / "target" / "release" / "mahimahi-link"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parents[1] / "tests" / "mahimahi_link"))
+sys.path.insert(0, str(HERE.parent / "lab"))
 import bench  # noqa: E402
 from netlab import CORE_IP, Lab, constant_trace, sh  # noqa: E402
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mahimahi_link"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "mahimahi-link" / "lab"))
 from netlab import CORE_IP, Lab, wait_listening  # noqa: E402
 
 from continuum.tracearchive import mahimahi  # noqa: E402
