@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "mahimahi-link" / "lab"))
 from netlab import CORE_IP, Lab, constant_trace, sh  # noqa: E402
 
-MML = ROOT / "mahimahi-link" / "target" / "release" / "mahimahi-link"
+MML = Path(os.environ.get("MML", str(ROOT / "mahimahi-link" / "target" / "release" / "mahimahi-link")))
 TICK = os.sysconf("SC_CLK_TCK")
 
 

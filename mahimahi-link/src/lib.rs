@@ -15,6 +15,8 @@
 //! - [`shell`]: mm-link-style `-- command` mode;
 //! - [`options`]: the command line.
 
+#![deny(unsafe_code)] // every unsafe call is in sys.rs (which allows it), as said above
+
 /// `eprintln!` that never panics: stderr is often a log file, and a full disk
 /// must end the emulator with its own error, not a panic (exit 101).
 #[macro_export]

@@ -1,5 +1,6 @@
 //! The `mahimahi-link` command: picks the mode, turns options into typed
 //! configuration, and maps every failure to a message and a non-zero exit.
+#![deny(unsafe_code)]
 
 use mahimahi_link::forward::{DirSpec, ForwardConfig, Forwarder, LinkSpec, Stop};
 use mahimahi_link::link::{Link, LinkOptions, Sink};

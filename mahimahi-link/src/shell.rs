@@ -13,7 +13,6 @@
 
 use crate::forward::{Forwarder, LinkSpec, Stop};
 use crate::sys;
-use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 fn ip(args: &[&str]) -> Result<(), String> {
@@ -99,17 +98,14 @@ pub fn run(mut cfg: crate::forward::ForwardConfig, mut link: LinkSpec, command: 
     let ns_fd = std::os::fd::AsRawFd::as_raw_fd(&ns_file);
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]).env("MAHIMAHI_BASE", &outer_ip);
-    // SAFETY: setns is async-signal-safe; ns_fd stays open until after spawn.
-    unsafe {
-        cmd.pre_exec(move || if libc::setns(ns_fd, libc::CLONE_NEWNET) == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) });
-    }
+    sys::spawn_in_netns(&mut cmd, ns_fd);  // ns_file stays open until after the spawn
     let mut child = cmd.spawn().map_err(|e| format!("cannot start {:?}: {e}", argv[0]))?;
     drop(ns_file);
     let pidfd = sys::pidfd_open(child.id()).map_err(|e| e.to_string())?;
     let stop = fwd.run(Some(pidfd));
     sys::close(pidfd);
     if !matches!(stop, Ok(Stop::ChildExited)) {
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        sys::terminate(child.id());
     }
     let status = child.wait().map_err(|e| e.to_string())?;
     drop(fwd);

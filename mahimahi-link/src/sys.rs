@@ -9,6 +9,8 @@
 //! of departures, for every link, in one call (mm-link pays a read and a
 //! write per packet through TUN, which is what caps it near 1.6 Gbit/s).
 
+#![allow(unsafe_code)]
+
 use std::ffi::CString;
 use std::io;
 use std::os::fd::RawFd;
@@ -728,6 +730,32 @@ extern "C" fn on_wake_signal(_sig: libc::c_int) {}
 /// thread's epoll_wait returns, and its loop sees a stop request.
 pub fn install_wake_handler() {
     install_handler(libc::SIGUSR1, on_wake_signal);
+}
+
+/// Wake a forwarding thread from its wait (SIGUSR1, whose handler does nothing
+/// but interrupt the wait: install_wake_handler).
+pub fn wake_thread<T>(h: &std::thread::JoinHandle<T>) {
+    use std::os::unix::thread::JoinHandleExt;
+    if !h.is_finished() {
+        // SAFETY: the thread has not been joined (we hold its handle), so its pthread_t is valid.
+        unsafe { libc::pthread_kill(h.as_pthread_t(), libc::SIGUSR1) };
+    }
+}
+
+/// `cmd` starts its program in the network namespace open at `ns_fd` (which
+/// must stay open until the spawn).
+pub fn spawn_in_netns(cmd: &mut std::process::Command, ns_fd: RawFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setns is async-signal-safe, and the closure touches nothing else.
+    unsafe {
+        cmd.pre_exec(move || if libc::setns(ns_fd, libc::CLONE_NEWNET) == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) });
+    }
+}
+
+/// Ask a child process to end (SIGTERM).
+pub fn terminate(pid: u32) {
+    // SAFETY: kill has no memory effects; a pid that is gone gives ESRCH, ignored.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
 }
 
 /// Block the stop signals in this thread (threads started now inherit it); the old mask.
