@@ -3,6 +3,7 @@ veth path (the physical limit), on this machine. Prints a markdown table;
 it is a measurement, not a pass/fail test. Run as root:
 
     .venv/bin/python mahimahi-link/bench/bench.py
+    MML=/other/build/mahimahi-link .venv/bin/python mahimahi-link/bench/bench.py   # another build (A/B)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "mahimahi-link" / "lab"))
 from netlab import CORE_IP, Lab, constant_trace, sh  # noqa: E402
 
-MML = Path(os.environ.get("MML", str(ROOT / "mahimahi-link" / "target" / "release" / "mahimahi-link")))
+MML = Path(os.environ.get("MML", str(ROOT / "mahimahi-link" / "target" / "release" / "mahimahi-link")))  # MML=PATH: another build
 TICK = os.sysconf("SC_CLK_TCK")
 
 
