@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from continuum import broker, calibration, naming
@@ -85,13 +86,11 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     run_id = naming.new_run_id()
     plan = netplan.build(spec)
     if dry_run:
-        for line in describe.plan(spec, plan, run_id):
-            console.print(line, highlight=False)
-        for line in _load_plan(spec):
-            console.print(line, highlight=False)
+        for line in describe.plan(spec, plan, run_id) + _load_plan(spec):
+            console.print(escape(line), highlight=False)
         problems = _host_problems(provider, spec)
         for p in problems:
-            console.print(f"[yellow]host not ready:[/] {p}")
+            console.print(f"[yellow]host not ready:[/] {escape(p)}")  # a problem may quote [brackets] (a TOML table)
         return None
     problems = _host_problems(provider, spec)
     if problems:
@@ -249,13 +248,6 @@ def _run(ctx: Run, provider) -> None:
             ctx.undo.callback(stop_process, proc)
             ctx.vital.append(Vital(f"mosquitto on {n.name}", proc, run_dir / "logs" / f"mosquitto-{n.name}.log"))
             ctx.phase(f"mosquitto on {n.name} ({plan.addresses[n.name]}:{netplan.MQTT_PORT})")
-
-    if spec.cell is not None and spec.cell.uplink == "tutti":
-        target = dep.nodes[plan.offload_target]
-        agent = traffic.notice_agent(target, run_dir)
-        ctx.undo.callback(stop_process, agent)
-        ctx.vital.append(Vital(f"the request-notice agent on {target.name}", agent, run_dir / "logs" / f"notice-agent-{target.name}.log"))
-        ctx.phase(f"tutti: request notices from {target.name} to the RAN (UDP port {netplan.NOTICE_PORT})")
 
     _start_edge_systems(ctx)
 

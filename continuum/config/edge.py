@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Protocol, Sequence
 from pydantic import BaseModel
 
 from continuum.config import raw
-from continuum.config.spec import AppSpec, NodeSpec, WorkloadSpec
+from continuum.config.spec import AppSpec, CellSpec, NodeSpec, WorkloadSpec
 from continuum.config.validation import Issues, validate_section
 
 # What a running edge system may ask of the nodes and of the provider that builds them (EdgeSection.needs).
@@ -39,11 +39,12 @@ class Draft:
     groups: raw.Nodes | None  # [nodes] as written (a mix's endpoint count filled in)
     mix: bool  # [workload.apps]
     provider: str | None
+    cell: CellSpec | None = None  # the shared cell, resolved
 
 
 class EdgeSection(Protocol):
     name: ClassVar[str]  # its key in ExperimentSpec.edge: "smec"
-    section: ClassVar[str]  # the table it owns: [edge.<section>]
+    section: ClassVar[str]  # the table it owns: [edge.<section>] ("": none, another key turns it on)
     title: ClassVar[str]  # for people: "SMEC's edge manager"
     switch: ClassVar[str]  # the key that turns it on, where a conflict is reported
     manages: ClassVar[str | None]  # the edge resource it decides over ("cpu"): two running systems may not share one
@@ -67,7 +68,7 @@ def tables(data: Any, systems: Sequence[EdgeSection], ctx: Issues) -> dict[str, 
     out: dict[str, Any] = {}
     if data is None:
         return out
-    owners = {s.section: s for s in systems}
+    owners = {s.section: s for s in systems if s.section}  # a system with no section owns no table
     if not isinstance(data, dict):
         ctx.bad("edge", "expected a table ([edge.SECTION] tables: " + ", ".join(f"[edge.{k}]" for k in owners) + ")")
         return out

@@ -107,7 +107,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: C
         bad("workload.runtime", "engine = \"k3s\" starts the workload's sides as pods, from container images: "
                                 "set workload.runtime = \"container\"")
     mix = w is not None and bool(w.apps)
-    draft = Draft(tuple(nodes), tuple(apps), workload, groups, mix, None if provider is None else provider.kind)
+    draft = Draft(tuple(nodes), tuple(apps), workload, groups, mix, None if provider is None else provider.kind, c)
     running, needs = edge.resolve(p["edge"], systems, draft, ctx)
     for role in ("endpoint", "edge", "cloud"):
         wanted = [n.name for n in nodes if n.role == role or (role == "endpoint" and n.role == "bulk")]

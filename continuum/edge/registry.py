@@ -10,8 +10,9 @@ from continuum.config.edge import NEEDS, PROVIDER_VERBS
 from continuum.edge.mosaic import Mosaic
 from continuum.edge.smec import Smec
 from continuum.edge.system import EdgeSystem
+from continuum.edge.tutti import Tutti
 
-SYSTEMS: dict[str, EdgeSystem] = {s.name: s for s in (Smec(), Mosaic())}
+SYSTEMS: dict[str, EdgeSystem] = {s.name: s for s in (Smec(), Mosaic(), Tutti())}
 
 
 def running(spec: ExperimentSpec) -> list[tuple[EdgeSystem, Any]]:
@@ -31,7 +32,7 @@ def problems(spec: ExperimentSpec, kind: str, verbs: frozenset[str]) -> list[str
     for s, settings in running(spec):
         missing = [n for n in PROVIDER_VERBS if n in s.needs(settings) and n not in verbs]
         if missing:
-            out.append(f"the {kind} provider does not run {s.title} ([edge.{s.section}]) yet: it needs "
+            out.append(f"the {kind} provider does not run {s.title} ({f'[edge.{s.section}]' if s.section else s.switch}) yet: it needs "
                        + " and ".join(NEEDS[n] for n in missing) + " (the netns provider has them)")
         out += s.host_problems(settings, spec)
     return out

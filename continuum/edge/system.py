@@ -111,6 +111,11 @@ class EdgeSystem:
         return 0
 
     # results, from the run folder alone (`continuum report` has no spec)
+    def queued_requests(self, manifest: dict) -> bool:
+        """Whether it queued requests inside the servers in the run of this manifest.json: what
+        the manifest's `server_queue` says since it has one, for the runs written before."""
+        return False
+
     def add_records(self, run_dir: Path, df: pd.DataFrame) -> pd.DataFrame:
         """Its per-request columns beside requests.csv's."""
         return df

@@ -32,6 +32,7 @@ def summarize(run_dir: Path, df: pd.DataFrame) -> dict | None:
     if not cal:
         return None
     apps = m.get("apps", {})
+    queued = m["server_queue"] if "server_queue" in m else _queued(m)
     measured = df[df["phase"] == "measure"] if "phase" in df else df.iloc[0:0]
     out = {}
     for name, c in cal.items():
@@ -53,10 +54,17 @@ def summarize(run_dir: Path, df: pd.DataFrame) -> dict | None:
             s["run_p10_ms"] = float(np.percentile(proc, 10))
             s["drift"] = s["run_p10_ms"] / s["calibrated_p10_ms"] if s["calibrated_p10_ms"] else None
             s["served_rps"] = len(done) / window_s if window_s > 0 else None
-            if not m.get("server_queue"):  # an admission stage's processing time includes its queue: no busy share
+            if not queued:  # an admission stage's processing time includes its queue: no busy share
                 s["busy"] = float(proc.sum() / 1000 / window_s / max(1, c["concurrency"])) if window_s > 0 else None
         out[name] = s
     return out
+
+
+def _queued(manifest: dict) -> bool:
+    """A run folder written before manifest.json had `server_queue`: its edge systems say."""
+    from continuum.edge.registry import SYSTEMS
+
+    return any(s.queued_requests(manifest) for s in SYSTEMS.values())
 
 
 def render(load: dict):

@@ -115,6 +115,9 @@ class Mosaic(EdgeSystem):
     def code_files(self, repo: Path, app: AppSpec) -> list[Path]:
         return sorted((repo / "edge-systems" / "mosaic").glob("*.py")) if app.workload.app == APP else []
 
+    def queued_requests(self, manifest: dict) -> bool:
+        return manifest.get(self.manifest_key or "") is not None
+
     def summarize(self, run_dir: Path, df: pd.DataFrame) -> dict | None:
         from continuum.edge.mosaic import results
 
