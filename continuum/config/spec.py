@@ -244,6 +244,10 @@ class ExperimentSpec:
         """The node that runs the servers (the first of the offload role)."""
         return self.role(self.workload.offload)[0]
 
+    def node(self, name: str) -> NodeSpec:
+        """A workload node by name (endpoint0, edge0, ...)."""
+        return next(n for n in self.nodes if n.name == name)
+
     def app_of(self, endpoint: str) -> AppSpec:
         return next(a for a in self.apps if endpoint in a.endpoints)
 

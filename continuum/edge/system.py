@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 import pandas as pd
 from pydantic import BaseModel
 
-from continuum.config import AppSpec, ExperimentSpec, NodeSpec
+from continuum.config import AppSpec, ExperimentSpec
 from continuum.config.edge import Draft
 from continuum.config.validation import Issues
 from continuum.runtime import Node
 
 if TYPE_CHECKING:
     from continuum.results.plots import Plot, PlotJob
+
 
 @dataclass
 class EdgeRun:
@@ -42,6 +43,9 @@ class EdgeRun:
 
 
 class EdgeSystem:
+    """One edge system, registered once (continuum/edge/registry.py); its settings are what its
+    `resolve` returned, handed back to every other verb (ExperimentSpec.edge holds them)."""
+
     name: ClassVar[str] = ""
     section: ClassVar[str] = ""
     title: ClassVar[str] = ""
@@ -131,6 +135,3 @@ class EdgeSystem:
     def plots(self, p: Plot) -> list[PlotJob]:
         return []
 
-
-def node_limits(spec: ExperimentSpec, name: str) -> NodeSpec:
-    return next(n for n in spec.nodes if n.name == name)

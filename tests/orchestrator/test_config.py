@@ -325,3 +325,22 @@ def test_edge_admission_goes_with_edge_tasks_and_alone(tmp_path):
     with pytest.raises(ConfigError) as e:
         experiment.load(f)
     assert "choose one" in str(e.value)
+
+
+def test_an_edge_system_is_refused_by_a_provider_without_the_node_verbs_it_needs(tmp_path):
+    """The providers know no edge system: a system states its needs, a provider its node verbs
+    (Provider.node_verbs), and a need no verb meets is refused by name before anything is built."""
+    from continuum.edge import registry
+    from continuum.providers import REGISTRY
+
+    f = tmp_path / "tasks.toml"
+    base = (HERE / "good-minimal.toml").read_text()
+    f.write_text(base + '\n[workload]\napp = "edge_tasks"\nrate = 3\n\n[edge.admission]\npolicy = "mosaic"\n')
+    spec = experiment.load(f, materialize=False)
+    assert "child_cgroups" in spec.edge_needs and "node_daemon" in spec.edge_needs
+    assert registry.problems(spec, "netns", REGISTRY["netns"].node_verbs) == []
+    refused = registry.problems(spec, "qemu", REGISTRY["qemu"].node_verbs)
+    assert len(refused) == 1 and "[edge.admission]" in refused[0] and "root daemon" in refused[0], refused
+    f.write_text(base + '\n[edge.manager]\nkind = "smec"\nmode = "off"\n')  # timing and drops only: no daemon
+    spec = experiment.load(f, materialize=False)
+    assert spec.edge["smec"].quota is None and registry.problems(spec, "qemu", frozenset()) == []

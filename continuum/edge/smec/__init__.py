@@ -20,7 +20,7 @@ from continuum.config import AppSpec, ExperimentSpec
 from continuum.config.edge import Draft
 from continuum.config.raw import Strict
 from continuum.config.validation import Issues
-from continuum.edge.system import EdgeRun, EdgeSystem, node_limits
+from continuum.edge.system import EdgeRun, EdgeSystem
 from continuum.errors import ProviderError
 from continuum.runtime import Node, start_daemon
 from smec_edge import mps
@@ -229,7 +229,7 @@ def _manager_argv(s: Settings, spec: ExperimentSpec, node: Node, run_dir: Path) 
     or as many cores); a mix's apps with one step each, the rest free for whichever turns urgent first."""
     assert s.quota is not None and node.cgroup is not None
     unit, most, _ = s.quota
-    limits = node_limits(spec, node.name)
+    limits = spec.node(node.name)
     argv = [sys.executable, "-m", "smec_edge.manager", "--socket", str(manager_socket(run_dir)), "--mode", s.mode,
             "--log", str(run_dir / "raw" / "smec-decisions.csv")]
     if s.mode == "cores":
