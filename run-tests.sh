@@ -20,7 +20,7 @@ fi
 ./setup.sh --no-demo --vms || echo "==> WARNING: the guest image could not be built; the qemu tests will skip" >&2
 echo "==> linters: ruff, mypy (continuum/, workloads/, the edge systems, srsran-integration/), cargo clippy"
 .venv/bin/ruff check .
-.venv/bin/mypy continuum smec-edge/smec_edge edge-systems/mosaic workloads srsran-integration/srsran_integration
+.venv/bin/mypy  # the folders of pyproject.toml's [tool.mypy] files
 (cd mahimahi-link && cargo clippy --all-targets --quiet -- -D warnings)
 echo "==> cargo test (mahimahi-link)"
 # The dev profile: with overflow checks, and 16 s to build where the release profile's LTO takes 43 s.
