@@ -39,6 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from continuum import experiment  # noqa: E402
 from continuum.config import raw  # noqa: E402
+from continuum.edge.registry import SYSTEMS  # noqa: E402
 from continuum.errors import ConfigError  # noqa: E402
 
 BASE = tomllib.loads((REPO / "tests" / "orchestrator" / "configs" / "good-full.toml").read_text())
@@ -56,6 +57,8 @@ def _paths(model: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
 
 
 KEY_PATHS = _paths(raw.ExperimentFile) + [("workload", "custom", k) for k in raw.Custom.model_fields]
+# [edge.*]: each table is an edge system's (continuum/edge/registry.py), not raw's
+KEY_PATHS += [p for s in SYSTEMS.values() if s.section for p in [("edge", s.section), *_paths(s.model, ("edge", s.section))]]
 KEY_PATHS += [("experiment", "duraton"), ("nodes", "router"), ("mobile", "uplink", "x"), ("bogus",), ("workload", "params", "bank_size")]
 
 ODD_STRINGS = [
