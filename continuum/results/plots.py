@@ -43,29 +43,49 @@ def shade(ax, tl: Timeline, xlim: tuple[float, float], legend: bool = True) -> N
 
 
 def latency_over_time(df: pd.DataFrame, summary: dict, tl: Timeline, xlim: tuple[float, float], out: Path) -> None:
-    fig, ax = plt.subplots(figsize=(9, 4))
+    """Each answered request's end-to-end latency when it was drawn; unanswered and early-dropped
+    ones marked at the top. With several apps, a colour per app (its endpoints thin lines of it),
+    so that many endpoints stay readable; a log axis when the latencies span decades."""
+    fig, ax = plt.subplots(figsize=(9, 4.4))
     ok_all = df[df["status"] == "ok"]
-    top = float(ok_all["e2e_ms"].max()) if len(ok_all) else 1.0
-    for ep, g in df.groupby("endpoint"):
-        ok = g[g["status"] == "ok"]
-        ax.plot(tl.seconds(ok["t_drawn"]), ok["e2e_ms"], ".-", ms=3, lw=0.6, label=f"{ep}")
+    lat = ok_all["e2e_ms"].astype(float)
+    top = float(lat.max()) if len(lat) else 1.0
+    log = len(lat) > 1 and float(lat.min()) > 0 and top / float(lat.min()) > 30
+    mark_at = top * (1.6 if log else 1.05)
+    by_app = "app" in df and df["app"].nunique() > 1
+    groups = df.groupby("app", sort=False) if by_app else [(None, df)]
+    for i, (app, g) in enumerate(groups):
+        colour = f"C{i}" if by_app else None
+        for k, (ep, e) in enumerate(g.groupby("endpoint")):
+            ok = e[e["status"] == "ok"]
+            label = (f"{app} ({g['endpoint'].nunique()} endpoints)" if k == 0 else None) if by_app else str(ep)
+            ax.plot(tl.seconds(ok["t_drawn"]), ok["e2e_ms"], ".-", ms=2.5 if by_app else 3, lw=0.4 if by_app else 0.6,
+                    color=colour, alpha=0.8 if by_app else 1.0, label=label)
         lost = g[~g["status"].isin(["ok", "early_drop"])]
+        who = app if by_app else "all endpoints"
         if len(lost):
-            ax.plot(tl.seconds(lost["t_drawn"]), [top * 1.05] * len(lost), "rx", label=f"{ep}: no answer (drawn at the top)")
+            ax.plot(tl.seconds(lost["t_drawn"]), [mark_at] * len(lost), "x", color=colour or "r", ms=4,
+                    label=f"{who}: no answer (drawn at the top)")
         early = g[g["status"] == "early_drop"]
         if len(early):
-            ax.plot(tl.seconds(early["t_drawn"]), [top * 1.02] * len(early), "m|", label=f"{ep}: dropped early at the edge (at the top)")
+            ax.plot(tl.seconds(early["t_drawn"]), [mark_at * (0.9 if log else 0.97)] * len(early), "|", color=colour or "m",
+                    label=f"{who}: dropped early at the edge (at the top)")
     e2e = summary["metrics"]["e2e_ms"]
     if e2e.get("count"):
-        ax.axhline(e2e["median"], color="k", ls="--", lw=1, label=f"median {e2e['median']:.1f} ms (measured)")
-        ax.axhline(e2e["p99"], color="C3", ls="--", lw=1, label=f"P99 {e2e['p99']:.1f} ms (measured)")
-    ax.set_ylim(0, top * 1.12)
+        every = ", all apps" if by_app else ""
+        ax.axhline(e2e["median"], color="k", ls="--", lw=1, label=f"median {e2e['median']:.1f} ms (measured{every})")
+        ax.axhline(e2e["p99"], color="0.3" if by_app else "C3", ls=":" if by_app else "--", lw=1, label=f"P99 {e2e['p99']:.1f} ms (measured{every})")
+    if log:
+        ax.set_yscale("log")
+        ax.set_ylim(float(lat.min()) * 0.7, mark_at * 1.4)
+    else:
+        ax.set_ylim(0, top * 1.12)
     ax.set_xlabel(TIME_LABEL)
-    ax.set_ylabel("end-to-end latency (ms)")
+    ax.set_ylabel("end-to-end latency (ms" + (", log)" if log else ")"))
     ax.set_title(f"End-to-end latency per request: {summary['answered']} of {summary['requests']} measured answered")
-    ax.grid(alpha=0.3)
+    ax.grid(alpha=0.3, which="both" if log else "major")
     shade(ax, tl, xlim)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.legend(fontsize=7, loc="best", ncol=2 if by_app or df["endpoint"].nunique() > 4 else 1, framealpha=0.85)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
