@@ -381,6 +381,12 @@ def _run(jobs: list[Callable[[], list[Path]]]) -> list[Path]:
         _JOBS = []
 
 
+def member_colours(names: list[str]) -> dict[str, object]:
+    """A colour of its own for each of up to 20 series (matplotlib's default cycle repeats after 10)."""
+    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    return {n: cmap(i % cmap.N) for i, n in enumerate(names)}
+
+
 def cell_share(run_dir: Path, tl: Timeline, xlim: tuple[float, float], out: Path, bin_s: float) -> bool:
     """Per cell direction: each UE's share of the resource blocks, and what it
     moved, on the run's time axis (measured: the scheduler's log, the link logs)."""
@@ -392,9 +398,11 @@ def cell_share(run_dir: Path, tl: Timeline, xlim: tuple[float, float], out: Path
     fig, axes = plt.subplots(2 * len(logs), 1, figsize=(9, 3.2 * 2 * len(logs)), sharex=True, squeeze=False)
     for k, lg in enumerate(logs):
         share, tput = axes[2 * k][0], axes[2 * k + 1][0]
+        colour = member_colours(lg.members)
         bins = cell.share_bins(lg, tl, bin_s)
         if not bins.empty:
-            share.stackplot(bins.index + bin_s / 2, *(bins[m] for m in lg.members), labels=lg.members, step="mid")
+            share.stackplot(bins.index + bin_s / 2, *(bins[m] for m in lg.members), labels=lg.members, step="mid",
+                            colors=[colour[m] for m in lg.members])
         share.set_ylim(0, 1.05)
         share.set_ylabel("share of the cell's\nresource blocks")
         share.set_title(f"{lg.direction} cell, scheduler {lg.scheduler}: {lg.blocks} blocks per {lg.slot_ns / 1e6:g} ms slot "
@@ -402,7 +410,7 @@ def cell_share(run_dir: Path, tl: Timeline, xlim: tuple[float, float], out: Path
         for m in lg.members:
             b = timeline.link_bins(run_dir / "links" / f"{m}.{lg.direction}.log", tl, bin_s)
             if b is not None and not b.empty:
-                tput.plot(b["t_s"] + bin_s / 2, b["delivered_mbps"], label=m, drawstyle="steps-mid")
+                tput.plot(b["t_s"] + bin_s / 2, b["delivered_mbps"], label=m, drawstyle="steps-mid", color=colour[m])
         tput.set_ylabel(f"{lg.direction} delivered\n(Mbit/s, {bin_s:g} s bins)")
         tput.set_ylim(bottom=0)
         for ax in (share, tput):
