@@ -102,9 +102,15 @@ class SshHost:
         """A long-running process on the machine; its output goes to the local `log`."""
         pidfile = f"/run/continuum/pids/{os.getpid()}-{time.monotonic_ns()}"
         envs = " ".join(shlex.quote(f"{k}={v}") for k, v in (env or {}).items())
-        body = (f"mkdir -p /run/continuum/pids && echo $$ > {pidfile} && "
+        # The process runs as the shell's child, not exec'd: a process killed by a signal ends
+        # sshd's session with an exit signal, which ssh reports as its own 255 with nothing said
+        # (a guest without AVX killed TensorFlow's server so: an empty log, "exited (255)").
+        # The shell reports the signal into the log and exits 128 + its number (RemoteProcess).
+        body = ("mkdir -p /run/continuum/pids && "
                 + (f"cd {shlex.quote(cwd)} && " if cwd else "")
-                + "exec " + (f"env {envs} " if envs else "") + shlex.join(argv))
+                + "{ " + (f"env {envs} " if envs else "") + shlex.join(argv) + f" & echo $! > {pidfile}; wait $!; rc=$?; "
+                + f'rm -f {pidfile}; if [ $rc -gt 128 ] && [ $rc -ne 143 ]; then echo "continuum: the process was killed by SIG$(kill -l $rc) '
+                + f'on {self.name}" >&2; fi; exit $rc; }}')
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as out:
             local = subprocess.Popen(self.ssh_argv(f"sh -c {shlex.quote(body)}"), stdout=out, stderr=subprocess.STDOUT,
@@ -165,17 +171,22 @@ class RemoteProcess:
 
     @property
     def returncode(self) -> int | None:
-        return self.local.returncode
+        """Popen's convention: -N when the process there was killed by signal N (its shell exits 128 + N)."""
+        rc = self.local.returncode
+        return 128 - rc if rc is not None and 128 < rc < 128 + 65 else rc
 
     @property
     def args(self):
         return self.local.args
 
     def poll(self) -> int | None:
-        return self.local.poll()
+        self.local.poll()
+        return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        return self.local.wait(timeout)
+        self.local.wait(timeout)
+        assert self.returncode is not None
+        return self.returncode
 
     def send_signal(self, sig: int) -> None:
         if self.local.poll() is not None:

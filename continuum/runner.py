@@ -32,7 +32,7 @@ from continuum.providers import REGISTRY
 from continuum.edge import registry as edge_registry
 from continuum.edge.system import EdgeRun
 from continuum.providers.base import Deployment, Provider
-from continuum.runtime import Node, stop_process, stop_processes, wait_for
+from continuum.runtime import Node, exit_status, stop_process, stop_processes, wait_for
 from continuum.results import manifest, report, tables
 from continuum.undo import Undo
 from continuum.workloads import launch
@@ -359,7 +359,7 @@ class Vital:
 
     def check(self) -> None:
         if self.proc.poll() is not None:
-            raise ProviderError(f"{self.what} exited with status {self.proc.returncode} during the workload; "
+            raise ProviderError(f"{self.what} exited ({exit_status(self.proc.returncode)}) during the workload; "
                                 f"see {self.log}; the requests measured until then are kept")
 
 
@@ -374,7 +374,7 @@ def _repetition(ctx: Run, rep: int) -> None:
     _watch(ctx, clients, watched, rep)
     for node, proc, _ in clients:
         if proc.returncode != 0:
-            raise ProviderError(f"the endpoint on {node.name} failed ({proc.returncode}); see {ctx.run_dir}/logs/endpoint-{node.name}.log")
+            raise ProviderError(f"the endpoint on {node.name} failed ({exit_status(proc.returncode)}); see {ctx.run_dir}/logs/endpoint-{node.name}.log")
     _end_bulk(ctx, bulk)
     drain = max((s.drain_s(settings) for s, settings in edge_registry.running(spec)), default=0.0)
     if drain > 0:
@@ -501,7 +501,7 @@ def _wait_ready(app: str, node: Node, server: subprocess.Popen, ready: Path, log
 
     def server_ready() -> bool:
         if server.poll() is not None:
-            raise ProviderError(f"the {app} server on {node.name} exited ({server.returncode}); see {log}")
+            raise ProviderError(f"the {app} server on {node.name} exited ({exit_status(server.returncode)}); see {log}")
         try:  # a bring-your-own server may write the file in several steps: ready once it parses
             info.update(json.loads(node.read_text(ready)))
         except (OSError, ValueError):

@@ -171,6 +171,45 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str, poll: flo
         time.sleep(poll)
 
 
+def exit_status(code: int | None) -> str:
+    """A process's end for an error line: its status, or the signal that killed it (and
+    what that usually means where it is not obvious)."""
+    if code is None or code >= 0:
+        return f"status {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+    why = {"SIGILL": ": an instruction this CPU lacks (on a QEMU guest, the VM's CPU model; [provider] vm_cpu)",
+           "SIGKILL": ": killed from outside, often by the kernel's OOM killer (the node's memory limit)",
+           "SIGSEGV": ": a crash in native code", "SIGBUS": ": a crash in native code"}.get(name, "")
+    return f"killed by {name}{why}"
+
+
+def start_node_daemon(node: Node, module: str, args: list[str], code: Sequence[str], log: Path, ready: Path,
+                      title: str) -> subprocess.Popen:
+    """The node_daemon verb (continuum/config/edge.py): an edge system's root daemon
+    (`python -m module args`) on the machine of `node`, outside the node's cgroup and
+    network namespace, which it manages through files there (cgroups, a unix socket in
+    raw/: the run folder has one path on every machine). This machine for netns; the
+    VM itself for qemu; the node's machine for hosts, with the code the playbooks copied
+    (`code`: the repository's folders it imports beside continuum/)."""
+    if node.host is None:
+        return start_daemon([sys.executable, "-m", module, *args], log, ready, title)
+    path = os.pathsep.join((str(node.repo), *(str(node.repo / c) for c in code)))
+    proc = node.host.start([node.python, "-m", module, *args], log, {"PYTHONPATH": path})
+    host = node.host
+
+    def listening() -> bool:
+        if proc.poll() is not None:
+            raise ProviderError(f"{title} on {host.name} exited ({exit_status(proc.returncode)}); see {log}")
+        return host.exists(ready)
+
+    # A TCG guest imports the daemon's modules in seconds; each check is an SSH round trip
+    wait_for(listening, 120, f"{title} on {host.name}", poll=0.3)
+    return proc  # type: ignore[return-value]  # RemoteProcess: Popen's interface for a process there
+
+
 def start_daemon(argv: list[str], log: Path, ready: Path, title: str, timeout: float = 15.0) -> subprocess.Popen:
     """A root daemon beside the nodes (an edge system's manager or agent): on this
     machine, in its own session, outside every node's cgroup (its own work must not
@@ -181,7 +220,7 @@ def start_daemon(argv: list[str], log: Path, ready: Path, title: str, timeout: f
 
     def listening() -> bool:
         if proc.poll() is not None:
-            raise ProviderError(f"{title} exited ({proc.returncode}); see {log}")
+            raise ProviderError(f"{title} exited ({exit_status(proc.returncode)}); see {log}")
         return ready.exists()
 
     wait_for(listening, timeout, title)

@@ -95,6 +95,10 @@ class Provider(Strict):
     # `k3s kubectl` reaches on the machine named k3s_server.
     engine: Literal["processes", "k3s"] = "processes"
     k3s_server: Optional[str] = None
+    # kind = "qemu": the VMs' CPU model. auto: the host's under KVM; under TCG "max", every
+    # instruction-set extension QEMU emulates (AVX2: TensorFlow's wheels die of SIGILL without
+    # AVX); "qemu64": SSE2 only, a TCG guest ~20% faster, for code built without AVX.
+    vm_cpu: Literal["auto", "max", "qemu64"] = "auto"
 
 
 class NodeGroup(Strict):

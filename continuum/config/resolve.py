@@ -124,7 +124,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: C
         provider=p["provider"].kind, nodes=tuple(nodes), mobile=mobile, core=core, workload=workload, cell=c,
         edge=running, edge_needs=needs, apps=tuple(apps), mix=mix,
         hosts=tuple(hosts), host_keys=p["provider"].host_keys, provision=p["provider"].provision,
-        engine=p["provider"].engine, k3s_server=p["provider"].k3s_server,
+        engine=p["provider"].engine, k3s_server=p["provider"].k3s_server, vm_cpu=p["provider"].vm_cpu,
         calibration=CalibrationSpec(**p["calibration"].model_dump()),
     )
 
@@ -137,6 +137,8 @@ def _provider(provider: raw.Provider | None, providers: Collection[str], ctx: Is
         bad("provider.kind", f"unknown provider {provider.kind!r}; valid: {', '.join(sorted(providers))}")
     if provider is not None and provider.kind != "hosts" and provider.hosts:
         bad("provider.hosts", f"machines are for kind = \"hosts\"; this file's provider.kind is {provider.kind!r}")
+    if provider is not None and provider.kind != "qemu" and provider.vm_cpu != "auto":
+        bad("provider.vm_cpu", f"the VMs' CPU model is for kind = \"qemu\"; this file's provider.kind is {provider.kind!r}")
     if provider is not None and provider.kind != "hosts" and provider.engine != "processes":
         bad("provider.engine", f"engine = {provider.engine!r} runs on the hosts provider's machines (kind = \"hosts\"); "
                                f"this file's provider.kind is {provider.kind!r}")

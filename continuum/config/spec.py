@@ -237,6 +237,7 @@ class ExperimentSpec:
     provision: bool = True  # run playbooks/site.yml on the machines first
     engine: str = "processes"  # processes | k3s: what starts the workloads on the machines
     k3s_server: str | None = None  # engine k3s: the machine whose `k3s kubectl` reaches the cluster
+    vm_cpu: str = "auto"  # provider qemu: the VMs' CPU model (auto | max | qemu64)
     calibration: CalibrationSpec = CalibrationSpec()
 
     @property

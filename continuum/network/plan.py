@@ -174,6 +174,7 @@ class Plan:
     engine: str = "processes"
     k3s_server: str | None = None
     images: tuple[str, ...] = ()  # engine k3s: the images its containerd must have (imported by provisioning)
+    vm_cpu: str = "auto"  # the qemu provider: the VMs' CPU model ([provider] vm_cpu)
     gso: bool = False  # mobile.segmentation = "kernel": every veth keeps its offloads, the emulator runs --gso
 
     @property
@@ -275,6 +276,7 @@ def build(spec: ExperimentSpec) -> Plan:
         engine=spec.engine,
         k3s_server=spec.k3s_server,
         images=k3s_images(spec),
+        vm_cpu=spec.vm_cpu,
     )
 
 

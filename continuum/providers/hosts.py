@@ -73,6 +73,8 @@ def _route(host: SshHost, peer: str) -> tuple[str, str, int]:
 @register
 class HostsProvider(Provider):
     kind = "hosts"
+    # the daemons run on the offload node's machine (runtime.start_node_daemon), its child cgroups there
+    node_verbs = frozenset({"node_daemon", "child_cgroups"})
 
     def check(self, spec: ExperimentSpec) -> list[str]:
         problems = []

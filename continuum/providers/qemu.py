@@ -169,6 +169,8 @@ def _mac(node: Node, dev: str) -> str:
 @register
 class QemuProvider(Provider):
     kind = "qemu"
+    # the daemons run on the offload node's machine (runtime.start_node_daemon), its child cgroups there
+    node_verbs = frozenset({"node_daemon", "child_cgroups"})
 
     def check(self, spec: ExperimentSpec) -> list[str]:
         problems = []
@@ -197,12 +199,12 @@ class QemuProvider(Provider):
         commands.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"continuum-{run_id}", "-f", str(key)])
         vms = [n for n in plan.nodes if n.limits is not None]
         _namespaces(plan, dep, run_id, undo, say)
-        say(f"starting {len(vms)} VM(s) ({accel.upper()}): " + ", ".join(
+        say(f"starting {len(vms)} VM(s) ({accel.upper()}, CPU model {cpu_model(plan.vm_cpu, accel)}): " + ", ".join(
             f"{n.name} {math.ceil(n.limits.cpus)} vCPU, {(n.limits.memory_bytes + OS_MEMORY) >> 20} MiB" for n in vms if n.limits))
-        started = {n.name: _start_vm(n, dep.nodes[n.name], image, accel, state, key, run_id, undo) for n in vms}
+        started = {n.name: _start_vm(n, dep.nodes[n.name], image, accel, plan.vm_cpu, state, key, run_id, undo) for n in vms}
         boot = {name: _wait_booted(name, proc, host, t0, state) for name, (proc, host, t0) in started.items()}
         say("booted: " + ", ".join(f"{n} in {s:.0f} s" for n, s in boot.items()))
-        dep.facts.update({"accelerator": accel, "boot_s": boot, "image": image.digest})
+        dep.facts.update({"accelerator": accel, "cpu_model": cpu_model(plan.vm_cpu, accel), "boot_s": boot, "image": image.digest})
 
         hosts = {name: h for name, (_, h, _) in started.items()}
         dep.facts["provisioning"] = _provision(plan, vms, hosts, state, say)
@@ -330,8 +332,17 @@ def _namespaces(plan: Plan, dep: Deployment, run_id: str, undo: contextlib.ExitS
         commands.run(["ip", "link", "add", v.a.name, "netns", a, "type", "veth", "peer", "name", v.b.name, "netns", b])
 
 
-def _start_vm(n: PlanNode, shell: Node, image: vmimage.Image, accel: str, state: Path, key: Path, run_id: str,
-              undo: contextlib.ExitStack) -> tuple[subprocess.Popen, SshHost, float]:
+def cpu_model(asked: str, accel: str) -> str:
+    """[provider] vm_cpu as QEMU's -cpu. Under TCG "auto" is "max": TensorFlow's wheels are
+    built for AVX, and on the plain qemu64 model (SSE2) its server died of SIGILL at import.
+    qemu64 runs a TCG guest ~20% faster, for code that needs no AVX."""
+    if asked == "auto":
+        return "host" if accel == "kvm" else "max"
+    return asked
+
+
+def _start_vm(n: PlanNode, shell: Node, image: vmimage.Image, accel: str, plan_cpu: str, state: Path, key: Path,
+              run_id: str, undo: contextlib.ExitStack) -> tuple[subprocess.Popen, SshHost, float]:
     """One node's VM, its experiment NIC a tap wired to the node's veth in `shell` (its namespace),
     its management NIC QEMU's user network with SSH forwarded; returns QEMU, the guest's SSH and the start time."""
     pub = base64.b64encode((state / "id_ed25519.pub").read_bytes().strip()).decode()
@@ -348,8 +359,7 @@ def _start_vm(n: PlanNode, shell: Node, image: vmimage.Image, accel: str, state:
     commands.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(image.rootfs), "-F", "raw", str(overlay)])
     port = _free_port()
     qemu = ["qemu-system-x86_64", "-name", f"continuum-{run_id}-{n.name}", "-accel", accel,
-            # TCG: the plain qemu64 CPU (SSE2 code paths) runs a guest ~20% faster than "max" here
-            "-cpu", "host" if accel == "kvm" else "qemu64", "-smp", str(max(1, math.ceil(n.limits.cpus))),
+            "-cpu", cpu_model(plan_cpu, accel), "-smp", str(max(1, math.ceil(n.limits.cpus))),
             "-m", str((n.limits.memory_bytes + OS_MEMORY) >> 20), "-nodefaults", "-display", "none", "-no-reboot",
             "-kernel", str(image.kernel), "-initrd", str(image.initrd),
             "-append", f"root=/dev/vda rw console=ttyS0 net.ifnames=0 ipv6.disable=1 panic=-1 quiet continuum.key={pub}",

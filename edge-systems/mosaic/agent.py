@@ -80,8 +80,13 @@ def main() -> None:
     ap.add_argument("--socket", required=True)
     ap.add_argument("--cpu-dir", type=Path, required=True)
     ap.add_argument("--cgroup-version", type=int, choices=(1, 2), default=1)
-    ap.add_argument("--cpu-mount", type=Path, required=True, help="the cpu controller's hierarchy root (v2: the unified one)")
+    ap.add_argument("--cpu-mount", type=Path, help="the cpu controller's hierarchy root (v2: the unified one); "
+                                                    "default: found on this machine, where the agent runs beside its cgroups")
     a = ap.parse_args()
+    if a.cpu_mount is None:
+        from continuum import cgroups
+
+        a.cpu_mount = cgroups.detect()[1]["cpu"]
     agent = Agent(a.cpu_dir, a.cgroup_version, a.cpu_mount)
     if os.path.exists(a.socket):
         os.unlink(a.socket)

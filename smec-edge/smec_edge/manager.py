@@ -52,14 +52,18 @@ class Quota:
     def __init__(self, cpu_dir: Path, cpuacct_dir: Path, version: int, period_us: int = PERIOD_US) -> None:
         self.dir, self.acct, self.version, self.period = cpu_dir, cpuacct_dir, version, period_us
 
-    def set_cpus(self, cpus: float) -> None:
-        """The quota per the node's own CFS period (short where the node emulates slower cores)."""
+    def set_cpus(self, cpus: float) -> str:
+        """The quota per the node's own CFS period (short where the node emulates slower cores);
+        returns what the kernel holds now, read back (the decisions log shows it: on a VM or
+        another machine, the only witness of the change there)."""
         quota = max(1000, int(cpus * self.period))
         if self.version == 2:
             (self.dir / "cpu.max").write_text(f"{quota} {self.period}")
-        else:
-            (self.dir / "cpu.cfs_period_us").write_text(str(self.period))
-            (self.dir / "cpu.cfs_quota_us").write_text(str(quota))
+            return "cpu.max " + (self.dir / "cpu.max").read_text().strip()
+        (self.dir / "cpu.cfs_period_us").write_text(str(self.period))
+        (self.dir / "cpu.cfs_quota_us").write_text(str(quota))
+        return (f"cpu.cfs_quota_us {(self.dir / 'cpu.cfs_quota_us').read_text().strip()} "
+                f"cpu.cfs_period_us {(self.dir / 'cpu.cfs_period_us').read_text().strip()}")
 
     def usage_ns(self) -> int:
         if self.version == 2:
@@ -182,8 +186,7 @@ class Quotas:
             weight, name = (1024 * units, "cpu.shares") if self.version == 1 else (min(10000, 100 * units), "cpu.weight")
             (self.q[app].dir / name).write_text(str(weight))
             return f"weight {weight}"
-        self.q[app].set_cpus(units * self.unit)
-        return f"{units * self.unit:g}"
+        return f"{units * self.unit:g}; kernel: {self.q[app].set_cpus(units * self.unit)}"
 
     def adopt(self, app: str, pid: int) -> None:
         if not self.children:

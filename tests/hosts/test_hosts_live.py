@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from continuum import playbooks
@@ -80,7 +81,7 @@ def _state(container: str, run_dir: Path) -> dict:
             "run_folder": out[3].split(), "processes": sorted(set(out[4].split()) - {"ps", "sh", "sort", "uniq"})}
 
 
-def _experiment(tmp_path: Path, machines: dict) -> Path:
+def _experiment(tmp_path: Path, machines: dict, smec: bool = True) -> Path:
     text = (ROOT / "configs" / "quickstart.toml").read_text()
     text = re.sub(r"duration_s = \d+", "duration_s = 6", text)
     text = re.sub(r"warmup_s = \d+", "warmup_s = 2", text)
@@ -88,6 +89,9 @@ def _experiment(tmp_path: Path, machines: dict) -> Path:
                     for n, h in machines["hosts"].items())
     text = text.replace('[provider]\nkind = "netns"\n', f'[provider]\nkind = "hosts"\nhost_keys = "first-use"\n{hosts}')
     assert 'kind = "hosts"' in text
+    # SMEC's edge manager on the edge's machine (the node_daemon verb): it moves the node's CPU quota there
+    if smec:
+        text += '\n[edge.manager]\nkind = "smec"\nmode = "quota"\nunit_cpus = 0.25\n'
     path = tmp_path / "quickstart-hosts.toml"
     path.write_text(text)
     return path
@@ -122,6 +126,24 @@ def test_quickstart_runs_on_three_machines_with_the_netns_result_format(hosts_ru
     nodes = (run_dir / "nodes.csv").read_text().splitlines()
     assert any(",edge0," in line for line in nodes) and any(",endpoint0," in line for line in nodes)
     assert "3 VXLAN tunnel" in out or "2 VXLAN tunnel" in out, out[-3000:]
+
+
+def test_smecs_manager_ran_on_the_edges_machine_and_its_quota_changes_reached_the_kernel_there(hosts_run):
+    """The manager daemon runs on mec (runtime.start_node_daemon over SSH), writes the
+    edge node's cgroup quota there and reads it back: each decision's kernel value is
+    the quota it decided. The quickstart's 2 requests/s leave W1's server mostly idle,
+    so the manager takes quota back from the 1 CPU it starts with."""
+    run_dir, _ = hosts_run
+    d = pd.read_csv(run_dir / "raw" / "smec-decisions.csv")
+    assert d["why"].iloc[0].startswith("start"), d.head()
+    for _, row in d[d["cpus"].notna()].iterrows():
+        m = re.search(r"kernel: cpu\.max (\d+) (\d+)|kernel: cpu\.cfs_quota_us (\d+) cpu\.cfs_period_us (\d+)", row["why"])
+        assert m, row["why"]
+        quota, period = (int(x) for x in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
+        assert quota == int(float(row["cpus"]) * period), row.to_dict()
+    assert d["cpus"].iloc[0] == 1.0 and d["cpus"].min() < 1.0, d[["app", "units", "cpus", "why"]].to_string()
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert m["edge_manager"]["kind"] == "smec", m["edge_manager"]
 
 
 def test_the_manifest_says_where_each_node_ran_and_the_clock_offsets(hosts_run):
@@ -192,7 +214,7 @@ def test_engine_k3s_without_a_cluster_stops_before_touching_the_machines(machine
     """k3s cannot be downloaded here, so the machines have none: `continuum
     run` with engine = "k3s" must say so, and what to do, before it creates
     anything on them (the pods themselves are checked in tests/k3s)."""
-    config = _experiment(tmp_path, machines)
+    config = _experiment(tmp_path, machines, smec=False)
     config.write_text(config.read_text()
                       .replace('[provider]\nkind = "hosts"\n', '[provider]\nkind = "hosts"\nengine = "k3s"\nk3s_server = "mec"\n')
                       .replace("[workload]\napp = ", '[workload]\nruntime = "container"\napp = '))

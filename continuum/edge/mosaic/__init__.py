@@ -7,20 +7,18 @@ edge-systems/mosaic; this package is what the orchestrator knows of it."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 from pydantic import Field
 
-from continuum import cgroups
 from continuum.config import AppSpec, ExperimentSpec
 from continuum.config.edge import Draft
 from continuum.config.raw import Strict
 from continuum.config.validation import Issues
 from continuum.edge.system import EdgeRun, EdgeSystem
-from continuum.runtime import Node, start_daemon, stop_process
+from continuum.runtime import Node, start_node_daemon, stop_process
 from workloads.contract import Env
 
 if TYPE_CHECKING:
@@ -90,10 +88,9 @@ class Mosaic(EdgeSystem):
         node = run.node
         assert node.cgroup is not None
         log = run.run_dir / "logs" / "mosaic-agent.log"
-        argv = [sys.executable, "-m", "mosaic.agent", "--socket", str(agent_socket(run.run_dir)),
-                "--cpu-dir", str(node.cgroup.dirs["cpu"]), "--cgroup-version", str(node.cgroup.version),
-                "--cpu-mount", str(cgroups.detect()[1]["cpu"])]
-        proc = start_daemon(argv, log, agent_socket(run.run_dir), "MOSAIC's cgroup agent")
+        args = ["--socket", str(agent_socket(run.run_dir)),
+                "--cpu-dir", str(node.cgroup.dirs["cpu"]), "--cgroup-version", str(node.cgroup.version)]
+        proc = start_node_daemon(node, "mosaic.agent", args, self.node_code, log, agent_socket(run.run_dir), "MOSAIC's cgroup agent")
         run.undo.callback(agent_socket(run.run_dir).unlink, missing_ok=True)
         run.undo.callback(stop_process, proc)
         run.watch("MOSAIC's cgroup agent", proc, log)

@@ -8,7 +8,6 @@ orchestrator knows of it."""
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal
@@ -22,7 +21,7 @@ from continuum.config.raw import Strict
 from continuum.config.validation import Issues
 from continuum.edge.system import EdgeRun, EdgeSystem
 from continuum.errors import ProviderError
-from continuum.runtime import Node, start_daemon
+from continuum.runtime import Node, start_node_daemon
 from smec_edge import mps
 from workloads.contract import Env
 
@@ -142,8 +141,8 @@ class Smec(EdgeSystem):
     def start(self, s: Settings, run: EdgeRun) -> None:
         spec = run.spec
         if s.quota is not None:
-            proc = start_daemon(_manager_argv(s, spec, run.node, run.run_dir), run.run_dir / "logs" / "smec-manager.log",
-                                manager_socket(run.run_dir), self.title)
+            proc = start_node_daemon(run.node, "smec_edge.manager", _manager_args(s, spec, run.node, run.run_dir), self.node_code,
+                                     run.run_dir / "logs" / "smec-manager.log", manager_socket(run.run_dir), self.title)
             run.undo.callback(manager_socket(run.run_dir).unlink, missing_ok=True)
             run.undo.callback(_stop, proc)
             run.watch(self.title, proc, run.run_dir / "logs" / "smec-manager.log")
@@ -224,13 +223,13 @@ def _stop(proc: Any) -> None:
     stop_process(proc)
 
 
-def _manager_argv(s: Settings, spec: ExperimentSpec, node: Node, run_dir: Path) -> list[str]:
+def _manager_args(s: Settings, spec: ExperimentSpec, node: Node, run_dir: Path) -> list[str]:
     """smec_edge.manager for the server's node: one app starts with the node's CPUs (its quota,
     or as many cores); a mix's apps with one step each, the rest free for whichever turns urgent first."""
     assert s.quota is not None and node.cgroup is not None
     unit, most, _ = s.quota
     limits = spec.node(node.name)
-    argv = [sys.executable, "-m", "smec_edge.manager", "--socket", str(manager_socket(run_dir)), "--mode", s.mode,
+    argv = ["--socket", str(manager_socket(run_dir)), "--mode", s.mode,
             "--log", str(run_dir / "raw" / "smec-decisions.csv")]
     if s.mode == "cores":
         total = int(most)
