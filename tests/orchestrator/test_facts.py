@@ -42,3 +42,14 @@ def test_an_opportunity_is_the_emulators():
     m = re.search(r"pub const OPPORTUNITY_BYTES: u32 = (\d+);", lib)
     assert m and int(m.group(1)) == mahimahi.OPPORTUNITY_BYTES
     assert mahimahi.OPPORTUNITY_BITS == 8 * (mahimahi.OPPORTUNITY_BYTES - 4)
+
+
+def test_the_workload_role_copies_every_edge_systems_node_side():
+    """The machines of the qemu and hosts providers get the folders the node-side daemons and
+    servers import (a MOSAIC agent on a machine without edge-systems/ died at import)."""
+    import yaml
+
+    from continuum.edge.registry import node_code
+
+    defaults = yaml.safe_load((REPO / "playbooks" / "roles" / "workload" / "defaults" / "main.yml").read_text())
+    assert set(node_code()) <= set(defaults["workload_trees"]), (node_code(), defaults["workload_trees"])
