@@ -29,6 +29,7 @@ from continuum import commands
 from continuum.errors import CommandError, ProviderError
 
 CONTROL_DIR = Path("/run/continuum/ssh")
+PIDS = "/run/continuum/pids"  # on the machine: a started process's pid (nodeside/hostside.py PIDS)
 
 
 @dataclass(frozen=True)
@@ -100,16 +101,19 @@ class SshHost:
     def start(self, argv: Sequence[str], log: Path, env: dict[str, str] | None = None,
               cwd: str | None = None) -> "RemoteProcess":
         """A long-running process on the machine; its output goes to the local `log`."""
-        pidfile = f"/run/continuum/pids/{os.getpid()}-{time.monotonic_ns()}"
+        pidfile = f"{PIDS}/{os.getpid()}-{time.monotonic_ns()}"
         envs = " ".join(shlex.quote(f"{k}={v}") for k, v in (env or {}).items())
         # The process runs as the shell's child, not exec'd: a process killed by a signal ends
         # sshd's session with an exit signal, which ssh reports as its own 255 with nothing said
         # (a guest without AVX killed TensorFlow's server so: an empty log, "exited (255)").
         # The shell reports the signal into the log and exits 128 + its number (RemoteProcess).
-        body = ("mkdir -p /run/continuum/pids && "
-                + (f"cd {shlex.quote(cwd)} && " if cwd else "")
-                + "{ " + (f"env {envs} " if envs else "") + shlex.join(argv) + f" & echo $! > {pidfile}; wait $!; rc=$?; "
-                + f'rm -f {pidfile}; if [ $rc -gt 128 ] && [ $rc -ne 143 ]; then echo "continuum: the process was killed by SIG$(kill -l $rc) '
+        # Its pid file goes when it ends, and the folder with the last one (hostside.py destroy may
+        # have run meanwhile); a start that meets that removal makes the folder again.
+        body = ((f"cd {shlex.quote(cwd)} && " if cwd else "")
+                + "{ " + (f"env {envs} " if envs else "") + shlex.join(argv)
+                + f" & until {{ mkdir -p {PIDS} && echo $! > {pidfile}; }} 2>/dev/null; do sleep 0.01; done; wait $!; rc=$?; "
+                + f"rm -f {pidfile}; rmdir {PIDS} {PIDS.rsplit('/', 1)[0]} 2>/dev/null; "
+                + 'if [ $rc -gt 128 ] && [ $rc -ne 143 ]; then echo "continuum: the process was killed by SIG$(kill -l $rc) '
                 + f'on {self.name}" >&2; fi; exit $rc; }}')
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as out:
@@ -146,7 +150,7 @@ class SshHost:
         if not self.exists(folder):
             return
         folder.mkdir(parents=True, exist_ok=True)
-        commands.run(["rsync", "-a", "--no-owner", "--no-group", "-e", self._rsync_ssh(), f"{self.target}:{folder}/", f"{folder}/"],
+        commands.run(["rsync", "-a", "--no-owner", "--no-group", "--no-specials", "--no-devices", "-e", self._rsync_ssh(), f"{self.target}:{folder}/", f"{folder}/"],
                      timeout=timeout)
 
     def close(self) -> None:

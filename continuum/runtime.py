@@ -122,6 +122,10 @@ class Node:
         finally:
             out.close()
 
+    def exists(self, path: Path) -> bool:
+        """Whether a file is there on the node's machine."""
+        return path.exists() if self.host is None else self.host.exists(path)
+
     def read_text(self, path: Path) -> str:
         """A file the node's processes wrote (on its machine)."""
         return path.read_text() if self.host is None else self.host.read_text(path)

@@ -6,14 +6,12 @@ tells the RAN when a request starts."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-from continuum import REPO
 from continuum.config import ExperimentSpec
 from continuum.errors import ProviderError
 from continuum.network import plan as netplan
-from continuum.runtime import Node, Sandbox, wait_for
+from continuum.runtime import Node, Sandbox, exit_status, wait_for
 
 
 def bulk_server(target: Node, name: str, index: int, raw: Path, run_dir: Path, rep: int,
@@ -50,14 +48,18 @@ def notice_agent(target: Node, run_dir: Path) -> subprocess.Popen:
     tells the RAN (continuum/cell/notice.py). Infrastructure: it needs a raw
     socket, so it runs as root, apart from the workload."""
     log = run_dir / "raw" / "notices.csv"
-    argv = [sys.executable, "-m", "continuum.cell.notice", "--iface", netplan.NODE_IF,
+    argv = [target.python, "-m", "continuum.cell.notice", "--iface", netplan.NODE_IF,
             "--mqtt-port", str(netplan.MQTT_PORT), "--notice-port", str(netplan.NOTICE_PORT), "--log", str(log)]
-    proc = target.start(argv, run_dir / "logs" / f"notice-agent-{target.name}.log", {"PYTHONPATH": str(REPO)}, cwd=REPO)
-    wait_for(lambda: _started(proc, log, run_dir), 15, f"the request-notice agent on {target.name}")
+    proc = target.start(argv, run_dir / "logs" / f"notice-agent-{target.name}.log", {"PYTHONPATH": str(target.repo)},
+                        cwd=target.repo)
+    # on a VM or another machine each check is an SSH round trip, and a TCG guest imports slowly
+    wait_for(lambda: _started(target, proc, log, run_dir), 15 if target.host is None else 120,
+             f"the request-notice agent on {target.name}", poll=0.05 if target.host is None else 0.3)
     return proc
 
 
-def _started(proc: subprocess.Popen, log: Path, run_dir: Path) -> bool:
+def _started(target: Node, proc: subprocess.Popen, log: Path, run_dir: Path) -> bool:
     if proc.poll() is not None:
-        raise ProviderError(f"the request-notice agent exited ({proc.returncode}); see {run_dir}/logs/notice-agent-*.log")
-    return log.exists()
+        raise ProviderError(f"the request-notice agent on {target.name} exited ({exit_status(proc.returncode)}); "
+                            f"see {run_dir}/logs/notice-agent-{target.name}.log")
+    return target.exists(log)

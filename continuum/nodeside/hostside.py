@@ -125,20 +125,28 @@ def destroy(run_id: str) -> list[str]:
             cg.remove()
             removed.append(f"cgroup {next(iter(cg.dirs.values()))}")
     cgroups.prune(rid)
-    if PIDS.is_dir():  # pid files of processes that have ended
+    if PIDS.is_dir():  # pid files of processes that have ended (or await their reaping: a zombie)
         for f in PIDS.iterdir():
             try:
-                os.kill(int(f.read_text().strip() or 0), 0)
-            except (ProcessLookupError, ValueError):
+                if not _alive(int(f.read_text().strip() or 0)):
+                    f.unlink(missing_ok=True)
+            except (OSError, ValueError):
                 f.unlink(missing_ok=True)
-            except PermissionError:
-                pass
     for d in (PIDS, PIDS.parent):  # /run/continuum, when nothing else of ours is in it
         try:
             d.rmdir()
         except OSError:
             pass
     return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether pid runs: a process just killed stays a zombie until the shell that started it
+    (remote.py's wrapper) reaps it and removes its pid file, which raced this cleanup."""
+    try:
+        return pid > 0 and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 COMMANDS: dict[str, Callable[..., object]] = {"cgroup-create": cgroup_create, "sample": sample, "sample-stream": sample_stream,

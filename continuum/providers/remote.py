@@ -141,8 +141,6 @@ def remote_problems(spec: ExperimentSpec, kind: str, unsupported: list[str]) -> 
                 for tool in ("ssh", "rsync", "ssh-keygen") if not shutil.which(tool)]
     if spec.workload.runtime != "process" and spec.engine != "k3s":
         unsupported = ["container workloads (workload.runtime = \"container\")", *unsupported]
-    if spec.cell is not None:
-        unsupported.append("a shared cell ([cell])")
     if unsupported:
         problems.append(f"the {kind} provider does not run these yet (the netns provider does): " + "; ".join(unsupported))
     return problems

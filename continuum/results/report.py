@@ -22,6 +22,9 @@ def build(run_dir: Path) -> tuple[dict, list[Path]]:
     mix = apps.apps_of(run_dir)
     df = apps.label(df, mix)
     summary = tables.summarize(df)
+    slow = tables.server_too_slow(summary, df, sorted(raw.glob("server-*.csv")))
+    if slow is not None:
+        summary["server_too_slow"] = slow
     per_app = apps.summarize(df, mix)
     if per_app is not None:
         summary["apps"] = per_app

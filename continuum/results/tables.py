@@ -102,6 +102,27 @@ def summarize(df: pd.DataFrame) -> dict:
 PARTS = ("preprocessing_ms", "uplink_ms", "server_ms", "downlink_ms")
 
 
+def server_too_slow(summary: dict, df: pd.DataFrame, server_csvs: list[Path]) -> dict | None:
+    """Why most requests timed out, when it is the server: what it processed took longer per
+    request than the endpoints' spacing, so the rest queued there until their timeout (a TCG
+    guest ran W1's model at 11 s a request against 2 requests/s: "0 of 20 answered"). None
+    when most were answered or the server kept pace."""
+    if not summary["requests"] or summary["timeouts"] < summary["requests"] / 2:
+        return None
+    frames = [pd.read_csv(p) for p in server_csvs if p.exists() and p.stat().st_size > 0]
+    served = pd.concat(frames) if frames else pd.DataFrame()
+    if served.empty or not {"t_server_start", "t_server_done"} <= set(served.columns):
+        return None
+    ms = (served["t_server_done"] - served["t_server_start"]).astype(float) / 1e6
+    measured = df[df["phase"] == "measure"]
+    span_s = (measured["t_drawn"].max() - measured["t_drawn"].min()) / 1e9 if len(measured) > 1 else 0.0
+    offered = (len(measured) - 1) / span_s if span_s > 0 else None
+    median = float(ms.median())
+    if offered is None or median / 1000 * offered < 1:
+        return None
+    return {"processed": int(len(served)), "median_processing_ms": round(median, 1), "offered_per_s": round(offered, 3)}
+
+
 def decomposition(answered: pd.DataFrame) -> dict:
     """Where the time of typical and of slow requests goes. Percentiles do not
     add up (the P99 of each part comes from different requests), so each
@@ -148,6 +169,12 @@ def render(summary: dict):
         table = s.render(own) if own else None
         if table is not None:
             parts.append(table)
+    if "server_too_slow" in summary:
+        w = summary["server_too_slow"]
+        parts.append(f"[yellow]note: most requests timed out waiting for the server: it processed {w['processed']}, a median "
+                     f"{w['median_processing_ms']:.0f} ms each, while {w['offered_per_s']:g} arrived per second; the node is too "
+                     "slow for this load (lower workload.rate, give the node more CPUs, or raise timeout_s; a qemu guest under "
+                     "TCG emulates its CPU in software: docs/experiment-file.md)[/]")
     if "apps" in summary:
         parts.append(apps.render(summary["apps"]))
     if "cell" in summary:

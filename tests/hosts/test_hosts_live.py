@@ -73,7 +73,7 @@ def machines(tmp_path_factory, root_netns):
 
 def _state(container: str, run_dir: Path) -> dict:
     """What of a run could be left on a machine."""
-    sh = ("ip netns list; echo ---; ls /run/continuum 2>/dev/null; echo ---; "
+    sh = ("ip netns list; echo ---; ls /run/continuum 2>/dev/null; for f in /run/continuum/pids/*; do [ -e \"$f\" ] && echo \"$f=$(cat $f)\"; done; echo ---; "
           "find /sys/fs/cgroup -mindepth 3 -maxdepth 5 -type d -path '*/continuum/*' 2>/dev/null; echo ---; "
           f"ls -d {run_dir.parents[1]} 2>/dev/null; echo ---; ps -e -o comm= | sort | uniq")
     out = _docker("exec", container, "sh", "-c", sh).stdout.split("---\n")
@@ -91,7 +91,10 @@ def _experiment(tmp_path: Path, machines: dict, smec: bool = True) -> Path:
     assert 'kind = "hosts"' in text
     # SMEC's edge manager on the edge's machine (the node_daemon verb): it moves the node's CPU quota there
     if smec:
-        text += '\n[edge.manager]\nkind = "smec"\nmode = "quota"\nunit_cpus = 0.25\n'
+        # and a shared cell of two UEs (the link machine's emulator), Tutti's notices from the edge's machine
+        text = text.replace("[nodes.endpoint]\ncount = 1", "[nodes.endpoint]\ncount = 2")
+        text += ('\n[edge.manager]\nkind = "smec"\nmode = "quota"\nunit_cpus = 0.25\nearly_drop = false\n'
+                 '\n[cell]\nuplink = "tutti"\ndownlink = "pf"\n')
     path = tmp_path / "quickstart-hosts.toml"
     path.write_text(text)
     return path
@@ -124,7 +127,7 @@ def test_quickstart_runs_on_three_machines_with_the_netns_result_format(hosts_ru
     v = json.loads((run_dir / "verification.json").read_text())
     assert all(r["ok"] for r in v["shaped_once"]) and all(r["ok"] for r in v["core_rtt"])
     nodes = (run_dir / "nodes.csv").read_text().splitlines()
-    assert any(",edge0," in line for line in nodes) and any(",endpoint0," in line for line in nodes)
+    assert any(",edge0," in line for line in nodes) and any(",endpoint1," in line for line in nodes)
     assert "3 VXLAN tunnel" in out or "2 VXLAN tunnel" in out, out[-3000:]
 
 
@@ -146,10 +149,25 @@ def test_smecs_manager_ran_on_the_edges_machine_and_its_quota_changes_reached_th
     assert m["edge_manager"]["kind"] == "smec", m["edge_manager"]
 
 
+def test_the_two_endpoints_shared_one_cell_on_the_link_machine_with_tuttis_notices_from_the_edges(hosts_run):
+    """Both endpoints are UEs of one cell in the link machine's emulator (its cell logs come
+    back), each got a share of it, and Tutti's notice agent on mec told the RAN of their
+    requests (one notice per request at most, from both UEs' addresses)."""
+    run_dir, _ = hosts_run
+    cell = json.loads((run_dir / "summary.json").read_text())["cell"]
+    assert cell["uplink"] == "tutti" and set(cell["ues"]) == {"endpoint0", "endpoint1"}, cell
+    assert all(u["throughput_mbps_uplink"] > 0 for u in cell["ues"].values()), cell["ues"]
+    assert (run_dir / "links" / "cell-uplink.log").stat().st_size > 0
+    notices = pd.read_csv(run_dir / "raw" / "notices.csv")
+    requests = pd.read_csv(run_dir / "requests.csv")
+    assert notices["endpoint"].nunique() == 2 and len(notices) <= len(requests) + 2, (len(notices), len(requests))
+    assert not (run_dir / "raw" / "smec-manager.sock").exists()  # a socket there is not brought back
+
+
 def test_the_manifest_says_where_each_node_ran_and_the_clock_offsets(hosts_run):
     run_dir, _ = hosts_run
     facts = json.loads((run_dir / "manifest.json").read_text())["provider_facts"]
-    assert facts["hosts"]["ue"]["nodes"] == ["endpoint0"]
+    assert facts["hosts"]["ue"]["nodes"] == ["endpoint0", "endpoint1"]
     assert facts["hosts"]["gw"]["nodes"] == ["core", "ran"]
     assert facts["hosts"]["mec"]["nodes"] == ["edge0"]
     for name, c in facts["clock_offsets"].items():  # one kernel clock under all three containers

@@ -122,3 +122,25 @@ def test_report_draws_every_plot_of_the_folder(run_dir):
     assert all(p.stat().st_size > 10_000 for p in made)
     assert plots.node_limits(run_dir)["endpoint0"]["cpus"] == 0.5
     assert summary["answered"] == summary["requests"] == 100
+
+
+def test_most_timeouts_from_a_server_slower_than_the_arrivals_are_said_so(tmp_path):
+    """20 requests 0.5 s apart, 18 timed out; the server processed 2 at 11 s each (a TCG guest
+    running W1): the summary names the server's pace against the arrivals. At 0.1 s each
+    the server kept pace (the timeouts were the network's) and nothing is said."""
+    from continuum.results import tables
+
+    t0 = 1_000_000_000_000
+    df = pd.DataFrame({"phase": ["measure"] * 20, "t_drawn": [t0 + i * 500_000_000 for i in range(20)],
+                       "status": ["ok", "ok"] + ["timeout"] * 18})
+    summary = {"requests": 20, "timeouts": 18}
+    server = tmp_path / "server-edge0.csv"
+    for each_s, said in ((11.0, True), (0.1, False)):
+        pd.DataFrame({"request_id": ["a", "b"], "t_server_start": [t0, t0 + int(each_s * 1e9)],
+                      "t_server_done": [t0 + int(each_s * 1e9), t0 + int(2 * each_s * 1e9)]}).to_csv(server, index=False)
+        slow = tables.server_too_slow(summary, df, [server])
+        if said:
+            assert slow == {"processed": 2, "median_processing_ms": 11000.0, "offered_per_s": 2.0}, slow
+        else:
+            assert slow is None
+    assert tables.server_too_slow({"requests": 20, "timeouts": 2}, df, [server]) is None
