@@ -33,7 +33,7 @@ fi
 
 APT_PACKAGES=(iproute2 iperf3 ethtool iputils-ping python3 python3-venv python3-pip build-essential pkg-config
   mosquitto python3-paho-mqtt python3-rich python3-pandas python3-matplotlib python3-numpy python3-pil
-  python3-torch python3-torchvision python3-av
+  python3-torch python3-torchvision python3-av python3-scipy
   redis-server python3-redis python3-aiohttp python3-zstandard
   python3-protobuf python3-requests python3-six python3-packaging python3-astunparse python3-oauthlib
   python3-markupsafe python3-yaml python3-tomli-w python3-hypothesis

@@ -48,6 +48,14 @@ def _parser() -> argparse.ArgumentParser:
     traces_cli.add_parser(sub)
     rep = sub.add_parser("report", help="regenerate requests.csv, summary and plots of a run folder")
     rep.add_argument("run_dir", type=Path)
+    cmp = sub.add_parser("compare", help="how far two result folders of one experiment diverge (e.g. netns against qemu): "
+                                        "medians, P99s, KS distance and SLO share per metric and app, with a verdict")
+    cmp.add_argument("run_a", type=Path)
+    cmp.add_argument("run_b", type=Path)
+    cmp.add_argument("--out", type=Path, default=None, help="folder for compare.md, compare.json and compare.png "
+                                                             "(default: compare-<A>-<B> in the current folder)")
+    cmp.add_argument("--median-tolerance", type=float, default=0.10, help="agree: medians within this share (default 0.10)")
+    cmp.add_argument("--ks-tolerance", type=float, default=0.20, help="agree: KS distance at most this (default 0.20)")
     return ap
 
 
@@ -83,6 +91,14 @@ def main(argv: list[str] | None = None) -> int:
             except traces_cli.TraceCommandError as e:
                 err.print(f"[red]error:[/] {e}", markup=True, highlight=False)
                 return e.status
+        if args.command == "compare":
+            from continuum.results import compare
+
+            out = args.out or Path(f"compare-{args.run_a.resolve().name}-{args.run_b.resolve().name}")
+            c, made = compare.run(args.run_a, args.run_b, out, compare.Tolerance(args.median_tolerance, args.ks_tolerance))
+            console.print(compare.render(c))
+            console.print(f"written: {', '.join(str(p) for p in made)}")
+            return 0
         if args.command == "report":
             from continuum.results import report, tables
 

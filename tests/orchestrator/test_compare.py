@@ -1,0 +1,77 @@
+"""`continuum compare` on two committed result folders of one experiment file
+(configs/qemu-smec.toml, 20 s: under netns and under qemu on TCG, 2026-11-26;
+their requests.csv and manifest.json only): its figures against the same
+figures computed here from the CSVs by hand (sorting, counting, the largest
+gap between the two empirical CDFs)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from continuum.results import compare
+
+HERE = Path(__file__).parent / "compare"
+A, B = HERE / "netns", HERE / "qemu"
+
+
+def _answered(folder: Path, col: str) -> list[float]:
+    d = pd.read_csv(folder / "requests.csv")
+    d = d[(d["phase"] == "measure") & (d["status"] == "ok")]
+    return sorted(float(x) for x in d[col])
+
+
+def _median(v: list[float]) -> float:
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def _ks(x: list[float], y: list[float]) -> float:
+    """The largest gap between the two step CDFs, at every value either side took."""
+    return max(abs(sum(v <= t for v in x) / len(x) - sum(v <= t for v in y) / len(y)) for t in set(x) | set(y))
+
+
+@pytest.mark.parametrize("col", ["uplink_ms", "server_ms", "e2e_ms"])
+def test_medians_p99s_and_ks_distance_match_a_computation_by_hand(col):
+    c = compare.compare(compare.load(A), compare.load(B))
+    row = next(r for r in c["metrics"] if r["group"] == "all" and r["metric"] == col)
+    x, y = _answered(A, col), _answered(B, col)
+    assert (row["n_a"], row["n_b"]) == (len(x), len(y))
+    assert row["median_a"] == pytest.approx(_median(x)) and row["median_b"] == pytest.approx(_median(y))
+    assert row["median_ratio"] == pytest.approx(_median(y) / _median(x))
+    assert row["p99_a"] == pytest.approx(np.percentile(x, 99)) and row["p99_b"] == pytest.approx(np.percentile(y, 99))
+    assert row["ks"] == pytest.approx(_ks(x, y))
+    agrees = abs(_median(y) / _median(x) - 1) <= 0.10 and _ks(x, y) <= 0.20
+    assert row["verdict"] == ("agrees" if agrees else "diverges")
+
+
+def test_the_slo_share_counts_every_measured_request():
+    c = compare.compare(compare.load(A), compare.load(B))
+    (o,) = c["outcomes"]
+    slo = json.loads((A / "manifest.json").read_text())["apps"]["file_transfer"]["slo_ms"]
+    assert o["slo_ms"] == slo
+    for side, folder in (("a", A), ("b", B)):
+        d = pd.read_csv(folder / "requests.csv")
+        d = d[d["phase"] == "measure"]
+        met = sum(1 for _, r in d.iterrows() if r["status"] == "ok" and r["e2e_ms"] <= slo)
+        assert o[f"slo_met_{side}"] == pytest.approx(met / len(d)) and o[f"requests_{side}"] == len(d)
+    assert o["slo_met_difference"] == pytest.approx(o["slo_met_b"] - o["slo_met_a"])
+
+
+def test_the_command_writes_the_report_figure_and_json_and_refuses_a_folder_that_is_no_run(tmp_path):
+    cli = [sys.executable, "-m", "continuum", "compare"]
+    p = subprocess.run([*cli, str(A), str(B), "--out", str(tmp_path / "c")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    md = (tmp_path / "c" / "compare.md").read_text()
+    c = json.loads((tmp_path / "c" / "compare.json").read_text())
+    e2e = next(r for r in c["metrics"] if r["metric"] == "e2e_ms")
+    assert f"| all | end-to-end | {e2e['n_a']} | {e2e['n_b']} | {e2e['median_a']:.2f} | {e2e['median_b']:.2f} |" in md, md
+    assert "Kolmogorov-Smirnov" in md and (tmp_path / "c" / "compare.png").stat().st_size > 10_000
+    bad = subprocess.run([*cli, str(tmp_path), str(B)], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and "is not a finished run folder" in bad.stderr, bad.stderr
