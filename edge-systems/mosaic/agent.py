@@ -75,6 +75,17 @@ class Agent:
         return "error expected: enter TASK PID WEIGHT | leave TASK PID"
 
 
+def cpu_mount(version: int, mounts: str = "/proc/mounts") -> Path:
+    """The cpu controller's hierarchy root on this machine: the unified one (v2), or the
+    v1 mount whose options name cpu (the agent runs where its cgroups are, a VM or
+    another machine included, so it finds them there itself)."""
+    for line in Path(mounts).read_text().splitlines():
+        _, mnt, fstype, opts = (line.split() + ["", "", "", ""])[:4]
+        if (version == 2 and fstype == "cgroup2") or (version == 1 and fstype == "cgroup" and "cpu" in opts.split(",")):
+            return Path(mnt)
+    raise SystemExit(f"no cgroup v{version} hierarchy with the cpu controller in {mounts}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--socket", required=True)
@@ -84,9 +95,7 @@ def main() -> None:
                                                     "default: found on this machine, where the agent runs beside its cgroups")
     a = ap.parse_args()
     if a.cpu_mount is None:
-        from continuum import cgroups
-
-        a.cpu_mount = cgroups.detect()[1]["cpu"]
+        a.cpu_mount = cpu_mount(a.cgroup_version)
     agent = Agent(a.cpu_dir, a.cgroup_version, a.cpu_mount)
     if os.path.exists(a.socket):
         os.unlink(a.socket)

@@ -56,3 +56,18 @@ def test_the_agent_moves_a_node_process_into_its_task_cgroup_and_back(tmp_path: 
         agent.terminate()
         agent.wait(timeout=10)
         cg.remove()
+
+
+def test_the_agent_finds_the_cpu_hierarchy_where_it_runs(tmp_path):
+    """On a VM or another machine no one passes --cpu-mount: the agent reads its own mounts."""
+    from continuum import cgroups
+    from mosaic.agent import cpu_mount
+
+    version, roots = cgroups.detect()
+    assert cpu_mount(version) == roots["cpu"]
+    mounts = tmp_path / "mounts"
+    mounts.write_text("cgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n"
+                      "cgroup /sys/fs/cgroup/cpu,cpuacct cgroup rw,nosuid,cpu,cpuacct 0 0\n"
+                      "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n")
+    assert cpu_mount(1, str(mounts)) == Path("/sys/fs/cgroup/cpu,cpuacct")
+    assert cpu_mount(2, str(mounts)) == Path("/sys/fs/cgroup/unified")
