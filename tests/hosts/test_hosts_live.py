@@ -194,8 +194,8 @@ def test_a_second_provisioning_changes_nothing(hosts_run, machines, tmp_path):
 
 
 def test_a_killed_run_is_removed_from_the_machines_by_destroy_twice_safely(hosts_run, machines, tmp_path):
-    """kill -9 of `continuum run` mid-workload leaves namespaces, processes,
-    cgroups and the run folder's copy on the machines; `continuum destroy
+    """kill -9 of `continuum run` mid-start leaves namespaces, processes (SMEC's
+    manager among them, outside the namespaces), cgroups and the run folder's copy on the machines; `continuum destroy
     RUN` finds them from this machine's record of the run and removes them."""
     config = _experiment(tmp_path, machines)
     config.write_text(config.read_text().replace("duration_s = 6", "duration_s = 120").replace("[provider]\n", "[provider]\nprovision = false\n"))
@@ -203,10 +203,10 @@ def test_a_killed_run_is_removed_from_the_machines_by_destroy_twice_safely(hosts
     p = subprocess.Popen([*cli, "run", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
     run_id = None
     assert p.stdout is not None
-    for line in p.stdout:  # until the server is ready: the workload is running on the machines
+    for line in p.stdout:  # until SMEC's manager runs on mec: a daemon of the run is there, outside its namespaces
         m = re.search(r"run ([0-9a-f]{8}) ->", line)
         run_id = m.group(1) if m else run_id
-        if "server ready" in line:
+        if "SMEC's edge manager on edge0" in line:  # (not the server's start: W1's model load cost 15-25 s)
             break
     assert run_id, "no run id printed"
     p.kill()
@@ -215,7 +215,7 @@ def test_a_killed_run_is_removed_from_the_machines_by_destroy_twice_safely(hosts
     left = {n: _state(c, run_dir) for n, c in machines["containers"].items()}
     assert f"ctm-{run_id}-edge0" in left["mec"]["namespaces"] and left["mec"]["run_folder"], left["mec"]
     assert any(c.endswith(f"/{run_id}/edge0") for c in left["mec"]["cgroups"]), left["mec"]
-    assert "python" in " ".join(left["mec"]["processes"]), left["mec"]  # the orphaned server
+    assert "python" in " ".join(left["mec"]["processes"]), left["mec"]  # the orphaned manager
     listed = subprocess.run([*cli, "destroy", run_id, "--list"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert f"mec ({machines['hosts']['mec'].address}): namespace ctm-{run_id}-edge0" in listed.stdout, listed.stdout + listed.stderr
     gone = subprocess.run([*cli, "destroy", run_id], capture_output=True, text=True, cwd=tmp_path, timeout=300)
