@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from continuum import commands
 from continuum.engines import containers
@@ -35,6 +35,7 @@ BOOT_PACKAGES = ["systemd-sysv", "udev", "kmod", "linux-image-amd64", "openssh-s
 DISABLED_SERVICES = ["mosquitto", "chrony"]
 VENV = "/opt/continuum/venv"  # made at build time, where the workload role makes it
 SIZE = "3G"  # the file system's size (sparse: a guest writes into its overlay)
+EXTRA_SIZE = "6G"  # a variant's with apps' own packages (PyTorch: ~1.5 GB)
 
 KEY_UNIT = """[Unit]
 Description=continuum: the run's SSH key from the kernel command line
@@ -102,15 +103,22 @@ class Image:
     kernel: Path
     initrd: Path
     digest: str
+    packages: tuple[str, ...]
 
 
-def packages() -> list[str]:
-    return sorted(set(BOOT_PACKAGES + containers.BASES["continuum/base"]))
+def packages(extra: Iterable[str] = ()) -> list[str]:
+    """The guest's Debian packages; `extra`: an app's own (its debian_packages), which make a variant of the image."""
+    return sorted(set(BOOT_PACKAGES + containers.BASES["continuum/base"]) | set(extra))
 
 
-def digest() -> str:
-    h = hashlib.sha256(json.dumps([SUITE, packages(), KEY_UNIT, KEY_SCRIPT, MGMT_UNIT, SIZE, VENV, MASKED_UNITS, BLACKLIST, DISABLED_SERVICES,
-                                INITRD_MODULES, 3]).encode())
+def size(extra: Iterable[str] = ()) -> str:
+    """The file system's size: PyTorch and its libraries take ~1.5 GB more."""
+    return EXTRA_SIZE if set(extra) - set(packages()) else SIZE
+
+
+def digest(extra: Iterable[str] = ()) -> str:
+    h = hashlib.sha256(json.dumps([SUITE, packages(extra), KEY_UNIT, KEY_SCRIPT, MGMT_UNIT, size(extra), VENV, MASKED_UNITS, BLACKLIST,
+                                   DISABLED_SERVICES, INITRD_MODULES, 3]).encode())
     return h.hexdigest()[:16]
 
 
@@ -118,11 +126,11 @@ def cache_dir() -> Path:
     return Path(os.environ.get("CONTINUUM_VM_CACHE", Path.home() / ".cache" / "continuum" / "vm"))
 
 
-def cached() -> Image | None:
-    d = cache_dir() / digest()
+def cached(extra: Iterable[str] = ()) -> Image | None:
+    d = cache_dir() / digest(extra)
     rootfs, kernel, initrd = d / "rootfs.raw", d / "vmlinuz", d / "initrd.img"
     if all(p.exists() for p in (rootfs, kernel, initrd, d / "done")):
-        return Image(d, rootfs, kernel, initrd, digest())
+        return Image(d, rootfs, kernel, initrd, digest(extra), tuple(packages(extra)))
     return None
 
 
@@ -134,15 +142,18 @@ def problem() -> str | None:
     return None
 
 
-def build(say: Callable[[str], None]) -> Image:
-    """The cached image, or a new one (a few minutes: mmdebstrap, then mkfs)."""
-    found = cached()
+def build(say: Callable[[str], None], extra: Iterable[str] = ()) -> Image:
+    """The cached image, or a new one (a few minutes: mmdebstrap, then mkfs). With `extra`
+    packages it is a variant of its own (apps whose servers need them: no guest reaches a mirror)."""
+    extra = tuple(sorted(set(extra) - set(packages())))
+    found = cached(extra)
     if found:
         return found
     if (why := problem()) is not None:
         raise ProviderError(why)
-    d = cache_dir() / digest()
-    say(f"building the Debian guest image {digest()} with mmdebstrap ({len(packages())} packages; a few minutes, once)")
+    d = cache_dir() / digest(extra)
+    also = f", with {' '.join(extra)}" if extra else ""
+    say(f"building the Debian guest image {digest(extra)} with mmdebstrap ({len(packages(extra))} packages{also}; a few minutes, once)")
     d.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="continuum-vm-") as tmp:
         root = Path(tmp) / "root"
@@ -171,7 +182,7 @@ def build(say: Callable[[str], None]) -> Image:
             f'printf "%s\\n" {" ".join(INITRD_MODULES)} >> "$1/etc/initramfs-tools/modules"',
             'chroot "$1" update-initramfs -u -k all',
         ])
-        commands.run(["mmdebstrap", "--quiet", "--variant=minbase", f"--include={','.join(packages())}",
+        commands.run(["mmdebstrap", "--quiet", "--variant=minbase", f"--include={','.join(packages(extra))}",
                       f"--customize-hook={customize}", SUITE, str(root), MIRROR], timeout=3600)
         kernel = sorted((root / "boot").glob("vmlinuz-*"))
         initrd = sorted((root / "boot").glob("initrd.img-*"))
@@ -179,9 +190,9 @@ def build(say: Callable[[str], None]) -> Image:
             raise ProviderError(f"the guest image has no kernel or initrd in /boot ({[p.name for p in (root / 'boot').iterdir()]})")
         shutil.copy(kernel[-1], d / "vmlinuz")
         shutil.copy(initrd[-1], d / "initrd.img")
-        commands.run(["mkfs.ext4", "-q", "-F", "-L", "root", "-d", str(root), str(d / "rootfs.raw"), SIZE], timeout=1800)
+        commands.run(["mkfs.ext4", "-q", "-F", "-L", "root", "-d", str(root), str(d / "rootfs.raw"), size(extra)], timeout=1800)
     os.chmod(d / "rootfs.raw", 0o444)  # shared by every VM's overlay: never written
-    (d / "done").write_text(json.dumps({"suite": SUITE, "packages": packages()}, indent=1))
-    found = cached()
+    (d / "done").write_text(json.dumps({"suite": SUITE, "packages": packages(extra)}, indent=1))
+    found = cached(extra)
     assert found is not None
     return found

@@ -25,6 +25,7 @@ from typing import Callable
 
 from continuum import REPO, commands
 from continuum.errors import CommandError, ProviderError
+from continuum.workloads import debian_packages as app_packages
 from continuum.workloads import images as app_images
 
 WORKLOADS = REPO / "workloads"
@@ -63,6 +64,9 @@ IMAGES = {
     # A machine for the hosts provider on one computer (tests, trying it out): sshd and the roles' packages.
     "continuum/host": ("playbooks/host/Dockerfile", None),
 }
+# Build arguments: continuum/host carries every app's own Debian packages (a machine may serve any app,
+# and the test machines reach no mirror: the workload role then finds them installed)
+BUILD_ARGS = {"continuum/host": {"APP_PACKAGES": " ".join(app_packages())}}
 
 
 def ref(image: str) -> str:
@@ -72,7 +76,7 @@ def ref(image: str) -> str:
 
 def source_hash() -> str:
     """What continuum's images are built from: the workloads/ sources and the base package list."""
-    h = hashlib.sha256(json.dumps(BASES, sort_keys=True).encode())
+    h = hashlib.sha256(json.dumps([BASES, BUILD_ARGS], sort_keys=True).encode())
     for p in sorted(WORKLOADS.rglob("*")):
         if p.is_file() and "__pycache__" not in p.parts:
             h.update(str(p.relative_to(WORKLOADS)).encode() + p.read_bytes())
@@ -162,7 +166,8 @@ def build(say: Callable[[str], None], only: list[str] | None = None) -> list[str
             if image_req:
                 for whl in wheels(WORKLOADS / image_req):
                     shutil.copy(whl, ctx / "wheels")
-            p = commands.run(["docker", "build", "--quiet", "--label", f"{LABEL_SOURCE}={source}", "-t", ref(image),
+            args = [a for k, v in BUILD_ARGS.get(image, {}).items() for a in ("--build-arg", f"{k}={v}")]
+            p = commands.run(["docker", "build", "--quiet", "--label", f"{LABEL_SOURCE}={source}", *args, "-t", ref(image),
                               "-f", str(REPO / dockerfile), str(ctx)], check=False, timeout=1800)
             if p.returncode != 0:
                 raise ProviderError(f"docker build of {image} failed:\n{p.stderr[-3000:]}")

@@ -169,6 +169,7 @@ class Plan:
     host_keys: str = "known"
     provision: bool = True
     requirements: tuple[str, ...] = ()
+    debian_packages: tuple[str, ...] = ()  # and the Debian packages they need there (the workload role installs them)
     # What starts the workloads there: continuum over SSH ("processes"), or the
     # machines' k3s cluster as pods ("k3s", whose API is reached on k3s_server).
     engine: str = "processes"
@@ -273,6 +274,7 @@ def build(spec: ExperimentSpec) -> Plan:
         host_keys=spec.host_keys,
         provision=spec.provision,
         requirements=server_requirements(spec),
+        debian_packages=server_packages(spec),
         engine=spec.engine,
         k3s_server=spec.k3s_server,
         images=k3s_images(spec),
@@ -318,6 +320,13 @@ def k3s_images(spec: ExperimentSpec) -> tuple[str, ...]:
     from continuum.engines import containers
 
     return tuple(containers.ref(i) for i in containers.spec_images(spec)) if spec.engine == "k3s" else ()
+
+
+def server_packages(spec: ExperimentSpec) -> tuple[str, ...]:
+    """Debian packages the offload node's servers import beyond the workload role's common ones."""
+    from continuum.workloads import REGISTRY
+
+    return tuple(sorted({p for app in spec.apps if (kind := REGISTRY.get(app.workload.app)) for p in kind.debian_packages}))
 
 
 def server_requirements(spec: ExperimentSpec) -> tuple[str, ...]:

@@ -120,7 +120,8 @@ class HostsProvider(Provider):
             say(f"provisioning {len(hosts)} machine(s) with playbooks/site.yml")
             groups = {r: [m.name for m in plan.machines if r in m.roles] for r in ("endpoint", "edge", "cloud", "link")}
             playbooks.ensure_wheels(list(plan.requirements), say)
-            host_vars: dict[str, dict] = {plan.placement[plan.offload_target]: {"workload_requirements": list(plan.requirements)}}
+            host_vars: dict[str, dict] = {plan.placement[plan.offload_target]: {"workload_requirements": list(plan.requirements),
+                                                                                 "workload_app_packages": list(plan.debian_packages)}}
             if plan.engine == "k3s":  # roles/k3s_images: the run's images into k3s's containerd where its pods run
                 groups["k3s_pods"] = sorted(pod_machines(plan))
                 images = [{"name": i, "id": containers.image_id(i)} for i in plan.images]

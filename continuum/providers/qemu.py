@@ -192,7 +192,7 @@ class QemuProvider(Provider):
 
     def deploy(self, plan: Plan, run_id: str, undo: contextlib.ExitStack, say: Callable[[str], None]) -> Deployment:
         dep = Deployment(run_id)
-        image = vmimage.build(say)
+        image = vmimage.build(say, plan.debian_packages)  # the apps' own packages in it: no guest reaches a mirror
         accel = accelerator(image, say)
         state = STATE / run_id
         state.mkdir(parents=True, exist_ok=True)
@@ -209,7 +209,7 @@ class QemuProvider(Provider):
         dep.facts.update({"accelerator": accel, "cpu_model": cpu_model(plan.vm_cpu, accel), "boot_s": boot, "image": image.digest})
 
         hosts = {name: h for name, (_, h, _) in started.items()}
-        dep.facts["provisioning"] = _provision(plan, vms, hosts, state, say)
+        dep.facts["provisioning"] = _provision(plan, vms, hosts, image, state, say)
         for n in vms:
             dep.nodes[n.name] = Node(n.name, "", n.address, host=hosts[n.name])
         configure(plan, dep, core_delay=False)
@@ -395,7 +395,8 @@ def _wait_booted(name: str, proc: subprocess.Popen, host: SshHost, t0: float, st
         time.sleep(0.5)
 
 
-def _provision(plan: Plan, vms: list[PlanNode], hosts: dict[str, SshHost], state: Path, say: Callable[[str], None]) -> dict:
+def _provision(plan: Plan, vms: list[PlanNode], hosts: dict[str, SshHost], image: vmimage.Image, state: Path,
+               say: Callable[[str], None]) -> dict:
     """playbooks/site.yml on the guests; the facts for the manifest."""
     say(f"provisioning {len(hosts)} VM(s) with playbooks/site.yml")
     groups = {r: [n.name for n in vms if n.role == r or (r == "endpoint" and n.role == "bulk")]
@@ -404,11 +405,13 @@ def _provision(plan: Plan, vms: list[PlanNode], hosts: dict[str, SshHost], state
     # packages_present: the guest image holds these already; the roles' apt tasks (seconds each under TCG) skip them
     # ansible_service_mgr: the guest image boots systemd; stated, it spares the play its fact gathering (10 s);
     # services_disabled: the image's, which the mosquitto role would otherwise stop and disable again (7-16 s)
-    host_vars: dict[str, dict] = {name: {"base_time_sync": False, "packages_present": vmimage.packages(),
+    host_vars: dict[str, dict] = {name: {"base_time_sync": False, "packages_present": list(image.packages),
                                          "services_disabled": vmimage.DISABLED_SERVICES,
                                          "ansible_service_mgr": "systemd"} for name in hosts}
     if plan.requirements:
         host_vars[plan.offload_target]["workload_requirements"] = list(plan.requirements)
+    if plan.debian_packages:
+        host_vars[plan.offload_target]["workload_app_packages"] = list(plan.debian_packages)
     playbooks.ensure_wheels(list(plan.requirements), say)
     recap = playbooks.run("site.yml", playbooks.inventory(hosts, groups, host_vars), state / "provision.log", say)
     say(f"provisioned in {recap.seconds:.0f} s")

@@ -25,6 +25,9 @@ class WorkloadKind:
     images: tuple[str, str] = ("", "")  # endpoint, server image (continuum images build); empty: processes only
     requirements: str | None = None  # what the server image installs from the wheelhouse (workloads/requirements-*.txt)
     payload_from_params: bool = False  # request sizes follow the app's own params, not [workload.payload]
+    # Debian packages its server needs beyond the workload role's common ones (workload_debian_packages):
+    # the role installs them on the offload node's machine, the qemu guest image and continuum/host carry them
+    debian_packages: tuple[str, ...] = ()
 
 
 REGISTRY: dict[str, WorkloadKind] = {}
@@ -35,6 +38,11 @@ def register(kind: WorkloadKind) -> WorkloadKind:
         raise ValueError(f"{kind.name}: no workloads/{kind.name}/ with endpoint.py and server.py; built-in apps: {', '.join(workloads.apps())}")
     REGISTRY[kind.name] = kind
     return kind
+
+
+def debian_packages() -> tuple[str, ...]:
+    """Every built-in app's server packages (what a machine that may serve any app needs)."""
+    return tuple(sorted({p for k in REGISTRY.values() for p in k.debian_packages}))
 
 
 def images() -> dict[str, tuple[str, str | None]]:
@@ -67,7 +75,7 @@ register(WorkloadKind("image_classification", "W1: MobileNetV2 (TensorFlow) imag
                       images=("continuum/w1-endpoint", "continuum/w1-server"), requirements="requirements-tensorflow.txt"))
 register(WorkloadKind("translation", "W2: MarianMT (PyTorch) English-German translation over MQTT",
                       TranslationParams, (100, 200), (40, 2000), "phrases", images=("continuum/w2-endpoint", "continuum/w2-server"),
-                      requirements="requirements-transformers.txt"))
+                      requirements="requirements-transformers.txt", debian_packages=("python3-torch",)))
 class SmartStadiumParams(_Params):
     """SMEC's SS, scaled (workloads/smart_stadium): H.264 chunks transcoded to each rendition."""
 
@@ -104,11 +112,12 @@ class FileTransferParams(_Params):
 
 
 register(WorkloadKind("smart_stadium", "SMEC's smart stadium: H.264 chunks transcoded to lower resolutions (PyAV, libx264)",
-                      SmartStadiumParams, (1, 1), payload_from_params=True))
+                      SmartStadiumParams, (1, 1), payload_from_params=True, debian_packages=("python3-av",)))
 register(WorkloadKind("augmented_reality", "SMEC's AR: object detection (SSDlite, PyTorch) on camera frames",
-                      AugmentedRealityParams, (1, 1), payload_from_params=True))
+                      AugmentedRealityParams, (1, 1), payload_from_params=True,
+                      debian_packages=("python3-torch", "python3-torchvision")))
 register(WorkloadKind("video_conferencing", "SMEC's VC: x2 super-resolution (ESPCN, PyTorch) of 320p frames",
-                      VideoConferencingParams, (1, 1), payload_from_params=True))
+                      VideoConferencingParams, (1, 1), payload_from_params=True, debian_packages=("python3-torch",)))
 register(WorkloadKind("file_transfer", "SMEC's FT: best-effort file uploads (1 KB-10 MB), digested on the server",
                       FileTransferParams, (1000, 10_000_000), (1000, 100_000_000), "files"))
 class EdgeTasksParams(_Params):
@@ -116,6 +125,7 @@ class EdgeTasksParams(_Params):
 
 
 register(WorkloadKind("edge_tasks", "MOSAIC's six task classes, queued and admitted on the edge node ([edge.admission])",
-                      EdgeTasksParams, (1, 1), payload_from_params=True, payload_unit="tasks"))
+                      EdgeTasksParams, (1, 1), payload_from_params=True, payload_unit="tasks",
+                      debian_packages=("redis-server", "python3-torch", "python3-torchvision")))
 register(WorkloadKind("custom", "bring your own: images and/or commands named in [workload.custom]",
                       None, (1000, 1000), builtin=False))

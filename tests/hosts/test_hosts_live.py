@@ -81,13 +81,17 @@ def _state(container: str, run_dir: Path) -> dict:
             "run_folder": out[3].split(), "processes": sorted(set(out[4].split()) - {"ps", "sh", "sort", "uniq"})}
 
 
+def _provider(machines: dict) -> str:
+    hosts = "".join(f'\n[provider.hosts.{n}]\naddress = "{h.address}"\nkey = "{machines["key"]}"\nrole = "{ROLES[n]}"\n'
+                    for n, h in machines["hosts"].items())
+    return f'[provider]\nkind = "hosts"\nhost_keys = "first-use"\n{hosts}'
+
+
 def _experiment(tmp_path: Path, machines: dict, smec: bool = True) -> Path:
     text = (ROOT / "configs" / "quickstart.toml").read_text()
     text = re.sub(r"duration_s = \d+", "duration_s = 6", text)
     text = re.sub(r"warmup_s = \d+", "warmup_s = 2", text)
-    hosts = "".join(f'\n[provider.hosts.{n}]\naddress = "{h.address}"\nkey = "{machines["key"]}"\nrole = "{ROLES[n]}"\n'
-                    for n, h in machines["hosts"].items())
-    text = text.replace('[provider]\nkind = "netns"\n', f'[provider]\nkind = "hosts"\nhost_keys = "first-use"\n{hosts}')
+    text = text.replace('[provider]\nkind = "netns"\n', _provider(machines))
     assert 'kind = "hosts"' in text
     # SMEC's edge manager on the edge's machine (the node_daemon verb): it moves the node's CPU quota there
     if smec:
@@ -184,13 +188,78 @@ def test_teardown_leaves_nothing_of_the_run_on_the_machines(hosts_run, machines)
         assert st["processes"] == ["sshd"], (name, st)
 
 
-def test_a_second_provisioning_changes_nothing(hosts_run, machines, tmp_path):
-    groups = {r: [n for n, role in ROLES.items() if role == r] for r in ("endpoint", "edge", "link")}
-    reqs = ["workloads/requirements-tensorflow.txt"]
-    recap = playbooks.run("site.yml", playbooks.inventory(machines["hosts"], groups, {"mec": {"workload_requirements": reqs}}),
-                          tmp_path / "site.log", lambda s: None)
-    assert set(recap.ok) == set(ROLES)
-    assert recap.changed == {n: 0 for n in ROLES}, (tmp_path / "site.log").read_text()[-4000:]
+MOSAIC = """
+[experiment]
+name = "tasks"
+seed = 42
+duration_s = 4
+warmup_s = 1
+
+{provider}
+[nodes.endpoint]
+count = 2
+cpus = 0.25
+memory = "256M"
+
+[nodes.edge]
+cpus = 1.0
+memory = "4G"
+
+[mobile]
+uplink = "const-48mbps"
+downlink = "const-48mbps"
+
+[workload]
+app = "edge_tasks"
+rate = 2
+arrivals = "poisson"
+timeout_s = 30
+
+[edge.admission]
+policy = "mosaic"
+n_max = 2
+workers_per_class = 1
+scale = 0.25
+"""
+
+
+@pytest.fixture(scope="module")
+def mosaic_run(hosts_run, machines, tmp_path_factory):
+    """MOSAIC's admission on the edge's machine, the second run on these machines: its provisioning
+    (edge_tasks' redis-server, PyTorch and torchvision on mec) must find everything in place."""
+    tmp = tmp_path_factory.mktemp("mosaic-run")
+    config = tmp / "tasks-hosts.toml"
+    config.write_text(MOSAIC.format(provider=_provider(machines)))
+    p = subprocess.run([sys.executable, "-m", "continuum", "run", str(config)], capture_output=True, text=True,
+                       cwd=tmp, timeout=900)
+    (tmp / "console.txt").write_text(p.stdout + p.stderr)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-3000:]
+    return sorted((tmp / "runs").glob("*-tasks"))[-1]
+
+
+def test_a_second_provisioning_changes_nothing(mosaic_run):
+    """The MOSAIC run provisions the machines again, with edge_tasks' own packages for mec."""
+    prov = json.loads((mosaic_run / "manifest.json").read_text())["provider_facts"]["provisioning"]
+    assert prov["changed"] == {n: 0 for n in ROLES}, ((mosaic_run / "logs" / "provision.log").read_text()[-4000:], prov)
+
+
+def test_mosaic_admits_tasks_on_the_edges_machine_runs_them_in_their_cgroups_there_and_answers(mosaic_run, machines):
+    """MOSAIC's root agent runs on mec (the node_daemon verb) and moves each task's worker into its
+    task cgroup there; every request is answered with its task's record, as on the netns provider."""
+    req = pd.read_csv(mosaic_run / "requests.csv")
+    tasks = pd.read_csv(mosaic_run / "raw" / "mosaic-tasks.csv")
+    assert len(req) >= 10 and (req["status"] == "ok").all(), req["status"].value_counts()
+    assert len(tasks) >= len(req) and set(tasks["ok"]) == {1}
+    assert set(tasks["cls"]) >= {"dispatch_api", "sensor_fusion"}
+    adm = json.loads((mosaic_run / "summary.json").read_text())["admission"]
+    measured = req[req["phase"] == "measure"]
+    assert adm["policy"] == "mosaic" and adm["arrived"] == len(measured) == adm["finished"] and adm["unseen"] == 0
+    man = json.loads((mosaic_run / "manifest.json").read_text())
+    assert man["provider"] == "hosts" and man["teardown"]["complete"], man["teardown"]
+    assert re.search("through MOSAIC's agent", json.dumps(man))
+    for name, container in machines["containers"].items():
+        st = _state(container, mosaic_run)
+        assert st["namespaces"] == [] and st["cgroups"] == [] and st["processes"] == ["sshd"], (name, st)
 
 
 def test_a_killed_run_is_removed_from_the_machines_by_destroy_twice_safely(hosts_run, machines, tmp_path):

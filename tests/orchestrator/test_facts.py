@@ -53,3 +53,30 @@ def test_the_workload_role_copies_every_edge_systems_node_side():
 
     defaults = yaml.safe_load((REPO / "playbooks" / "roles" / "workload" / "defaults" / "main.yml").read_text())
     assert set(node_code()) <= set(defaults["workload_trees"]), (node_code(), defaults["workload_trees"])
+
+
+# what a server's import or command needs from Debian (the rest come from the wheelhouse: TensorFlow, transformers)
+DEBIAN = {"torch": "python3-torch", "torchvision": "python3-torchvision", "av": "python3-av", "redis": "python3-redis",
+          "numpy": "python3-numpy", "pandas": "python3-pandas", "PIL": "python3-pil", "zstandard": "python3-zstandard",
+          "yaml": "python3-yaml", "aiohttp": "python3-aiohttp", "paho": "python3-paho-mqtt", '"redis-server"': "redis-server"}
+
+
+def test_each_apps_debian_packages_cover_what_its_code_imports():
+    """A machine of the qemu or hosts provider has only what the workload role installs: its common
+    packages and the app's own (continuum/workloads: debian_packages). An app that imports
+    torch without declaring python3-torch would die at import on a VM, never on this host,
+    which has every package (setup.sh)."""
+    import yaml
+
+    from continuum.workloads import REGISTRY, debian_packages
+
+    common = set(yaml.safe_load((REPO / "playbooks" / "roles" / "workload" / "defaults" / "main.yml").read_text())
+                 ["workload_debian_packages"])
+    for kind in (k for k in REGISTRY.values() if k.builtin):
+        code = "\n".join(p.read_text() for p in (REPO / "workloads" / kind.name).glob("*.py"))
+        used = {pkg for mod, pkg in DEBIAN.items()
+                if re.search(rf"^\s*(import|from) {mod}\b", code, re.M) or (mod.startswith('"') and mod in code)}
+        assert used <= common | set(kind.debian_packages), (kind.name, sorted(used - common - set(kind.debian_packages)))
+    setup = (REPO / "setup.sh").read_text()
+    apt = set(re.search(r"APT_PACKAGES=\(([^)]*)\)", setup, re.S).group(1).split())  # type: ignore[union-attr]
+    assert set(debian_packages()) <= apt, sorted(set(debian_packages()) - apt)  # this host runs every app

@@ -92,3 +92,13 @@ def test_mechanism_and_sandboxes_are_decided_in_the_plan(tmp_path):
 
 def test_providers_build_from_the_plan_alone():
     assert list(inspect.signature(Provider.deploy).parameters) == ["self", "plan", "run_id", "undo", "say"]
+
+
+def test_the_offload_nodes_machine_gets_its_apps_own_debian_packages():
+    """The qemu and hosts providers hand plan.debian_packages to the workload role for the
+    offload node's machine (and the qemu guest image variant): MOSAIC's edge_tasks runs
+    redis-server and PyTorch there; W1 needs nothing beyond the role's common packages."""
+    tasks = netplan.build(experiment.load(REPO / "configs" / "mosaic-quick.toml", materialize=False))
+    assert tasks.debian_packages == ("python3-torch", "python3-torchvision", "redis-server")
+    w1 = netplan.build(experiment.load(REPO / "configs" / "quickstart.toml", materialize=False))
+    assert w1.debian_packages == () and w1.requirements == ("workloads/requirements-tensorflow.txt",)
