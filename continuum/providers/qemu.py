@@ -10,7 +10,8 @@ on the host exactly once per direction. The guest has the node's address and
 MAC; continuum configures it over SSH through a second NIC (QEMU's user
 network, SSH forwarded to 127.0.0.1, nothing else reachable). The core delay
 is tc netem inside the edge and cloud guests, on their egress and, through
-ifb, their ingress (Debian's kernel has netem; this machine's may not).
+ifb, their ingress (Debian's kernel has netem; this machine's may not),
+applied by playbooks/roles/core_delay while provisioning them.
 
 Why plain QEMU and not libvirt: a VM of a run lives exactly as long as its
 QEMU process, which continuum starts and stops like any node process, with
@@ -212,8 +213,7 @@ class QemuProvider(Provider):
         dep.facts["provisioning"] = _provision(plan, vms, hosts, image, state, say)
         for n in vms:
             dep.nodes[n.name] = Node(n.name, "", n.address, host=hosts[n.name])
-        configure(plan, dep, core_delay=False)
-        self._netem(plan, dep)
+        configure(plan, dep, core_delay=False)  # the core delay: playbooks/roles/core_delay, while provisioning
         dep.facts["base_rtt_ms"] = self._stack_rtt(plan, dep)
         say("the guests' own round trip (each stack, emulated): " + ", ".join(f"{k} {v:.2f} ms" for k, v in dep.facts["base_rtt_ms"].items())
             + " (the verification expects the core delay plus this)")
@@ -223,22 +223,6 @@ class QemuProvider(Provider):
 
         remote_cgroups(plan, dep, undo)
         return dep
-
-    @staticmethod
-    def _netem(plan: Plan, dep: Deployment) -> None:
-        """Each tier's one-way core delay inside its guests: netem on eth0's
-        egress, and on its ingress through ifb0 (so both directions wait once)."""
-        for d in plan.core_delays:
-            delay = ["delay", f"{d.one_way_ms}ms"] + ([f"{d.jitter_ms}ms"] if d.jitter_ms else [])
-            for node_name in {ns for ns, _ in d.netem_devices if ns != "core"}:
-                g = dep.nodes[node_name]
-                for argv in (["modprobe", "ifb", "numifbs=1"], ["ip", "link", "set", "ifb0", "up"],
-                             ["tc", "qdisc", "add", "dev", NODE_IF, "root", "netem", *delay],
-                             ["tc", "qdisc", "add", "dev", NODE_IF, "ingress"],
-                             ["tc", "filter", "add", "dev", NODE_IF, "parent", "ffff:", "protocol", "all", "u32", "match",
-                              "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", "ifb0"],
-                             ["tc", "qdisc", "add", "dev", "ifb0", "root", "netem", *delay]):
-                    g.run(argv)
 
     @staticmethod
     def _stack_rtt(plan: Plan, dep: Deployment) -> dict[str, float]:
@@ -412,6 +396,13 @@ def _provision(plan: Plan, vms: list[PlanNode], hosts: dict[str, SshHost], image
         host_vars[plan.offload_target]["workload_requirements"] = list(plan.requirements)
     if plan.debian_packages:
         host_vars[plan.offload_target]["workload_app_packages"] = list(plan.debian_packages)
+    # each tier's one-way core delay inside its guests (roles/core_delay: netem on eth0's egress, and on its
+    # ingress through an ifb device, so both directions wait once); each run verifies the RTT it makes
+    groups["netem"] = []
+    for d in plan.core_delays:
+        for name in sorted({ns for ns, _ in d.netem_devices if ns in hosts}):
+            groups["netem"].append(name)
+            host_vars[name].update({"core_delay_ms": d.one_way_ms, "core_delay_jitter_ms": d.jitter_ms, "core_delay_device": NODE_IF})
     playbooks.ensure_wheels(list(plan.requirements), say)
     recap = playbooks.run("site.yml", playbooks.inventory(hosts, groups, host_vars), state / "provision.log", say)
     say(f"provisioned in {recap.seconds:.0f} s")

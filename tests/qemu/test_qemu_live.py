@@ -154,6 +154,9 @@ def test_the_vms_booted_were_provisioned_and_the_edge_guest_applies_the_core_del
     assert facts["accelerator"] in ("kvm", "tcg") and set(facts["boot_s"]) == {"endpoint0", "edge0"}
     assert m["delay_mechanism"] == "netem in the guests"
     assert "booted: " in runs["qemu.stdout"] and "provisioned in" in runs["qemu.stdout"]
+    # the delay is playbooks/roles/core_delay's, applied to the edge guest while provisioning it
+    log = (runs["qemu"] / "logs" / "vm-provision.log").read_text()
+    assert re.search(r"TASK \[core_delay : Apply[^\n]*\n[^\n]*\nchanged: \[edge0\]", log), log[-3000:]
     rtt = json.loads((runs["qemu"] / "verification.json").read_text())["core_rtt"][0]
     # 5 ms each way in the edge VM, plus the two guests' own stacks (measured before, from the core)
     assert rtt["expected_rtt_ms"] == pytest.approx(10 + rtt["base_rtt_ms"]) and rtt["ok"] and rtt["p25_rtt_ms"] >= 10, rtt
