@@ -160,6 +160,9 @@ class Plan:
     cell: CellSpec | None = None  # the shared cell; its members are cell_links by name
     # an edge system makes child cgroups under the offload node's (per app or per task): cgroups.create's `leaf`
     per_app_cgroups: bool = False
+    # an edge system runs a root daemon on the offload node's machine (SMEC's manager, MOSAIC's agent):
+    # the qemu and hosts providers put that machine in site.yml's edge_manager group
+    edge_daemon: bool = False
     run_as_root: bool = False  # workload.run_as_root: else process workloads run as runtime.WORKLOAD_USER
     # The hosts provider: the machines, which one each namespace (node, ran, core) is on,
     # how their SSH host keys are trusted, whether playbooks/site.yml provisions them first,
@@ -268,6 +271,7 @@ def build(spec: ExperimentSpec) -> Plan:
         offload_target=offload_target,
         cell=spec.cell,
         per_app_cgroups="child_cgroups" in spec.edge_needs,
+        edge_daemon="node_daemon" in spec.edge_needs,
         run_as_root=spec.workload.run_as_root,
         machines=spec.hosts,
         placement=placement(spec) if spec.hosts else {},

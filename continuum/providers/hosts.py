@@ -119,6 +119,7 @@ class HostsProvider(Provider):
         if plan.provision:
             say(f"provisioning {len(hosts)} machine(s) with playbooks/site.yml")
             groups = {r: [m.name for m in plan.machines if r in m.roles] for r in ("endpoint", "edge", "cloud", "link")}
+            groups["edge_manager"] = [plan.placement[plan.offload_target]] if plan.edge_daemon else []  # roles/edge_manager
             playbooks.ensure_wheels(list(plan.requirements), say)
             host_vars: dict[str, dict] = {plan.placement[plan.offload_target]: {"workload_requirements": list(plan.requirements),
                                                                                  "workload_app_packages": list(plan.debian_packages)}}

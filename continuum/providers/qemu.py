@@ -385,6 +385,7 @@ def _provision(plan: Plan, vms: list[PlanNode], hosts: dict[str, SshHost], image
     say(f"provisioning {len(hosts)} VM(s) with playbooks/site.yml")
     groups = {r: [n.name for n in vms if n.role == r or (r == "endpoint" and n.role == "bulk")]
               for r in ("endpoint", "edge", "cloud")}
+    groups["edge_manager"] = [plan.offload_target] if plan.edge_daemon else []  # roles/edge_manager: its checks
     # chrony: a guest reaches no time server; its clock is stepped onto this machine's below
     # packages_present: the guest image holds these already; the roles' apt tasks (seconds each under TCG) skip them
     # ansible_service_mgr: the guest image boots systemd; stated, it spares the play its fact gathering (10 s);

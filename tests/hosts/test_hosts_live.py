@@ -240,7 +240,10 @@ def mosaic_run(hosts_run, machines, tmp_path_factory):
 def test_a_second_provisioning_changes_nothing(mosaic_run):
     """The MOSAIC run provisions the machines again, with edge_tasks' own packages for mec."""
     prov = json.loads((mosaic_run / "manifest.json").read_text())["provider_facts"]["provisioning"]
-    assert prov["changed"] == {n: 0 for n in ROLES}, ((mosaic_run / "logs" / "provision.log").read_text()[-4000:], prov)
+    log = (mosaic_run / "logs" / "provision.log").read_text()
+    assert prov["changed"] == {n: 0 for n in ROLES}, (log[-4000:], prov)
+    # roles/edge_manager's checks on the edge's machine (MOSAIC's agent runs there)
+    assert re.search(r"TASK \[edge_manager : Check[^\n]*\n[^\n]*\nok: \[mec\]", log), log[-3000:]
 
 
 def test_mosaic_admits_tasks_on_the_edges_machine_runs_them_in_their_cgroups_there_and_answers(mosaic_run, machines):

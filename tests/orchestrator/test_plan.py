@@ -102,3 +102,4 @@ def test_the_offload_nodes_machine_gets_its_apps_own_debian_packages():
     assert tasks.debian_packages == ("python3-torch", "python3-torchvision", "redis-server")
     w1 = netplan.build(experiment.load(REPO / "configs" / "quickstart.toml", materialize=False))
     assert w1.debian_packages == () and w1.requirements == ("workloads/requirements-tensorflow.txt",)
+    assert tasks.edge_daemon and not w1.edge_daemon  # MOSAIC's agent: site.yml's edge_manager group

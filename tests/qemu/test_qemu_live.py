@@ -157,6 +157,7 @@ def test_the_vms_booted_were_provisioned_and_the_edge_guest_applies_the_core_del
     # the delay is playbooks/roles/core_delay's, applied to the edge guest while provisioning it
     log = (runs["qemu"] / "logs" / "vm-provision.log").read_text()
     assert re.search(r"TASK \[core_delay : Apply[^\n]*\n[^\n]*\nchanged: \[edge0\]", log), log[-3000:]
+    assert re.search(r"TASK \[edge_manager : Check[^\n]*\n[^\n]*\nok: \[edge0\]", log), log[-3000:]  # SMEC's manager's machine
     rtt = json.loads((runs["qemu"] / "verification.json").read_text())["core_rtt"][0]
     # 5 ms each way in the edge VM, plus the two guests' own stacks (measured before, from the core)
     assert rtt["expected_rtt_ms"] == pytest.approx(10 + rtt["base_rtt_ms"]) and rtt["ok"] and rtt["p25_rtt_ms"] >= 10, rtt
