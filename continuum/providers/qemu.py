@@ -186,8 +186,6 @@ class QemuProvider(Provider):
         unsupported = []
         if spec.core.mechanism == "mahimahi-link":
             unsupported.append("core.mechanism = \"mahimahi-link\" (VMs get the core delay by netem in the guests: \"auto\")")
-        if spec.cell is not None:  # it runs on the hosts provider's machines (tests/hosts); no VM test has run one yet
-            unsupported.append("a shared cell ([cell])")
         problems += remote_problems(spec, "qemu", unsupported)
         return problems
 
