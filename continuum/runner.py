@@ -401,7 +401,8 @@ def _start_servers(ctx: Run, rep: int) -> tuple[list[Vital], list[subprocess.Pop
         watched.append(Vital(f"the {app.name} server on {target.name}", server, log))
         starting.append((app, server, Path(env[Env.READY_FILE]), log))
     for app, server, ready, log in starting:
-        info = _wait_ready(app.name, target, server, ready, log)
+        with console.status(f"  the {app.name} server on {target.name} loads its model (up to {target.load_timeout_s / 60:.0f} min)"):
+            info = _wait_ready(app.name, target, server, ready, log)
         if spec.mix:
             man.workload.servers = {**(man.workload.servers or {}), app.name: info}
         else:
@@ -508,7 +509,8 @@ def _wait_ready(app: str, node: Node, server: subprocess.Popen, ready: Path, log
             return False
         return True
 
-    wait_for(server_ready, 300, f"the {app} server on {node.name} to load its model", poll=0.05 if node.host is None else 0.5)
+    wait_for(server_ready, node.load_timeout_s, f"the {app} server on {node.name} to load its model",
+             poll=0.05 if node.host is None else 0.5)
     return info
 
 

@@ -72,6 +72,8 @@ class Node:
     cgroup: Cgroup | None = None
     host: SshHost | None = None
     cluster: Cluster | None = None  # engine k3s: its container workloads run as pods of this cluster
+    # how long its servers may take to load their models: a TCG guest runs them tens of times slower
+    load_timeout_s: float = 300.0
 
     @property
     def python(self) -> str:

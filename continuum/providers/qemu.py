@@ -209,8 +209,8 @@ class QemuProvider(Provider):
 
         hosts = {name: h for name, (_, h, _) in started.items()}
         dep.facts["provisioning"] = _provision(plan, vms, hosts, image, state, say)
-        for n in vms:
-            dep.nodes[n.name] = Node(n.name, "", n.address, host=hosts[n.name])
+        for n in vms:  # under TCG a model loads tens of times slower (W1's TensorFlow: minutes)
+            dep.nodes[n.name] = Node(n.name, "", n.address, host=hosts[n.name], load_timeout_s=1800.0 if accel == "tcg" else 300.0)
         configure(plan, dep, core_delay=False)  # the core delay: playbooks/roles/core_delay, while provisioning
         dep.facts["base_rtt_ms"] = self._stack_rtt(plan, dep)
         say("the guests' own round trip (each stack, emulated): " + ", ".join(f"{k} {v:.2f} ms" for k, v in dep.facts["base_rtt_ms"].items())
