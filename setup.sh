@@ -10,16 +10,21 @@
 #   (continuum images vm; mmdebstrap, a few minutes the first time).
 # --test-builds: also build what the test command's clippy and cargo test
 #   need, beside the Python environment (run-tests.sh passes it).
+# --libvirt: also install and start libvirt (its daemons, QEMU driver) for
+#   [provider] vm_manager = "libvirt". Not part of --vms: Debian's
+#   libvirt-daemon-system brings libvirt's default NAT network (a bridge on
+#   this machine), which continuum never uses.
 set -euo pipefail
 cd "$(dirname "$0")"
-DEMO=1 CONTAINERS=0 VMS=0 TEST_BUILDS=0
+DEMO=1 CONTAINERS=0 VMS=0 TEST_BUILDS=0 LIBVIRT=0
 for arg in "$@"; do
   case "$arg" in
     --no-demo) DEMO=0 ;;
     --containers) CONTAINERS=1 ;;
     --vms) VMS=1 ;;
     --test-builds) TEST_BUILDS=1 ;;
-    *) echo "setup.sh: unknown option $arg (valid: --no-demo, --containers, --vms, --test-builds)" >&2; exit 2 ;;
+    --libvirt) LIBVIRT=1 VMS=1 ;;
+    *) echo "setup.sh: unknown option $arg (valid: --no-demo, --containers, --vms, --libvirt, --test-builds)" >&2; exit 2 ;;
   esac
 done
 
@@ -39,7 +44,9 @@ APT_PACKAGES=(iproute2 iperf3 ethtool iputils-ping python3 python3-venv python3-
   python3-markupsafe python3-yaml python3-tomli-w python3-hypothesis
   ansible-core ansible-lint openssh-client rsync)
 if [ "$CONTAINERS" = 1 ]; then APT_PACKAGES+=(docker.io mmdebstrap); fi
-if [ "$VMS" = 1 ]; then APT_PACKAGES+=(qemu-system-x86 qemu-utils mmdebstrap e2fsprogs); fi
+# libvirt-clients, libxml2-utils: virt-xml-validate checks the libvirt domains continuum writes (tests/qemu)
+if [ "$VMS" = 1 ]; then APT_PACKAGES+=(qemu-system-x86 qemu-utils mmdebstrap e2fsprogs libvirt-clients libxml2-utils); fi
+if [ "$LIBVIRT" = 1 ]; then APT_PACKAGES+=(libvirt-daemon-system libvirt-daemon-driver-qemu); fi
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -142,6 +149,15 @@ if [ "$CONTAINERS" = 1 ]; then
   fi
   echo "==> workload container images (the first build runs mmdebstrap: a few minutes)"
   .venv/bin/continuum images build
+fi
+
+if [ "$LIBVIRT" = 1 ] && ! virsh -c qemu:///system version >/dev/null 2>&1; then
+  echo "==> starting libvirt"
+  if command -v systemctl >/dev/null 2>&1 && systemctl start libvirtd virtlogd 2>/dev/null; then :; else
+    { pgrep -x virtlogd >/dev/null || virtlogd -d; } && { pgrep -x libvirtd >/dev/null || libvirtd -d; }
+  fi
+  for _ in $(seq 1 40); do virsh -c qemu:///system version >/dev/null 2>&1 && break; sleep 0.5; done
+  virsh -c qemu:///system version >/dev/null 2>&1 || { echo "setup.sh: libvirtd did not start" >&2; exit 1; }
 fi
 
 if [ "$VMS" = 1 ]; then

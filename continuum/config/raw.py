@@ -99,6 +99,9 @@ class Provider(Strict):
     # instruction-set extension QEMU emulates (AVX2: TensorFlow's wheels die of SIGILL without
     # AVX); "qemu64": SSE2 only, a TCG guest ~20% faster, for code built without AVX.
     vm_cpu: Literal["auto", "max", "qemu64"] = "auto"
+    # kind = "qemu": who runs the VMs. "qemu": continuum starts QEMU itself; "libvirt": transient
+    # libvirt domains (created, never defined) named by the run, for labs that manage VMs with libvirt.
+    vm_manager: Literal["qemu", "libvirt"] = "qemu"
 
 
 class NodeGroup(Strict):

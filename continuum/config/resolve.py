@@ -125,6 +125,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: C
         edge=running, edge_needs=needs, apps=tuple(apps), mix=mix,
         hosts=tuple(hosts), host_keys=p["provider"].host_keys, provision=p["provider"].provision,
         engine=p["provider"].engine, k3s_server=p["provider"].k3s_server, vm_cpu=p["provider"].vm_cpu,
+        vm_manager=p["provider"].vm_manager,
         calibration=CalibrationSpec(**p["calibration"].model_dump()),
     )
 
@@ -139,6 +140,8 @@ def _provider(provider: raw.Provider | None, providers: Collection[str], ctx: Is
         bad("provider.hosts", f"machines are for kind = \"hosts\"; this file's provider.kind is {provider.kind!r}")
     if provider is not None and provider.kind != "qemu" and provider.vm_cpu != "auto":
         bad("provider.vm_cpu", f"the VMs' CPU model is for kind = \"qemu\"; this file's provider.kind is {provider.kind!r}")
+    if provider is not None and provider.kind != "qemu" and provider.vm_manager != "qemu":
+        bad("provider.vm_manager", f"the VMs' manager is for kind = \"qemu\"; this file's provider.kind is {provider.kind!r}")
     if provider is not None and provider.kind != "hosts" and provider.engine != "processes":
         bad("provider.engine", f"engine = {provider.engine!r} runs on the hosts provider's machines (kind = \"hosts\"); "
                                f"this file's provider.kind is {provider.kind!r}")

@@ -238,6 +238,7 @@ class ExperimentSpec:
     engine: str = "processes"  # processes | k3s: what starts the workloads on the machines
     k3s_server: str | None = None  # engine k3s: the machine whose `k3s kubectl` reaches the cluster
     vm_cpu: str = "auto"  # provider qemu: the VMs' CPU model (auto | max | qemu64)
+    vm_manager: str = "qemu"  # provider qemu: who runs the VMs (qemu | libvirt)
     calibration: CalibrationSpec = CalibrationSpec()
 
     @property

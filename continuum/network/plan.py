@@ -179,6 +179,7 @@ class Plan:
     k3s_server: str | None = None
     images: tuple[str, ...] = ()  # engine k3s: the images its containerd must have (imported by provisioning)
     vm_cpu: str = "auto"  # the qemu provider: the VMs' CPU model ([provider] vm_cpu)
+    vm_manager: str = "qemu"  # the qemu provider: QEMU started by continuum, or transient libvirt domains
     gso: bool = False  # mobile.segmentation = "kernel": every veth keeps its offloads, the emulator runs --gso
 
     @property
@@ -283,6 +284,7 @@ def build(spec: ExperimentSpec) -> Plan:
         k3s_server=spec.k3s_server,
         images=k3s_images(spec),
         vm_cpu=spec.vm_cpu,
+        vm_manager=spec.vm_manager,
     )
 
 

@@ -13,10 +13,12 @@ is tc netem inside the edge and cloud guests, on their egress and, through
 ifb, their ingress (Debian's kernel has netem; this machine's may not),
 applied by playbooks/roles/core_delay while provisioning them.
 
-Why plain QEMU and not libvirt: a VM of a run lives exactly as long as its
+Why plain QEMU by default and not libvirt: a VM of a run lives exactly as long as its
 QEMU process, which continuum starts and stops like any node process, with
 its overlay disk in the run's folder under /var/lib/continuum/qemu; there is
 no daemon whose objects could outlive a crash and no bridge on the host.
+Labs that manage VMs with libvirt get the same guests as transient domains
+([provider] vm_manager = "libvirt", continuum/providers/libvirt.py).
 Accelerator: KVM when a bounded probe boots a kernel with it (nested KVM can
 hang instead of failing), else TCG (software emulation, slow)."""
 
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING, Callable
 from continuum import commands, naming, playbooks, vmimage
 from continuum.errors import ProviderError
 from continuum.network.plan import NODE_IF, Plan, PlanNode
+from continuum.providers import libvirt
 from continuum.providers.base import Deployment, Provider, register
 from continuum.providers.remote import clock_offset, remote_cgroups, remote_problems, share_folder
 from continuum.network.configure import configure
@@ -183,6 +186,8 @@ class QemuProvider(Provider):
             problems.append(why)
         if not Path("/dev/net/tun").exists():
             problems.append("/dev/net/tun is missing: the VMs' NICs are taps (modprobe tun)")
+        if spec.vm_manager == "libvirt" and (why := libvirt.problem()) is not None:
+            problems.append(f"provider.vm_manager = \"libvirt\": {why}")
         unsupported = []
         if spec.core.mechanism == "mahimahi-link":
             unsupported.append("core.mechanism = \"mahimahi-link\" (VMs get the core delay by netem in the guests: \"auto\")")
@@ -200,12 +205,15 @@ class QemuProvider(Provider):
         commands.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"continuum-{run_id}", "-f", str(key)])
         vms = [n for n in plan.nodes if n.limits is not None]
         _namespaces(plan, dep, run_id, undo, say)
-        say(f"starting {len(vms)} VM(s) ({accel.upper()}, CPU model {cpu_model(plan.vm_cpu, accel)}): " + ", ".join(
+        how = f"transient libvirt {libvirt.version()} domains" if plan.vm_manager == "libvirt" else "QEMU"
+        say(f"starting {len(vms)} VM(s) ({how}, {accel.upper()}, CPU model {cpu_model(plan.vm_cpu, accel)}): " + ", ".join(
             f"{n.name} {math.ceil(n.limits.cpus)} vCPU, {(n.limits.memory_bytes + OS_MEMORY) >> 20} MiB" for n in vms if n.limits))
-        started = {n.name: _start_vm(n, dep.nodes[n.name], image, accel, plan.vm_cpu, state, key, run_id, undo) for n in vms}
+        started = {n.name: _start_vm(n, i, dep.nodes[n.name], image, accel, plan, state, key, run_id, undo)
+                   for i, n in enumerate(vms)}
         boot = {name: _wait_booted(name, proc, host, t0, state) for name, (proc, host, t0) in started.items()}
         say("booted: " + ", ".join(f"{n} in {s:.0f} s" for n, s in boot.items()))
-        dep.facts.update({"accelerator": accel, "cpu_model": cpu_model(plan.vm_cpu, accel), "boot_s": boot, "image": image.digest})
+        dep.facts.update({"accelerator": accel, "cpu_model": cpu_model(plan.vm_cpu, accel), "boot_s": boot, "image": image.digest,
+                          "vm_manager": plan.vm_manager if plan.vm_manager == "qemu" else f"libvirt {libvirt.version()}"})
 
         hosts = {name: h for name, (_, h, _) in started.items()}
         dep.facts["provisioning"] = _provision(plan, vms, hosts, image, state, say)
@@ -249,7 +257,8 @@ class QemuProvider(Provider):
                 undo.callback(_copy, f, run_dir / "logs" / f"vm-{f.name}")
 
     def leftovers(self, run_id: str | None) -> list[str]:
-        out = []
+        out = [f"libvirt domain {name}" for name in libvirt.domains(run_id)]
+        out += [f"tap {tap} (of a libvirt domain, never moved into its namespace)" for tap in libvirt.taps(run_id)]
         for d in _runs(run_id):
             for pidfile in d.glob("*.pid"):
                 if _alive(pidfile):
@@ -259,6 +268,13 @@ class QemuProvider(Provider):
 
     def destroy(self, run_id: str | None, say: Callable[[str], None]) -> int:
         removed = 0
+        for name in libvirt.domains(run_id):
+            if libvirt.destroy(name):
+                say(f"destroyed libvirt domain {name}")
+                removed += 1
+        for tap in libvirt.taps(run_id):
+            libvirt.remove_tap(tap)
+            removed += 1
         for d in _runs(run_id):
             for pidfile in d.glob("*.pid"):
                 if _alive(pidfile):
@@ -325,43 +341,67 @@ def cpu_model(asked: str, accel: str) -> str:
     return asked
 
 
-def _start_vm(n: PlanNode, shell: Node, image: vmimage.Image, accel: str, plan_cpu: str, state: Path, key: Path,
-              run_id: str, undo: contextlib.ExitStack) -> tuple[subprocess.Popen, SshHost, float]:
+def _start_vm(n: PlanNode, index: int, shell: Node, image: vmimage.Image, accel: str, plan: Plan, state: Path, key: Path,
+              run_id: str, undo: contextlib.ExitStack) -> tuple[subprocess.Popen | libvirt.Domain, SshHost, float]:
     """One node's VM, its experiment NIC a tap wired to the node's veth in `shell` (its namespace),
-    its management NIC QEMU's user network with SSH forwarded; returns QEMU, the guest's SSH and the start time."""
+    its management NIC QEMU's user network with SSH forwarded; returns QEMU (or its libvirt domain),
+    the guest's SSH and the start time."""
     pub = base64.b64encode((state / "id_ed25519.pub").read_bytes().strip()).decode()
     assert n.limits is not None
     mac = _mac(shell, NODE_IF)  # the guest answers for the node's address with the veth's MAC
-    commands.run(shell.argv(["ip", "tuntap", "add", TAP, "mode", "tap"]))
-    for dev in (NODE_IF, TAP):
-        commands.run(shell.argv(["ip", "link", "set", dev, "up"]))
-        commands.run(shell.argv(["tc", "qdisc", "add", "dev", dev, "ingress"]))
-    for src, dst in ((NODE_IF, TAP), (TAP, NODE_IF)):  # a wire between the veth and the VM
-        commands.run(shell.argv(["tc", "filter", "add", "dev", src, "parent", "ffff:", "protocol", "all", "u32",
-                                 "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", dst]))
     overlay = state / f"{n.name}.qcow2"
     commands.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(image.rootfs), "-F", "raw", str(overlay)])
     port = _free_port()
-    qemu = ["qemu-system-x86_64", "-name", f"continuum-{run_id}-{n.name}", "-accel", accel,
-            "-cpu", cpu_model(plan_cpu, accel), "-smp", str(max(1, math.ceil(n.limits.cpus))),
-            "-m", str((n.limits.memory_bytes + OS_MEMORY) >> 20), "-nodefaults", "-display", "none", "-no-reboot",
-            "-kernel", str(image.kernel), "-initrd", str(image.initrd),
-            "-append", f"root=/dev/vda rw console=ttyS0 net.ifnames=0 ipv6.disable=1 panic=-1 quiet continuum.key={pub}",
-            "-drive", f"file={overlay},if=virtio,format=qcow2",
-            "-netdev", "tap,id=exp,fd={fd},vhost=off", "-device", f"virtio-net-pci,netdev=exp,mac={mac}",
-            "-netdev", f"user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:22",
-            "-device", "virtio-net-pci,netdev=mgmt",
-            "-serial", f"file:{state / (n.name + '.console')}", "-pidfile", str(state / f"{n.name}.pid")]
-    proc = subprocess.Popen([sys.executable, "-I", "-S", str(VMLAUNCH), shell.netns, TAP, "--", *qemu],
-                            stdout=open(state / f"{n.name}.qemu.log", "ab"), stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-    undo.callback(_stop_vm, proc)
+    cpu, vcpus, memory = cpu_model(plan.vm_cpu, accel), max(1, math.ceil(n.limits.cpus)), (n.limits.memory_bytes + OS_MEMORY) >> 20
+    cmdline = f"root=/dev/vda rw console=ttyS0 net.ifnames=0 ipv6.disable=1 panic=-1 quiet continuum.key={pub}"
+    vm: subprocess.Popen | libvirt.Domain
+    if plan.vm_manager == "libvirt":
+        tap = libvirt.tap_name(run_id, index)  # made here, where libvirt's QEMU opens it, then moved to the node
+        commands.run(["ip", "tuntap", "add", tap, "mode", "tap"])
+        undo.callback(libvirt.remove_tap, tap)  # (gone with the namespace once moved)
+        name = libvirt.domain_name(run_id, n.name)
+        xml = state / f"{n.name}.xml"
+        xml.write_text(libvirt.domain_xml(name, run_id, n.name, accel, cpu, vcpus, memory, image.kernel, image.initrd, cmdline,
+                                          overlay, state / f"{n.name}.console", tap, mac, port))
+        with contextlib.suppress(OSError):  # QEMU's own log, where libvirt writes it
+            (state / f"{n.name}.qemu.log").symlink_to(libvirt.LOGS / f"{name}.log")
+        libvirt.create(xml)
+        vm = libvirt.Domain(name)
+        undo.callback(vm.stop)
+        commands.run(["ip", "link", "set", tap, "netns", shell.netns])
+        commands.run(shell.argv(["ip", "link", "set", tap, "name", TAP]))
+        _wire(shell)
+    else:
+        commands.run(shell.argv(["ip", "tuntap", "add", TAP, "mode", "tap"]))
+        _wire(shell)
+        qemu = ["qemu-system-x86_64", "-name", f"continuum-{run_id}-{n.name}", "-accel", accel,
+                "-cpu", cpu, "-smp", str(vcpus), "-m", str(memory), "-nodefaults", "-display", "none", "-no-reboot",
+                "-kernel", str(image.kernel), "-initrd", str(image.initrd), "-append", cmdline,
+                "-drive", f"file={overlay},if=virtio,format=qcow2",
+                "-netdev", "tap,id=exp,fd={fd},vhost=off", "-device", f"virtio-net-pci,netdev=exp,mac={mac}",
+                "-netdev", f"user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:22",
+                "-device", "virtio-net-pci,netdev=mgmt",
+                "-serial", f"file:{state / (n.name + '.console')}", "-pidfile", str(state / f"{n.name}.pid")]
+        vm = subprocess.Popen([sys.executable, "-I", "-S", str(VMLAUNCH), shell.netns, TAP, "--", *qemu],
+                              stdout=open(state / f"{n.name}.qemu.log", "ab"), stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, start_new_session=True)
+        undo.callback(_stop_vm, vm)
     host = SshHost(n.name, "127.0.0.1", "root", port, str(key), state / "known_hosts")
     undo.callback(host.close)
-    return proc, host, time.monotonic()
+    return vm, host, time.monotonic()
 
 
-def _wait_booted(name: str, proc: subprocess.Popen, host: SshHost, t0: float, state: Path) -> float:
+def _wire(shell: Node) -> None:
+    """The tap and the node's veth as one wire: two tc mirred redirects (frames pass both ways untouched)."""
+    for dev in (NODE_IF, TAP):
+        commands.run(shell.argv(["ip", "link", "set", dev, "up"]))
+        commands.run(shell.argv(["tc", "qdisc", "add", "dev", dev, "ingress"]))
+    for src, dst in ((NODE_IF, TAP), (TAP, NODE_IF)):
+        commands.run(shell.argv(["tc", "filter", "add", "dev", src, "parent", "ffff:", "protocol", "all", "u32",
+                                 "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", dst]))
+
+
+def _wait_booted(name: str, proc: subprocess.Popen | libvirt.Domain, host: SshHost, t0: float, state: Path) -> float:
     """Seconds until the guest answered SSH; its QEMU log or console in the error when it did not."""
     deadline = t0 + BOOT_TIMEOUT_S
     while True:

@@ -256,3 +256,58 @@ def test_two_endpoint_vms_share_one_cell_with_tuttis_notices_from_the_edge_vm(ce
     v = json.loads((run / "verification.json").read_text())
     assert len(v["shaped_once"]) == 2 and all(r["ok"] for r in v["shaped_once"]), v["shaped_once"]
     assert cell_run["after"] == cell_run["before"], (cell_run["before"], cell_run["after"])
+
+
+@pytest.fixture(scope="module")
+def libvirt_runs(tmp_path_factory, root_netns):
+    """The same file with vm_manager = "libvirt" (transient domains), once to its end and once
+    killed with SIGKILL after boot: ~5 min of TCG VMs, opt-in (CONTINUUM_TEST_SLOW=1)."""
+    from continuum.providers import libvirt
+
+    if not SLOW:
+        pytest.skip("the VMs as libvirt domains: a run and a killed run of TCG VMs (~5 min), outside the test "
+                    "command's budget; CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
+    if (why := libvirt.problem()) is not None or vmimage.cached() is None:
+        pytest.skip(why or "the qemu provider's guest image is not built (./setup.sh --vms)")
+    tmp = tmp_path_factory.mktemp("libvirt")
+    (tmp / "3mbps.trace").write_text("4\n")
+    before = _host_state()
+    text = EXPERIMENT.format(name="libvirt-qemu", out=tmp / "runs", provider="qemu")
+    text = text[:text.index("[edge.manager]")].replace('vm_cpu = "qemu64"', 'vm_cpu = "qemu64"\nvm_manager = "libvirt"')
+    (tmp / "lv.toml").write_text(text)
+    cli = [sys.executable, "-m", "continuum"]
+    p = subprocess.run([*cli, "run", str(tmp / "lv.toml")], capture_output=True, text=True, cwd=tmp, timeout=1500)
+    assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
+    out = {"run": sorted((tmp / "runs").glob("*-libvirt-qemu"))[-1], "before": before, "after": _host_state(),
+           "domains_after": libvirt.domains(None)}
+    # killed once the VMs run: its domains outlive it until `continuum destroy RUN`
+    k = subprocess.Popen([*cli, "run", str(tmp / "lv.toml")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp)
+    run_id = None
+    assert k.stdout is not None
+    for line in k.stdout:
+        m = re.search(r"run ([0-9a-f]{8}) ->", line)
+        run_id = m.group(1) if m else run_id
+        if "booted: " in line:
+            break
+    k.kill()
+    k.wait()
+    assert run_id
+    out["killed_domains"] = libvirt.domains(run_id)
+    out["destroy"] = subprocess.run([*cli, "destroy", run_id], capture_output=True, text=True, cwd=tmp, timeout=300)
+    out["destroy_again"] = subprocess.run([*cli, "destroy", run_id], capture_output=True, text=True, cwd=tmp, timeout=120)
+    out["domains_destroyed"], out["after_destroy"] = libvirt.domains(run_id), _host_state()
+    return out
+
+
+def test_the_vms_run_as_transient_libvirt_domains_and_a_killed_runs_are_destroyed_by_label(libvirt_runs):
+    r = libvirt_runs
+    s = json.loads((r["run"] / "summary.json").read_text())
+    assert s["requests"] > 100 and s["answered"] > 50, (s["requests"], s["answered"])
+    facts = json.loads((r["run"] / "manifest.json").read_text())["provider_facts"]
+    assert facts["vm_manager"].startswith("libvirt "), facts
+    assert (r["run"] / "logs" / "vm-edge0.qemu.log").stat().st_size > 0  # libvirt's QEMU log, brought back
+    assert r["after"] == r["before"] and r["domains_after"] == [], (r["before"], r["after"], r["domains_after"])
+    assert sorted(d.rsplit("-", 1)[1] for d in r["killed_domains"]) == ["edge0", "endpoint0"], r["killed_domains"]
+    assert r["destroy"].returncode == 0 and "libvirt domain" in r["destroy"].stdout, r["destroy"].stdout + r["destroy"].stderr
+    assert "nothing to remove" in r["destroy_again"].stdout, r["destroy_again"].stdout
+    assert r["domains_destroyed"] == [] and r["after_destroy"] == r["before"], (r["before"], r["after_destroy"])
