@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from continuum import commands
+from continuum import REPO, commands
 from continuum.engines import containers
 from continuum.errors import ProviderError
 
@@ -106,6 +106,13 @@ class Image:
     packages: tuple[str, ...]
 
 
+def sysctl() -> dict[str, int | str]:
+    """The base role's kernel settings (playbooks/roles/base: base_sysctl), baked into the image."""
+    import yaml
+
+    return dict(yaml.safe_load((REPO / "playbooks" / "roles" / "base" / "defaults" / "main.yml").read_text())["base_sysctl"])
+
+
 def packages(extra: Iterable[str] = ()) -> list[str]:
     """The guest's Debian packages; `extra`: an app's own (its debian_packages), which make a variant of the image."""
     return sorted(set(BOOT_PACKAGES + containers.BASES["continuum/base"]) | set(extra))
@@ -118,7 +125,7 @@ def size(extra: Iterable[str] = ()) -> str:
 
 def digest(extra: Iterable[str] = ()) -> str:
     h = hashlib.sha256(json.dumps([SUITE, packages(extra), KEY_UNIT, KEY_SCRIPT, MGMT_UNIT, size(extra), VENV, MASKED_UNITS, BLACKLIST,
-                                   DISABLED_SERVICES, INITRD_MODULES, 3]).encode())
+                                   DISABLED_SERVICES, INITRD_MODULES, sysctl(), 3]).encode())
     return h.hexdigest()[:16]
 
 
@@ -170,6 +177,8 @@ def build(say: Callable[[str], None], extra: Iterable[str] = ()) -> Image:
             'ln -sf /etc/systemd/system/continuum-key.service "$1/etc/systemd/system/multi-user.target.wants/continuum-key.service"',
             'ln -sf /etc/systemd/system/continuum-mgmt.service "$1/etc/systemd/system/multi-user.target.wants/continuum-mgmt.service"',
             'echo continuum-vm > "$1/etc/hostname"',
+            # the base role's kernel settings, as it writes them (it skips them when told the image has them)
+            f'printf "%s\\n" {" ".join(f"{k}={v}" for k, v in sysctl().items())} > "$1/etc/sysctl.d/60-continuum.conf"',
             'echo "/dev/vda / ext4 defaults 0 1" > "$1/etc/fstab"',
             'chroot "$1" passwd -l root',
             # the workload role's environment, made as the role makes it (under TCG this alone takes ~40 s)

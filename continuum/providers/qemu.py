@@ -428,7 +428,9 @@ def _provision(plan: Plan, vms: list[PlanNode], hosts: dict[str, SshHost], image
     # packages_present: the guest image holds these already; the roles' apt tasks (seconds each under TCG) skip them
     # ansible_service_mgr: the guest image boots systemd; stated, it spares the play its fact gathering (10 s);
     # services_disabled: the image's, which the mosquitto role would otherwise stop and disable again (7-16 s)
+    # sysctl_present: the image has the base role's kernel settings (its loop took 13 s under TCG)
     host_vars: dict[str, dict] = {name: {"base_time_sync": False, "packages_present": list(image.packages),
+                                         "sysctl_present": vmimage.sysctl(),
                                          "services_disabled": vmimage.DISABLED_SERVICES,
                                          "ansible_service_mgr": "systemd"} for name in hosts}
     if plan.requirements:

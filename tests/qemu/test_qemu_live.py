@@ -59,12 +59,12 @@ edge = 5.0
 
 [workload]
 app = "file_transfer"
-rate = 40.0
+rate = 20.0            # x 32 KB: ~5 Mbit/s offered; the 3 Mbit/s uplink passes ~12 files a second to the server
 timeout_s = 4
 
 [workload.payload]
-min_bytes = 12000
-max_bytes = 20000
+min_bytes = 28000      # (16-KB files at 40 a second passed ~23 a second, more than a TCG guest in a slow phase
+max_bytes = 36000      # served at the manager's 0.5-CPU minimum: 9 of 208 answered, 31 ms of work each)
 
 [edge.manager]
 kind = "smec"
@@ -143,7 +143,7 @@ def test_the_vm_run_has_the_netns_result_format(runs):
               "raw/requests-endpoint0.csv", "raw/server-edge0.csv", "links/endpoint0.uplink.log"):
         assert (d / f).is_file(), f
     s = json.loads((d / "summary.json").read_text())
-    assert s["requests"] > 100 and s["answered"] > 50, (s["requests"], s["answered"])
+    assert s["requests"] > 80 and s["answered"] > 30, (s["requests"], s["answered"])
     # the records' contract, whatever wrote them (requests.csv adds the derived columns after it)
     assert pd.read_csv(d / "raw" / "requests-endpoint0.csv").columns.tolist()[:len(RECORD_FIELDS)] == RECORD_FIELDS
     assert pd.read_csv(d / "requests.csv").columns.tolist()[:len(RECORD_FIELDS)] == RECORD_FIELDS
@@ -231,7 +231,7 @@ def cell_run(tmp_path_factory, root_netns):
     before = _host_state()
     text = EXPERIMENT.format(name="cell-qemu", out=tmp / "runs", provider="qemu")
     text = text[:text.index("[edge.manager]")]  # file transfer, no manager: the cell is what is tried
-    text = text.replace('uplink = "3mbps.trace"', 'uplink = "const-12mbps"').replace("rate = 40.0", "rate = 20.0")
+    text = text.replace('uplink = "3mbps.trace"', 'uplink = "const-12mbps"').replace("rate = 20.0", "rate = 10.0")
     text = re.sub(r"\[nodes.endpoint\]\ncpus = 1.0\nmemory = \"256M\"\n", CELL, text) + '\n[cell]\nuplink = "tutti"\ndownlink = "pf"\n'
     assert "count = 2" in text and "[cell]" in text
     (tmp / "cell.toml").write_text(text)
@@ -302,7 +302,7 @@ def libvirt_runs(tmp_path_factory, root_netns):
 def test_the_vms_run_as_transient_libvirt_domains_and_a_killed_runs_are_destroyed_by_label(libvirt_runs):
     r = libvirt_runs
     s = json.loads((r["run"] / "summary.json").read_text())
-    assert s["requests"] > 100 and s["answered"] > 50, (s["requests"], s["answered"])
+    assert s["requests"] > 80 and s["answered"] > 30, (s["requests"], s["answered"])
     facts = json.loads((r["run"] / "manifest.json").read_text())["provider_facts"]
     assert facts["vm_manager"].startswith("libvirt "), facts
     assert (r["run"] / "logs" / "vm-edge0.qemu.log").stat().st_size > 0  # libvirt's QEMU log, brought back
