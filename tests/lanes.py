@@ -29,7 +29,7 @@ LANE_ENV = "CONTINUUM_TEST_LANE"
 LINK_LANE = ("mahimahi_link/", "tracearchive/test_record.py")
 # what the first lane runs beside it: nothing here measures time or the edge's speed
 BESIDE = (
-    "experiments/", "hosts/", "k3s/", "playbooks/",
+    "experiments/", "hosts/", "k3s/", "playbooks/", "qemu/test_libvirt_domain.py",
     "mosaic/test_admission.py", "mosaic/test_admission_results.py",
     "orchestrator/test_calibration.py", "orchestrator/test_cell_notice.py", "orchestrator/test_config.py",
     "orchestrator/test_config_fuzz.py", "orchestrator/test_escaping.py", "orchestrator/test_outcomes.py",
