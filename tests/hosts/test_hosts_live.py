@@ -189,39 +189,13 @@ def test_teardown_leaves_nothing_of_the_run_on_the_machines(hosts_run, machines)
         assert st["processes"] == ["sshd"], (name, st)
 
 
-MOSAIC = """
-[experiment]
-name = "tasks"
-seed = 42
-duration_s = 4
-warmup_s = 1
-
-{provider}
-[nodes.endpoint]
-count = 2
-cpus = 0.25
-memory = "256M"
-
-[nodes.edge]
-cpus = 1.0
-memory = "4G"
-
-[mobile]
-uplink = "const-48mbps"
-downlink = "const-48mbps"
-
-[workload]
-app = "edge_tasks"
-rate = 2
-arrivals = "poisson"
-timeout_s = 30
-
-[edge.admission]
-policy = "mosaic"
-n_max = 2
-workers_per_class = 1
-scale = 0.25
-"""
+def _mosaic_experiment(machines: dict) -> str:
+    """configs/mosaic-quick.toml, short: 4 s of edge tasks, one warm worker per class, small tasks."""
+    text = (ROOT / "configs" / "mosaic-quick.toml").read_text()
+    for key, value in (("duration_s", "4"), ("warmup_s", "1"), ("rate", "2"), ("timeout_s", "30")):
+        text = re.sub(rf"^{key} = \S+", f"{key} = {value}", text, count=1, flags=re.M)
+    text = text.replace("[nodes.endpoint]", _provider(machines) + "\n[nodes.endpoint]", 1)
+    return text + "workers_per_class = 1\nscale = 0.25\n"
 
 
 @pytest.fixture(scope="module")
@@ -234,12 +208,12 @@ def mosaic_run(hosts_run, machines, tmp_path_factory):
                     "CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
     tmp = tmp_path_factory.mktemp("mosaic-run")
     config = tmp / "tasks-hosts.toml"
-    config.write_text(MOSAIC.format(provider=_provider(machines)))
+    config.write_text(_mosaic_experiment(machines))
     p = subprocess.run([sys.executable, "-m", "continuum", "run", str(config)], capture_output=True, text=True,
                        cwd=tmp, timeout=900)
     (tmp / "console.txt").write_text(p.stdout + p.stderr)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-3000:]
-    return sorted((tmp / "runs").glob("*-tasks"))[-1]
+    return sorted((tmp / "runs").glob("*-mosaic-quick"))[-1]
 
 
 def test_a_second_provisioning_changes_nothing(hosts_run, machines, tmp_path):
