@@ -48,9 +48,12 @@ def _nodes(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list[str]:
                          f"each inside its node's network namespace; images imported: {', '.join(plan.images)}")
     if spec.provider == "qemu":
         lines.append("VMs (QEMU, Debian guest; the node's namespace holds its tap, wired to the veth; core delay by netem in the guests):")
+        from continuum.providers.qemu import guest_memory
+
         for n in spec.nodes:
+            docker = "; Docker, the run's images loaded" if n.name in plan.docker_nodes else ""
             lines.append(f"  {n.name:<10} {max(1, -(-n.cpus // 1)):.0f} vCPU (cgroup quota {n.cpus:g} inside), "
-                         f"{(n.memory_bytes >> 20) + 384} MiB")
+                         f"{guest_memory(plan.node(n.name), plan) >> 20} MiB{docker}")
     return lines
 
 

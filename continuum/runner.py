@@ -396,7 +396,7 @@ def _start_servers(ctx: Run, rep: int) -> tuple[list[Vital], list[subprocess.Pop
         server, box = launch.start(spec, app, "server", target, env, run_dir, ctx.dep.run_id, rep)
         undo.callback(stop_process, server)
         if box:
-            undo.callback(containers.remove, box)
+            undo.callback(launch.remove_container, target, box)
         log = launch.log_path(spec, app, "server", target, run_dir)
         watched.append(Vital(f"the {app.name} server on {target.name}", server, log))
         starting.append((app, server, Path(env[Env.READY_FILE]), log))
@@ -447,7 +447,7 @@ def _start_clients(ctx: Run, rep: int) -> list[tuple[Node, subprocess.Popen, Pat
         proc, box = launch.start(spec, spec.app_of(n.name), "endpoint", node, env, ctx.run_dir, ctx.dep.run_id, rep)
         ctx.undo.callback(stop_process, proc)
         if box:
-            ctx.undo.callback(containers.remove, box)
+            ctx.undo.callback(launch.remove_container, node, box)
         clients.append((node, proc, Path(env[Env.RECORDS])))
     return clients
 

@@ -33,6 +33,9 @@ BOOT_PACKAGES = ["systemd-sysv", "udev", "kmod", "linux-image-amd64", "openssh-s
 # Installed but not started at boot: continuum starts its own broker per run; the guest's clock is
 # stepped by the provider (no NTP server is reachable). The playbooks are told (services_disabled).
 DISABLED_SERVICES = ["mosquitto", "chrony"]
+# A variant with Docker (container workloads) does not start it at boot either: playbooks/roles/workload_images
+# sets its cgroup driver first, then starts it (a restart would cost seconds of a TCG guest's vCPU).
+DOCKER_UNITS = ["docker.service", "docker.socket", "containerd.service"]
 VENV = "/opt/continuum/venv"  # made at build time, where the workload role makes it
 SIZE = "3G"  # the file system's size (sparse: a guest writes into its overlay)
 EXTRA_SIZE = "6G"  # a variant's with apps' own packages (PyTorch: ~1.5 GB)
@@ -123,9 +126,15 @@ def size(extra: Iterable[str] = ()) -> str:
     return EXTRA_SIZE if set(extra) - set(packages()) else SIZE
 
 
+def disabled_units(extra: Iterable[str] = ()) -> list[str]:
+    """The units installed but not started at boot (Docker's only where the variant has it)."""
+    return [s + ".service" for s in DISABLED_SERVICES] + (DOCKER_UNITS if "docker.io" in set(extra) else [])
+
+
 def digest(extra: Iterable[str] = ()) -> str:
     h = hashlib.sha256(json.dumps([SUITE, packages(extra), KEY_UNIT, KEY_SCRIPT, MGMT_UNIT, size(extra), VENV, MASKED_UNITS, BLACKLIST,
-                                   DISABLED_SERVICES, INITRD_MODULES, sysctl(), 3]).encode())
+                                   DISABLED_SERVICES, INITRD_MODULES, sysctl(), 3]
+                                  + ([DOCKER_UNITS] if "docker.io" in set(extra) else [])).encode())
     return h.hexdigest()[:16]
 
 
@@ -183,7 +192,7 @@ def build(say: Callable[[str], None], extra: Iterable[str] = ()) -> Image:
             'chroot "$1" passwd -l root',
             # the workload role's environment, made as the role makes it (under TCG this alone takes ~40 s)
             f'chroot "$1" python3 -m venv --system-site-packages {VENV}',
-            f'chroot "$1" systemctl disable {" ".join(s + ".service" for s in DISABLED_SERVICES)}',
+            f'chroot "$1" systemctl disable {" ".join(disabled_units(extra))}',
             f'chroot "$1" systemctl mask {" ".join(MASKED_UNITS)}',
             f'install -m 0644 {hooks}/continuum-vm.conf "$1/etc/modprobe.d/continuum-vm.conf"',
             'mkdir -p "$1/etc/systemd/journald.conf.d" && printf "[Journal]\\nStorage=volatile\\n" > "$1/etc/systemd/journald.conf.d/continuum.conf"',

@@ -69,6 +69,15 @@ IMAGES = {
 BUILD_ARGS = {"continuum/host": {"APP_PACKAGES": " ".join(app_packages())}}
 
 
+def docker_packages() -> list[str]:
+    """Docker's Debian packages on a machine that runs containers (playbooks/roles/workload_images
+    installs them; the qemu provider's guest image variant has them)."""
+    import yaml
+
+    return list(yaml.safe_load((REPO / "playbooks" / "roles" / "workload_images" / "defaults" / "main.yml").read_text())
+                ["workload_images_docker_packages"])
+
+
 def ref(image: str) -> str:
     """An image name as the user gives it; continuum's own images get the local tag."""
     return f"{image}:{TAG}" if (image in IMAGES or image in BASES) and ":" not in image else image
@@ -103,8 +112,10 @@ def engine_problem() -> str | None:
     return None
 
 
-def cgroup_driver() -> str:
-    return _docker(["info", "--format", "{{.CgroupDriver}}"]).stdout.strip()
+def cgroup_driver(run: Callable[..., subprocess.CompletedProcess] | None = None) -> str:
+    """Docker's cgroup driver here, or where `run` runs commands (a node's machine)."""
+    argv = ["docker", "info", "--format", "{{.CgroupDriver}}"]
+    return (run(argv, timeout=30) if run is not None else commands.run(argv, timeout=30)).stdout.strip()
 
 
 def image_problems(images: list[str]) -> list[str]:
@@ -229,15 +240,17 @@ def remove(name: str) -> None:
     _docker(["rm", "-f", name], check=False, timeout=60)
 
 
-def run_argv(name: str, run_id: str, image: str, command: list[str], sandbox_name: str, cgroup_parent: str,
+def run_argv(name: str, run_id: str, image: str, command: list[str], network: str, cgroup_parent: str | None,
              cpus: float, memory_bytes: int, env: dict[str, str], mounts: list[tuple[Path, bool]],
              period_us: int = 100_000) -> list[str]:
-    """`docker run` for one workload side inside its node (foreground: SIGTERM reaches the app)."""
-    argv = ["docker", "run", "--rm", "--name", name, "--label", f"{LABEL_RUN}={run_id}", "--init",
-            "--network", f"container:{sandbox_name}"]
-    if cgroup_driver() == "cgroupfs":
+    """`docker run` for one workload side inside its node (foreground: SIGTERM reaches the app).
+    `network`: Docker's --network (the node's sandbox, `container:NAME`, or `host` on a VM that is
+    the node); `cgroup_parent`: the node's cgroup under Docker's cgroupfs driver, else None and the
+    container gets the node's limits itself (systemd driver: parents must be slices)."""
+    argv = ["docker", "run", "--rm", "--name", name, "--label", f"{LABEL_RUN}={run_id}", "--init", "--network", network]
+    if cgroup_parent is not None:
         argv += ["--cgroup-parent", "/" + cgroup_parent]
-    else:  # systemd driver: parents must be slices; limit the container itself instead
+    else:
         argv += ["--cpu-period", str(period_us), "--cpu-quota", str(max(1000, round(cpus * period_us))),
                  "--memory", str(memory_bytes), "--memory-swap", str(memory_bytes)]
     for key, value in env.items():

@@ -13,7 +13,7 @@ process-mode one (tests/k3s runs that container with those rights).
 
 What k3s does is what an engine is for: it places each pod on the machine the
 plan put its node on (nodeSelector on the node's hostname label), pulls
-nothing (playbooks/roles/k3s_images imports the run's images into its
+nothing (playbooks/roles/workload_images imports the run's images into its
 containerd), enforces the node's CPUs and memory as the pod's limits
 (requests equal to limits: Guaranteed QoS), and keeps the pods' logs, which
 are followed into the run's logs/. Every pod of a run lives in one Kubernetes

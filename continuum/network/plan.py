@@ -177,7 +177,8 @@ class Plan:
     # machines' k3s cluster as pods ("k3s", whose API is reached on k3s_server).
     engine: str = "processes"
     k3s_server: str | None = None
-    images: tuple[str, ...] = ()  # engine k3s: the images its containerd must have (imported by provisioning)
+    images: tuple[str, ...] = ()  # the workload's container images (engine k3s, or docker_nodes: loaded by provisioning)
+    docker_nodes: tuple[str, ...] = ()  # nodes that start a workload side with `docker run` (runtime = "container")
     vm_cpu: str = "auto"  # the qemu provider: the VMs' CPU model ([provider] vm_cpu)
     vm_manager: str = "qemu"  # the qemu provider: QEMU started by continuum, or transient libvirt domains
     gso: bool = False  # mobile.segmentation = "kernel": every veth keeps its offloads, the emulator runs --gso
@@ -282,7 +283,8 @@ def build(spec: ExperimentSpec) -> Plan:
         debian_packages=server_packages(spec),
         engine=spec.engine,
         k3s_server=spec.k3s_server,
-        images=k3s_images(spec),
+        images=workload_images(spec),
+        docker_nodes=docker_nodes(spec, offload_target),
         vm_cpu=spec.vm_cpu,
         vm_manager=spec.vm_manager,
     )
@@ -321,29 +323,40 @@ def placement(spec: ExperimentSpec) -> dict[str, str]:
     return out
 
 
-def k3s_images(spec: ExperimentSpec) -> tuple[str, ...]:
-    """engine k3s: the images its containerd must have (provisioning imports them)."""
+def workload_images(spec: ExperimentSpec) -> tuple[str, ...]:
+    """The images the workload's containers run: what k3s's containerd (engine k3s) or the
+    Docker of a VM that runs a side in a container must have (provisioning loads them)."""
     from continuum.engines import containers
 
-    return tuple(containers.ref(i) for i in containers.spec_images(spec)) if spec.engine == "k3s" else ()
+    return tuple(containers.ref(i) for i in containers.spec_images(spec))
+
+
+def docker_nodes(spec: ExperimentSpec, offload_target: str) -> tuple[str, ...]:
+    """Nodes that start a side of the workload with `docker run` (not as k3s's pods)."""
+    from continuum.engines import containers
+
+    return () if spec.engine == "k3s" else tuple(containers.container_nodes(spec, offload_target))
 
 
 def server_packages(spec: ExperimentSpec) -> tuple[str, ...]:
     """Debian packages the offload node's servers import beyond the workload role's common ones."""
     from continuum.workloads import REGISTRY
 
-    return tuple(sorted({p for app in spec.apps if (kind := REGISTRY.get(app.workload.app)) for p in kind.debian_packages}))
+    return tuple(sorted({p for app in spec.apps if app.workload.server.runtime == "process"
+                         and (kind := REGISTRY.get(app.workload.app)) for p in kind.debian_packages}))
 
 
 def server_requirements(spec: ExperimentSpec) -> tuple[str, ...]:
     """Requirement files the offload node's servers need beyond Debian's
-    packages (those their container images are built with)."""
+    packages (those their container images are built with; a server in its container has them)."""
     from continuum.engines import containers
     from continuum.workloads import REGISTRY
 
     out = set()
     for app in spec.apps:
         kind = REGISTRY.get(app.workload.app)
+        if app.workload.server.runtime == "container":
+            continue
         req = containers.IMAGES.get(kind.images[1], ("", None))[1] if kind and kind.images[1] else None
         if req:
             out.add(f"workloads/{req}")

@@ -123,11 +123,11 @@ class HostsProvider(Provider):
             playbooks.ensure_wheels(list(plan.requirements), say)
             host_vars: dict[str, dict] = {plan.placement[plan.offload_target]: {"workload_requirements": list(plan.requirements),
                                                                                  "workload_app_packages": list(plan.debian_packages)}}
-            if plan.engine == "k3s":  # roles/k3s_images: the run's images into k3s's containerd where its pods run
+            if plan.engine == "k3s":  # roles/workload_images: the run's images into k3s's containerd where its pods run
                 groups["k3s_pods"] = sorted(pod_machines(plan))
                 images = [{"name": i, "id": containers.image_id(i)} for i in plan.images]
                 for m in groups["k3s_pods"]:
-                    host_vars.setdefault(m, {})["k3s_images"] = images
+                    host_vars.setdefault(m, {})["workload_images"] = images
             recap = playbooks.run("site.yml", playbooks.inventory(hosts, groups, host_vars), logs / "provision.log", say)
             facts["provisioning"] = {"playbook": "playbooks/site.yml", "seconds": recap.seconds, "changed": recap.changed}
             say(f"provisioned in {recap.seconds:.0f} s (tasks changed: "

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from continuum import commands, naming, playbooks, vmimage
+from continuum.engines import containers
 from continuum.errors import ProviderError
 from continuum.network.plan import NODE_IF, Plan, PlanNode
 from continuum.providers import libvirt
@@ -57,6 +58,7 @@ STATE = Path("/var/lib/continuum/qemu")  # <run id>/: overlays, pid files, conso
 VMLAUNCH = Path(__file__).resolve().parents[1] / "nodeside" / "vmlaunch.py"
 TAP = "tap0"
 OS_MEMORY = 384 << 20  # the guest's own kernel and services, on top of the node's memory
+DOCKER_MEMORY = 256 << 20  # and dockerd with containerd, in a guest that runs a side in a container
 BOOT_TIMEOUT_S = 900.0
 _probed: dict[str, str] = {}
 VERDICT = Path("/run/continuum/qemu-accelerator.json")  # /run: gone at the next boot, like the verdict's validity
@@ -191,12 +193,13 @@ class QemuProvider(Provider):
         unsupported = []
         if spec.core.mechanism == "mahimahi-link":
             unsupported.append("core.mechanism = \"mahimahi-link\" (VMs get the core delay by netem in the guests: \"auto\")")
-        problems += remote_problems(spec, "qemu", unsupported)
+        problems += remote_problems(spec, "qemu", unsupported, docker=True)
         return problems
 
     def deploy(self, plan: Plan, run_id: str, undo: contextlib.ExitStack, say: Callable[[str], None]) -> Deployment:
         dep = Deployment(run_id)
-        image = vmimage.build(say, plan.debian_packages)  # the apps' own packages in it: no guest reaches a mirror
+        # the apps' own packages in it (no guest reaches a mirror), and Docker where a side runs in a container
+        image = vmimage.build(say, plan.debian_packages + (tuple(containers.docker_packages()) if plan.docker_nodes else ()))
         accel = accelerator(image, say)
         state = STATE / run_id
         state.mkdir(parents=True, exist_ok=True)
@@ -207,7 +210,7 @@ class QemuProvider(Provider):
         _namespaces(plan, dep, run_id, undo, say)
         how = f"transient libvirt {libvirt.version()} domains" if plan.vm_manager == "libvirt" else "QEMU"
         say(f"starting {len(vms)} VM(s) ({how}, {accel.upper()}, CPU model {cpu_model(plan.vm_cpu, accel)}): " + ", ".join(
-            f"{n.name} {math.ceil(n.limits.cpus)} vCPU, {(n.limits.memory_bytes + OS_MEMORY) >> 20} MiB" for n in vms if n.limits))
+            f"{n.name} {math.ceil(n.limits.cpus)} vCPU, {guest_memory(n, plan) >> 20} MiB" for n in vms if n.limits))
         started = {n.name: _start_vm(n, i, dep.nodes[n.name], image, accel, plan, state, key, run_id, undo)
                    for i, n in enumerate(vms)}
         boot = {name: _wait_booted(name, proc, host, t0, state) for name, (proc, host, t0) in started.items()}
@@ -341,6 +344,12 @@ def cpu_model(asked: str, accel: str) -> str:
     return asked
 
 
+def guest_memory(n: PlanNode, plan: Plan) -> int:
+    """The VM's memory: the node's, and what the guest's own services take beside it."""
+    assert n.limits is not None
+    return n.limits.memory_bytes + OS_MEMORY + (DOCKER_MEMORY if n.name in plan.docker_nodes else 0)
+
+
 def _start_vm(n: PlanNode, index: int, shell: Node, image: vmimage.Image, accel: str, plan: Plan, state: Path, key: Path,
               run_id: str, undo: contextlib.ExitStack) -> tuple[subprocess.Popen | libvirt.Domain, SshHost, float]:
     """One node's VM, its experiment NIC a tap wired to the node's veth in `shell` (its namespace),
@@ -352,7 +361,7 @@ def _start_vm(n: PlanNode, index: int, shell: Node, image: vmimage.Image, accel:
     overlay = state / f"{n.name}.qcow2"
     commands.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(image.rootfs), "-F", "raw", str(overlay)])
     port = _free_port()
-    cpu, vcpus, memory = cpu_model(plan.vm_cpu, accel), max(1, math.ceil(n.limits.cpus)), (n.limits.memory_bytes + OS_MEMORY) >> 20
+    cpu, vcpus, memory = cpu_model(plan.vm_cpu, accel), max(1, math.ceil(n.limits.cpus)), guest_memory(n, plan) >> 20
     cmdline = f"root=/dev/vda rw console=ttyS0 net.ifnames=0 ipv6.disable=1 panic=-1 quiet continuum.key={pub}"
     vm: subprocess.Popen | libvirt.Domain
     if plan.vm_manager == "libvirt":
@@ -444,6 +453,14 @@ def _provision(plan: Plan, vms: list[PlanNode], hosts: dict[str, SshHost], image
         for name in sorted({ns for ns, _ in d.netem_devices if ns in hosts}):
             groups["netem"].append(name)
             host_vars[name].update({"core_delay_ms": d.one_way_ms, "core_delay_jitter_ms": d.jitter_ms, "core_delay_device": NODE_IF})
+    # roles/workload_images: Docker, and the run's images from this machine's build, where a side runs in a container
+    groups["docker_containers"] = [name for name in plan.docker_nodes if name in hosts]
+    if groups["docker_containers"]:
+        images = [{"name": i, "id": containers.image_id(i)} for i in plan.images]
+        say(f"loading {len(images)} image(s) into the Docker of {', '.join(groups['docker_containers'])}: "
+            + ", ".join(i["name"] for i in images))
+        for name in groups["docker_containers"]:
+            host_vars[name]["workload_images"] = images
     playbooks.ensure_wheels(list(plan.requirements), say)
     recap = playbooks.run("site.yml", playbooks.inventory(hosts, groups, host_vars), state / "provision.log", say)
     say(f"provisioned in {recap.seconds:.0f} s")

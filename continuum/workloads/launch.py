@@ -150,10 +150,19 @@ def start(spec: ExperimentSpec, app: AppSpec, side: str, node: Node, env: dict[s
             # Popen's interface, for a pod (continuum/engines/k3s.py)
             return _pod(spec, app, side, s.image, list(s.command), node, env, run_dir, rep, log), None  # type: ignore[return-value]
         name = f"{naming.netns(run_id, node.name)}-{side}{suffix(spec, app) if side == 'server' else ''}-r{rep}"
-        mounts = [(run_dir / "raw", True)] + ([(model_cache(), False)] if model_cache().is_dir() else [])
-        argv = containers.run_argv(name, run_id, s.image, list(s.command), containers.sandbox_name(run_id, node.name),
-                                   naming.cgroup(run_id, node.name), _limits(spec, node).quota_cpus, _limits(spec, node).memory_bytes, env, mounts,
-                                   period_us=_limits(spec, node).period_us)
+        limits = _limits(spec, node)
+        if node.host is None:  # this machine: the node's sandbox container
+            network = f"container:{containers.sandbox_name(run_id, node.name)}"
+        elif not node.netns:  # a VM that is the node (qemu): the guest's Docker, the images its provisioning loaded
+            network = "host"
+        else:
+            raise ProviderError(f"{node.name}: container workloads on a machine that holds several nodes' namespaces "
+                                "are not supported (the hosts provider refuses them at validation)")
+        # under the node's cgroup where Docker's driver is cgroupfs (roles/workload_images sets it on VMs)
+        parent = naming.cgroup(run_id, node.name) if containers.cgroup_driver(node.run) == "cgroupfs" else None
+        mounts = [(run_dir / "raw", True)] + ([(model_cache(), False)] if node.exists(model_cache()) else [])
+        argv = containers.run_argv(name, run_id, s.image, list(s.command), network, parent, limits.quota_cpus,
+                                   limits.memory_bytes, env, mounts, period_us=limits.period_us)
         return node.start(argv, log, contained=False), name
     if REGISTRY[w.app].builtin:  # started in the repository: the experiment's folder is not in its view
         argv, cwd = [node.python, "-m", "workloads", side, w.app], node.repo
@@ -164,6 +173,14 @@ def start(spec: ExperimentSpec, app: AppSpec, side: str, node: Node, env: dict[s
     return node.start(argv, log, env, cwd=cwd, sandbox=sandbox(spec, run_dir, node.repo)), None
 
 
+
+
+def remove_container(node: Node, name: str) -> None:
+    """The undo of a container side: `docker rm -f` where it ran (its `docker run` then ends)."""
+    if node.host is None:
+        containers.remove(name)
+    else:
+        node.host.run(["docker", "rm", "-f", name], check=False, timeout=60)
 
 
 def _pod(spec: ExperimentSpec, app: AppSpec, side: str, image: str, command: list[str], node: Node, env: dict[str, str],

@@ -311,3 +311,49 @@ def test_the_vms_run_as_transient_libvirt_domains_and_a_killed_runs_are_destroye
     assert r["destroy"].returncode == 0 and "libvirt domain" in r["destroy"].stdout, r["destroy"].stdout + r["destroy"].stderr
     assert "nothing to remove" in r["destroy_again"].stdout, r["destroy_again"].stdout
     assert r["domains_destroyed"] == [] and r["after_destroy"] == r["before"], (r["before"], r["after_destroy"])
+
+
+@pytest.fixture(scope="module")
+def containers_run(tmp_path_factory, root_netns):
+    """configs/qemu-containers.toml, shortened: both sides of the example app in Docker inside
+    their VMs, the images loaded from this machine's build while provisioning. The guest
+    image's Docker variant, the images' copy into two TCG guests and dockerd's start there
+    cost minutes: opt-in (CONTINUUM_TEST_SLOW=1)."""
+    from continuum.engines import containers
+
+    if not SLOW:
+        pytest.skip("container workloads in two TCG VMs (Docker in the guests, images loaded from this machine): "
+                    "minutes, outside the test command's budget; CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
+    if vmimage.problem() or vmimage.cached() is None:
+        pytest.skip(f"the qemu provider's guest image is not built ({vmimage.problem() or 'run ./setup.sh --vms'})")
+    if (why := containers.engine_problem()) or (why := "; ".join(containers.image_problems(["continuum/example"]))):
+        pytest.skip(f"containers unavailable here: {why} (./run-tests.sh builds them)")
+    tmp = tmp_path_factory.mktemp("qemu-containers")
+    before = _host_state()
+    text = (ROOT / "configs" / "qemu-containers.toml").read_text()
+    text = text.replace("duration_s = 15", f'duration_s = 6\noutput = "{tmp / "runs"}"')
+    assert f'output = "{tmp / "runs"}"' in text
+    (tmp / "containers.toml").write_text(text)
+    p = subprocess.run([sys.executable, "-m", "continuum", "run", str(tmp / "containers.toml")], capture_output=True,
+                       text=True, cwd=tmp, timeout=2400)
+    (tmp / "containers.console.txt").write_text(p.stdout + p.stderr)
+    assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
+    return {"run": sorted((tmp / "runs").glob("*-qemu-containers"))[-1], "stdout": p.stdout,
+            "before": before, "after": _host_state()}
+
+
+def test_both_sides_run_in_docker_inside_their_vms_under_the_nodes_cgroups(containers_run):
+    run = containers_run["run"]
+    s = json.loads((run / "summary.json").read_text())
+    assert s["requests"] >= 20 and s["answered"] > 0.8 * s["requests"], (s["requests"], s["answered"])
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["workload"]["runtime"] == {"endpoint": "container", "server": "container"}, m["workload"]
+    assert "continuum/example" in m["workload"]["images"], m["workload"]
+    # the containers ran under their nodes' cgroups in the guests: the nodes' samples count their memory
+    # and CPU (a node cgroup without them holds nothing: 0 bytes, 0 cores)
+    nodes = pd.read_csv(run / "nodes.csv")
+    for node in ("edge0", "endpoint0"):
+        mine = nodes[nodes["node"] == node]
+        assert mine["memory_bytes"].max() > 10 << 20 and mine["cpu_cores"].max() > 0.05, nodes.groupby("node").max()
+    assert "into the Docker of" in containers_run["stdout"]
+    assert containers_run["after"] == containers_run["before"], (containers_run["before"], containers_run["after"])
