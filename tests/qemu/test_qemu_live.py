@@ -357,3 +357,48 @@ def test_both_sides_run_in_docker_inside_their_vms_under_the_nodes_cgroups(conta
         assert mine["memory_bytes"].max() > 10 << 20 and mine["cpu_cores"].max() > 0.05, nodes.groupby("node").max()
     assert "into the Docker of" in containers_run["stdout"]
     assert containers_run["after"] == containers_run["before"], (containers_run["before"], containers_run["after"])
+
+
+@pytest.fixture(scope="module")
+def mosaic_run(tmp_path_factory, root_netns):
+    """configs/mosaic-quick.toml's shape on two VMs, short: one endpoint, 4 s of edge tasks, one
+    warm worker per class, small tasks; MOSAIC's root agent inside the edge guest. Its guest
+    image variant (redis-server, PyTorch, torchvision) and the tasks' first runs under TCG cost
+    minutes: opt-in (CONTINUUM_TEST_SLOW=1)."""
+    if not SLOW:
+        pytest.skip("MOSAIC's admission in a TCG edge VM (~3 min once its image variant is built), outside the test "
+                    "command's budget; CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
+    if vmimage.problem() or vmimage.cached() is None:
+        pytest.skip(f"the qemu provider's guest image is not built ({vmimage.problem() or 'run ./setup.sh --vms'})")
+    tmp = tmp_path_factory.mktemp("qemu-mosaic")
+    text = (ROOT / "configs" / "mosaic-quick.toml").read_text()
+    for key, value in (("duration_s", "4"), ("warmup_s", "1"), ("rate", "2"), ("timeout_s", "120"), ("count", "1")):
+        text = re.sub(rf"^{key} = \S+", f"{key} = {value}", text, count=1, flags=re.M)
+    text = text.replace('memory = "6G"', 'memory = "2G"').replace(
+        "[nodes.endpoint]", '[provider]\nkind = "qemu"\nvm_cpu = "qemu64"\n\n[nodes.endpoint]', 1).replace(
+        "[experiment]", f'[experiment]\noutput = "{tmp / "runs"}"', 1) + "workers_per_class = 1\nscale = 0.25\n"
+    assert 'memory = "2G"' in text and "count = 1" in text and 'kind = "qemu"' in text
+    (tmp / "mosaic.toml").write_text(text)
+    before = _host_state()
+    p = subprocess.run([sys.executable, "-m", "continuum", "run", str(tmp / "mosaic.toml")], capture_output=True,
+                       text=True, cwd=tmp, timeout=2400)
+    (tmp / "mosaic.console.txt").write_text(p.stdout + p.stderr)
+    assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
+    return {"run": sorted((tmp / "runs").glob("*-mosaic-quick"))[-1], "before": before, "after": _host_state()}
+
+
+def test_mosaic_admits_tasks_in_the_edge_vm_runs_them_in_their_cgroups_there_and_answers(mosaic_run):
+    """MOSAIC's root agent in the edge guest (the node_daemon verb) moves each task's worker into its
+    task cgroup there, whose CPU time is the task's record; every request is answered."""
+    run = mosaic_run["run"]
+    req = pd.read_csv(run / "requests.csv")
+    tasks = pd.read_csv(run / "raw" / "mosaic-tasks.csv")
+    assert len(req) >= 5 and (req["status"] == "ok").all(), req["status"].value_counts()
+    assert len(tasks) >= len(req) and set(tasks["ok"]) == {1} and (tasks["cpu_ms"] > 0).all(), tasks
+    adm = json.loads((run / "summary.json").read_text())["admission"]
+    measured = req[req["phase"] == "measure"]
+    assert adm["policy"] == "mosaic" and adm["arrived"] == len(measured) == adm["finished"] and adm["unseen"] == 0, adm
+    man = json.loads((run / "manifest.json").read_text())
+    assert man["provider"] == "qemu" and man["teardown"]["complete"], man["teardown"]
+    assert re.search("through MOSAIC's agent", json.dumps(man))
+    assert mosaic_run["after"] == mosaic_run["before"], (mosaic_run["before"], mosaic_run["after"])

@@ -76,15 +76,6 @@ class Mosaic(EdgeSystem):
     def needs(self, settings: dict) -> frozenset[str]:
         return frozenset({"node_daemon", "child_cgroups", "server_queue"})
 
-    def host_problems(self, a: dict, spec: ExperimentSpec) -> list[str]:
-        # On the hosts provider its agent runs on the edge's machine (the node_daemon verb) and the workload
-        # role installs the task classes' packages there (edge_tasks' debian_packages): tests/hosts runs it.
-        if spec.provider == "qemu":
-            return [f"{self.title} has not run in a QEMU guest yet (its guest image variant with redis-server and "
-                    "PyTorch is built, but no live test has run the task classes there): run it on the netns or "
-                    "hosts provider (issue #38)"]
-        return []
-
     def describe(self, a: dict, spec: ExperimentSpec) -> list[str]:
         how = f"n_max {a['n_max']}, tau_ipc {a['tau_ipc']:g}" if a["policy"].startswith("mosaic") else f"{a['slots']} task(s) at once"
         return [f"admission on {spec.offload_node.name}: {a['policy']} ({how}); a cgroup per task, made by MOSAIC's root agent; "
