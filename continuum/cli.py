@@ -27,6 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run an experiment file and write a result folder")
     r.add_argument("file", type=Path)
     r.add_argument("--dry-run", action="store_true", help="print the plan (nodes, addresses, links, delays, processes); touch nothing")
+    r.add_argument("--provider", metavar="KIND", help="run on this provider (netns, qemu, hosts) in place of the file's "
+                                                       "[provider] kind; the run folder's copy of the file says so")
     r.add_argument("--recalibrate", action="store_true", help="measure each app's service time on its node again, "
                                                               "whatever the calibration cache holds (a busier machine, say)")
     c = sub.add_parser("calibrate", help="measure each app's service time and capacity on its offload node as configured "
@@ -72,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             from continuum import experiment, runner
 
-            spec = experiment.load(args.file, materialize=not args.dry_run)
+            spec = experiment.load(args.file, materialize=not args.dry_run, provider=args.provider)
             runner.run(spec, ["continuum", *argv], console, dry_run=args.dry_run, recalibrate=args.recalibrate)
             return 0
         if args.command == "calibrate":

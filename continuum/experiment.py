@@ -12,6 +12,7 @@ from continuum.edge.registry import SYSTEMS
 from continuum.providers import REGISTRY as PROVIDERS
 
 
-def load(path: str | os.PathLike, materialize: bool = True) -> ExperimentSpec:
-    """Parse, validate and resolve; raises ConfigError listing every problem (continuum/config/resolve.py)."""
-    return resolve.load(path, materialize, providers=PROVIDERS, systems=list(SYSTEMS.values()))
+def load(path: str | os.PathLike, materialize: bool = True, provider: str | None = None) -> ExperimentSpec:
+    """Parse, validate and resolve; raises ConfigError listing every problem (continuum/config/resolve.py).
+    `provider`: [provider] kind in place of the file's (`continuum run --provider`)."""
+    return resolve.load(path, materialize, providers=PROVIDERS, systems=list(SYSTEMS.values()), provider=provider)

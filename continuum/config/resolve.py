@@ -29,17 +29,20 @@ from continuum.errors import ConfigError, ConfigIssue
 
 
 def load(path: str | os.PathLike, materialize: bool = True, *, providers: Collection[str],
-         systems: Sequence[EdgeSection]) -> ExperimentSpec:
+         systems: Sequence[EdgeSection], provider: str | None = None) -> ExperimentSpec:
     """Parse, validate and resolve an experiment file; raise ConfigError with all problems.
     `providers`: the kinds [provider] may name; `systems`: the edge systems, each owning an [edge.*] table.
     materialize=False (validate, --dry-run) writes nothing: archive traces not made
-    yet are only checked to be makeable here."""
+    yet are only checked to be makeable here. `provider`: [provider] kind as given on the
+    command line, in place of the file's (the run's copy of the file has it)."""
     path = Path(path)
     file = str(path)
     try:
         text = path.read_text()
     except OSError as e:
         raise ConfigError([ConfigIssue(file, "(file)", f"cannot read: {e.strerror}")]) from None
+    if provider is not None:
+        text = with_provider(text, provider, file)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -74,6 +77,34 @@ def load(path: str | os.PathLike, materialize: bool = True, *, providers: Collec
         raise ConfigError(issues)
     assert spec is not None
     return spec
+
+
+PROVIDER_TABLE = re.compile(r"^\[provider\][ \t]*(#.*)?\n", flags=re.M)
+KIND_LINE = re.compile(r"^kind[ \t]*=.*$", flags=re.M)
+
+
+def with_provider(text: str, kind: str, file: str) -> str:
+    """The file's text with [provider] kind set to `kind` (`continuum run --provider KIND`): the
+    table's kind line replaced, or a kind line put under its header, or the table added; the
+    run folder's experiment.toml is this text, so that it runs the same again."""
+    header = PROVIDER_TABLE.search(text)
+    line = f'kind = "{kind}"  # continuum run --provider {kind}'
+    if header is None:
+        out = text.rstrip("\n") + f"\n\n[provider]\n{line}\n"
+    else:
+        start = header.end()
+        end = next((m.start() for m in re.finditer(r"^\[", text[start:], flags=re.M)), len(text) - start) + start
+        body = text[start:end]
+        body = KIND_LINE.sub(line, body, count=1) if KIND_LINE.search(body) else line + "\n" + body
+        out = text[:start] + body + text[end:]
+    try:
+        got = tomllib.loads(out).get("provider", {}).get("kind")
+    except tomllib.TOMLDecodeError:
+        got = None
+    if got != kind:
+        raise ConfigError([ConfigIssue(file, "provider.kind", f"--provider {kind}: could not set it in this file (its "
+                                       "[provider] is not a plain table); set kind in the file instead")])
+    return out
 
 
 def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: Collection[str],

@@ -150,6 +150,39 @@ def test_cli_validate_and_dry_run_touch_nothing(tmp_path):
     assert list(cache.rglob("*")) == [], "validate and --dry-run wrote into the trace cache"
 
 
+def test_run_provider_overrides_the_files_kind_and_the_run_keeps_the_text(tmp_path):
+    """`continuum run --provider KIND FILE`: the file's [provider] kind replaced (or the table
+    added), every other key as written; the spec's text, which the run folder keeps, says so."""
+    from continuum.config.resolve import with_provider
+
+    smec = experiment.load(REPO / "configs" / "smec-mix.toml", materialize=False, provider="qemu")
+    assert smec.provider == "qemu" and "[provider]\nkind = \"qemu\"  # continuum run --provider qemu" in smec.text
+    assert experiment.load(REPO / "configs" / "smec-mix.toml", materialize=False).provider == "netns"
+    qemu = experiment.load(REPO / "configs" / "qemu-containers.toml", materialize=False, provider="netns")
+    assert qemu.provider == "netns" and qemu.text.count("kind = ") == 1
+    # a [provider] table without kind gets one under its header, before its sub-tables
+    text = '[experiment]\nname = "x"\n[provider]\nhost_keys = "first-use"\n[provider.hosts.m]\naddress = "192.0.2.1"\n'
+    out = with_provider(text, "hosts", "f.toml")
+    assert out.index('kind = "hosts"') < out.index("[provider.hosts.m]") and out.count("kind") == 1
+    # a key of the file's provider that the new one has not: said by name
+    vms = tmp_path / "vms.toml"
+    vms.write_text((REPO / "configs" / "qemu-smec.toml").read_text().replace('vm_cpu = "auto"', 'vm_cpu = "qemu64"'))
+    with pytest.raises(ConfigError) as e:
+        experiment.load(vms, materialize=False, provider="netns")
+    assert "provider.vm_cpu" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        experiment.load(REPO / "configs" / "quickstart.toml", materialize=False, provider="vmware")
+    assert "provider.kind" in str(e.value) and "qemu" in str(e.value)
+    bad = tmp_path / "inline.toml"
+    bad.write_text('provider = { kind = "netns" }\n' + (REPO / "configs" / "quickstart.toml").read_text())
+    with pytest.raises(ConfigError) as e:
+        experiment.load(bad, materialize=False, provider="qemu")
+    assert "--provider qemu" in str(e.value)
+    dry = subprocess.run([sys.executable, "-m", "continuum", "run", "--provider", "qemu", "--dry-run",
+                          str(REPO / "configs" / "smec-mix.toml")], capture_output=True, text=True, cwd=tmp_path)
+    assert dry.returncode == 0 and "VMs (QEMU" in dry.stdout and "endpoint11" in dry.stdout, dry.stdout[-2000:] + dry.stderr
+
+
 def test_one_pass_reports_schema_and_resolution_problems_together():
     """Schema errors must not hide the checks that resolve names or read keys
     together (trace names, counts, app names, payload bounds): one report."""
