@@ -169,31 +169,40 @@ def figure(a: Side, b: Side, c: dict, out: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in c["metrics"] if r["group"] == "all" and r["n_a"] and r["n_b"]]
+    rows = [r for r in c["metrics"] if r["group"] == "all" and (r["n_a"] or r["n_b"])]
     cols = min(3, max(1, len(rows)))
     nrows = max(1, -(-len(rows) // cols))
     fig, axes = plt.subplots(nrows, cols, figsize=(4.0 * cols, 3.0 * nrows), squeeze=False)
     for ax in axes.flat[len(rows):]:
         ax.set_visible(False)
     for ax, r in zip(axes.flat, rows):
-        values = []
+        values, missing = [], []
         for side, colour in ((a, "tab:blue"), (b, "tab:orange")):
+            name = "A" if side is a else "B"
             v = np.sort(side.requests.loc[side.requests["status"] == "ok", r["metric"]].dropna().astype(float).to_numpy())
-            values.append(v)
-            ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", color=colour,
-                    label=f"{'A' if side is a else 'B'}: {side.manifest.get('provider')} ({len(v)})")
+            if len(v):
+                values.append(v)
+                ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", color=colour,
+                        label=f"{name}: {side.manifest.get('provider')} ({len(v)})")
+            else:  # nothing answered on that side: said in the panel, not drawn as an empty curve
+                missing.append(f"{name} ({side.manifest.get('provider')}): no request answered")
         low, high = min(v[0] for v in values), max(v[-1] for v in values)
         if low > 0 and high / low > 30:  # one side 100x the other: both stay readable
             ax.set_xscale("log")
-        ax.set_title(f"{r['label']}: KS {r['ks']:.2f}, median ratio {r['median_ratio']:.2f}", fontsize=9)
+        ks = "-" if r["ks"] is None else f"{r['ks']:.2f}"
+        ratio = "-" if r["median_ratio"] is None else f"{r['median_ratio']:.2f}"
+        ax.set_title(f"{r['label']}: KS {ks}, median ratio {ratio}", fontsize=9)
+        if missing:
+            ax.text(0.5, 0.5, "\n".join(missing), transform=ax.transAxes, ha="center", va="center", fontsize=8,
+                    color="tab:red", bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none"})
         ax.set_xlabel("ms" + (" (log)" if ax.get_xscale() == "log" else ""))
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
     for row in axes:
         row[0].set_ylabel("share of answered requests")
     axes.flat[0].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"{c['a']['experiment']}: the answered requests' CDFs, A against B\nA = {c['a']['folder']}\n"
-                 f"B = {c['b']['folder']}", fontsize=8)
+    fig.suptitle(f"{c['a']['experiment']}: the answered requests' CDFs, A against B\nA = {c['a']['label']}, "
+                 f"B = {c['b']['label']} (compare.md names the folders)", fontsize=8)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -75,3 +75,20 @@ def test_the_command_writes_the_report_figure_and_json_and_refuses_a_folder_that
     assert "Kolmogorov-Smirnov" in md and (tmp_path / "c" / "compare.png").stat().st_size > 10_000
     bad = subprocess.run([*cli, str(tmp_path), str(B)], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and "is not a finished run folder" in bad.stderr, bad.stderr
+
+
+def test_a_side_with_no_answered_request_gets_no_verdict_and_its_panels_say_so(tmp_path):
+    """A run whose every request timed out (MOSAIC's full-size tasks in a TCG guest did): no
+    median, no KS, "too few"; the figure draws the other side and says which answered nothing."""
+    import shutil
+
+    b = tmp_path / "b"
+    shutil.copytree(B, b)
+    d = pd.read_csv(b / "requests.csv")
+    d["status"] = "timeout"
+    d.to_csv(b / "requests.csv", index=False)
+    c, files = compare.run(A, b, tmp_path / "c")
+    e2e = next(r for r in c["metrics"] if r["metric"] == "e2e_ms" and r["group"] == "all")
+    assert e2e["n_b"] == 0 and e2e["median_b"] is None and e2e["ks"] is None and e2e["verdict"] == "too few", e2e
+    assert c["outcomes"][0]["slo_met_b"] == 0
+    assert (tmp_path / "c" / "compare.png").stat().st_size > 10_000
