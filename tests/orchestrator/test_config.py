@@ -257,6 +257,14 @@ def test_edge_manager_keys_are_checked(tmp_path):
     f.write_text(base.read_text() + '\n[edge.manager]\nkind = "smec"\nslo_ms = 90\n')
     spec = experiment.load(f)
     assert spec.edge["smec"].quota == (0.25, 2.0, 30.0) and "mosaic" not in spec.edge
+    # cores mode hands out the cores where the server runs: a qemu edge VM's vCPUs (ceil of its cpus), not this host's
+    vm = '[provider]\nkind = "qemu"\n' + base.read_text() + '\n[nodes.edge]\ncpus = {cpus}\n\n[edge.manager]\nkind = "smec"\nmode = "cores"\nmax_cpus = 4\n'
+    f.write_text(vm.format(cpus=2.0))
+    with pytest.raises(ConfigError) as e:
+        experiment.load(f, materialize=False)
+    assert [i.key for i in e.value.issues] == ["edge.manager.max_cpus"] and "the edge VM (edge0, cpus 2)" in str(e.value)
+    f.write_text(vm.format(cpus=3.5))
+    assert experiment.load(f, materialize=False).edge["smec"].mode == "cores"
 
 
 MIX = """

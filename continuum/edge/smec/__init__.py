@@ -7,6 +7,7 @@ orchestrator knows of it."""
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,11 +93,12 @@ class Smec(EdgeSystem):
         if w is not None and w.runtime == "container" and not failed("edge.manager.kind"):
             bad("edge.manager.kind", "SMEC's edge manager runs with process workloads so far; set workload.runtime = \"process\"")
         if em.mode == "cores" and not failed("edge.manager"):
-            cores = len(os.sched_getaffinity(0))
+            cores, where = _cores(draft)
             if em.max_cpus != int(em.max_cpus):
                 bad("edge.manager.max_cpus", f"{em.max_cpus:g}: cores mode hands out whole cores; give a whole number")
-            elif em.max_cpus > cores:
-                bad("edge.manager.max_cpus", f"{em.max_cpus:g} cores, but this host has {cores}; give at most {cores}, or mode = \"quota\"")
+            elif cores is not None and em.max_cpus > cores:
+                bad("edge.manager.max_cpus", f"{em.max_cpus:g} cores, but {where} has {cores}; give at most {cores}, "
+                                             "or mode = \"quota\"")
             elif len(draft.apps) > em.max_cpus:
                 bad("edge.manager.mode", f"cores mode gives each of the {len(draft.apps)} apps a core of its own and max_cpus is "
                                          f"{em.max_cpus:g}; raise max_cpus, or use mode = \"quota\" (CPU bandwidth steps)")
@@ -263,3 +265,16 @@ def _quota_problems(em: EdgeManager, draft: Draft, ctx: Issues) -> None:
     elif abs(server.cpus / em.unit_cpus - round(server.cpus / em.unit_cpus)) > 1e-9:
         bad("edge.manager.unit_cpus", f"nodes.{draft.workload.offload}.cpus = {server.cpus:g} is not a whole number of "
                                       f"{em.unit_cpus:g}-CPU steps")
+
+
+def _cores(draft: Draft) -> tuple[int | None, str]:
+    """The cores cores mode can hand out, and where they are: this host's (netns), the edge VM's
+    vCPUs (qemu: ceil of the node's cpus), or unknown until the run (hosts: the manager, on the
+    edge's machine, checks it there)."""
+    if draft.provider == "qemu":
+        w = draft.workload
+        edge = next((n for n in draft.nodes if w is not None and n.role == w.offload), None)
+        return (max(1, math.ceil(edge.cpus)), f"the edge VM ({edge.name}, cpus {edge.cpus:g})") if edge else (None, "")
+    if draft.provider == "hosts":
+        return None, ""
+    return len(os.sched_getaffinity(0)), "this host"
