@@ -64,11 +64,6 @@ IMAGES = {
     # A machine for the hosts provider on one computer (tests, trying it out): sshd and the roles' packages.
     "continuum/host": ("playbooks/host/Dockerfile", None),
 }
-# Build arguments: continuum/host carries every app's own Debian packages (a machine may serve any app,
-# and the test machines reach no mirror: the workload role then finds them installed)
-BUILD_ARGS = {"continuum/host": {"APP_PACKAGES": " ".join(app_packages())}}
-
-
 def docker_packages() -> list[str]:
     """Docker's Debian packages on a machine that runs containers (playbooks/roles/workload_images
     installs them; the qemu provider's guest image variant has them)."""
@@ -76,6 +71,12 @@ def docker_packages() -> list[str]:
 
     return list(yaml.safe_load((REPO / "playbooks" / "roles" / "workload_images" / "defaults" / "main.yml").read_text())
                 ["workload_images_docker_packages"])
+
+
+# Build arguments: continuum/host carries every app's own Debian packages (a machine may serve any app,
+# and the test machines reach no mirror: the workload role then finds them installed)
+# and Docker's (container workloads on the machines: playbooks/roles/workload_images, which starts it there)
+BUILD_ARGS = {"continuum/host": {"APP_PACKAGES": " ".join([*app_packages(), *docker_packages()])}}
 
 
 def ref(image: str) -> str:
@@ -209,11 +210,16 @@ def download_wheels(req: Path) -> None:
                   "--no-deps", "-r", str(req), "-d", str(WHEELHOUSE)], timeout=1800)
 
 
+def sandbox_argv(name: str, run_id: str) -> list[str]:
+    """`docker run` of a node's sandbox container: no network of its own, its namespace becomes the node's."""
+    return ["docker", "run", "-d", "--name", name, "--label", f"{LABEL_RUN}={run_id}", "--network", "none",
+            "--init", ref("continuum/base"), "sleep", "infinity"]
+
+
 def sandbox(name: str, run_id: str) -> int:
-    """Start a node's sandbox container (no network of its own); returns its PID for `ip netns attach`."""
+    """Start a node's sandbox container here; returns its PID for `ip netns attach`."""
     try:
-        _docker(["run", "-d", "--name", name, "--label", f"{LABEL_RUN}={run_id}", "--network", "none",
-                 "--init", ref("continuum/base"), "sleep", "infinity"])
+        _docker(sandbox_argv(name, run_id)[1:])
         return int(_docker(["inspect", "--format", "{{.State.Pid}}", name]).stdout.strip())
     except CommandError as e:
         raise ProviderError(f"cannot start the sandbox container {name}: {e.stderr or e}") from None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +27,17 @@ from continuum.errors import ProviderError  # noqa: E402
 
 PIDS = Path("/run/continuum/pids")
 TUNNEL_PREFIX = "cvx"  # a run's VXLAN devices before they move into its namespaces: cvx<run id><n>
+LABEL_RUN = "continuum.run"  # continuum/engines/containers.py's label on a run's containers (tests/hosts checks they agree)
+
+
+def _containers(run_id: str | None) -> list[str]:
+    """The run's Docker containers on this machine (sandboxes and workload sides), where Docker runs."""
+    if not shutil.which("docker"):
+        return []
+    flt = f"label={LABEL_RUN}" + (f"={run_id}" if run_id else "")
+    p = subprocess.run(["docker", "ps", "-a", "--filter", flt, "--format", "{{.Names}}"], capture_output=True, text=True,
+                       timeout=30)
+    return p.stdout.split() if p.returncode == 0 else []
 
 
 def _ip(*args: str) -> subprocess.CompletedProcess:
@@ -91,7 +103,7 @@ def cgroup_remove(dirs_json: str) -> dict:
 
 def leftovers(run_id: str) -> list[str]:
     rid = None if run_id == "-" else run_id
-    out = []
+    out = [f"container {c}" for c in _containers(rid)]
     for ns in _namespaces(rid):
         pids = _ns_pids(ns)
         out.append(f"namespace {ns}" + (f" ({len(pids)} processes)" if pids else ""))
@@ -102,9 +114,12 @@ def leftovers(run_id: str) -> list[str]:
 
 
 def destroy(run_id: str) -> list[str]:
-    """Remove a run's namespaces (their processes first), tunnels and cgroups; safe to repeat."""
+    """Remove a run's containers, namespaces (their processes first), tunnels and cgroups; safe to repeat."""
     rid = None if run_id == "-" else run_id
     removed = []
+    for c in _containers(rid):
+        subprocess.run(["docker", "rm", "-f", c], capture_output=True, timeout=60)
+        removed.append(f"container {c}")
     for ns in _namespaces(rid):
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for pid in _ns_pids(ns):

@@ -123,6 +123,13 @@ class HostsProvider(Provider):
             playbooks.ensure_wheels(list(plan.requirements), say)
             host_vars: dict[str, dict] = {plan.placement[plan.offload_target]: {"workload_requirements": list(plan.requirements),
                                                                                  "workload_app_packages": list(plan.debian_packages)}}
+            # roles/workload_images: Docker and the run's images (and the sandboxes' continuum/base) where a side runs in a container
+            groups["docker_containers"] = sorted({plan.placement[n] for n in plan.docker_nodes})
+            if groups["docker_containers"]:
+                images = [{"name": i, "id": containers.image_id(i)} for i in sorted({*plan.images, containers.ref("continuum/base")})]
+                say(f"loading {len(images)} image(s) into the Docker of {', '.join(groups['docker_containers'])}")
+                for m in groups["docker_containers"]:
+                    host_vars.setdefault(m, {})["workload_images"] = images
             if plan.engine == "k3s":  # roles/workload_images: the run's images into k3s's containerd where its pods run
                 groups["k3s_pods"] = sorted(pod_machines(plan))
                 images = [{"name": i, "id": containers.image_id(i)} for i in plan.images]
@@ -148,7 +155,14 @@ class HostsProvider(Provider):
         for n in plan.nodes:
             h = hosts[where[n.name]]
             ns = naming.netns(run_id, n.name)
-            h.run(["ip", "netns", "add", ns])
+            if n.name in plan.docker_nodes:  # its namespace from a sandbox container there, as netns does here
+                box = containers.sandbox_name(run_id, n.name)
+                undo.callback(h.run, ["docker", "rm", "-f", box], check=False, timeout=60)
+                h.run(containers.sandbox_argv(box, run_id), timeout=120)
+                pid = h.run(["docker", "inspect", "--format", "{{.State.Pid}}", box]).stdout.strip()
+                h.run(["ip", "netns", "attach", ns, pid])
+            else:
+                h.run(["ip", "netns", "add", ns])
             node = Node(n.name, ns, n.address, host=h)
             node.run(["ip", "link", "set", "lo", "up"])
             dep.nodes[n.name] = node

@@ -193,7 +193,7 @@ class QemuProvider(Provider):
         unsupported = []
         if spec.core.mechanism == "mahimahi-link":
             unsupported.append("core.mechanism = \"mahimahi-link\" (VMs get the core delay by netem in the guests: \"auto\")")
-        problems += remote_problems(spec, "qemu", unsupported, docker=True)
+        problems += remote_problems(spec, "qemu", unsupported)
         return problems
 
     def deploy(self, plan: Plan, run_id: str, undo: contextlib.ExitStack, say: Callable[[str], None]) -> Deployment:

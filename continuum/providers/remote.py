@@ -134,20 +134,18 @@ class Stream:
         self._reader.join(5)
 
 
-def remote_problems(spec: ExperimentSpec, kind: str, unsupported: list[str], docker: bool = False) -> list[str]:
+def remote_problems(spec: ExperimentSpec, kind: str, unsupported: list[str]) -> list[str]:
     """What a provider whose nodes are reached over SSH (hosts, qemu) needs
     here, and what of the experiment it does not run yet (`unsupported`:
-    the provider's own additions). `docker`: its machines run container
-    workloads with `docker run`, from images built here (the qemu provider)."""
+    the provider's own additions). Container workloads run with `docker run`
+    on the machines, from images built here, which provisioning loads there."""
     problems = [f"{tool} not found here: install Debian's openssh-client and rsync (./setup.sh does)"
                 for tool in ("ssh", "rsync", "ssh-keygen") if not shutil.which(tool)]
     if spec.workload.runtime != "process" and spec.engine != "k3s":
-        if not docker:
-            unsupported = ["container workloads (workload.runtime = \"container\"; the qemu provider runs them)", *unsupported]
-        elif why := containers.engine_problem():
+        if why := containers.engine_problem():
             problems.append(f"workload.runtime is container: the images are loaded into the machines from Docker here: {why}")
         else:
-            problems += containers.image_problems(containers.spec_images(spec))
+            problems += containers.image_problems([*containers.spec_images(spec), "continuum/base"])
     if unsupported:
         problems.append(f"the {kind} provider does not run these yet (the netns provider does): " + "; ".join(unsupported))
     return problems

@@ -155,9 +155,8 @@ def start(spec: ExperimentSpec, app: AppSpec, side: str, node: Node, env: dict[s
             network = f"container:{containers.sandbox_name(run_id, node.name)}"
         elif not node.netns:  # a VM that is the node (qemu): the guest's Docker, the images its provisioning loaded
             network = "host"
-        else:
-            raise ProviderError(f"{node.name}: container workloads on a machine that holds several nodes' namespaces "
-                                "are not supported (the hosts provider refuses them at validation)")
+        else:  # a machine of the hosts provider: the node's namespace is its sandbox container's there
+            network = f"container:{containers.sandbox_name(run_id, node.name)}"
         # under the node's cgroup where Docker's driver is cgroupfs (roles/workload_images sets it on VMs)
         parent = naming.cgroup(run_id, node.name) if containers.cgroup_driver(node.run) == "cgroupfs" else None
         mounts = [(run_dir / "raw", True)] + ([(model_cache(), False)] if node.exists(model_cache()) else [])

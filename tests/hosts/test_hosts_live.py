@@ -311,3 +311,47 @@ def test_engine_k3s_without_a_cluster_stops_before_touching_the_machines(machine
     for name, container in machines["containers"].items():
         st = _state(container, tmp_path / "runs" / "none" / "x")
         assert st["namespaces"] == [] and st["run_continuum"] == [] and st["processes"] == ["sshd"], (name, st)
+
+
+# Last in this file: it leaves Docker running on ue and mec (provisioning started it, as it would on a lab's machines).
+@pytest.fixture(scope="module")
+def containers_hosts_run(machines, tmp_path_factory):
+    """configs/example-byo-container.toml on the machines: both sides of the example app in Docker on
+    ue and mec, each in its node's namespace (a sandbox container's there) under its node's cgroup;
+    provisioning starts Docker on them and loads the images. Docker inside these machines (containers
+    themselves) stores images with vfs: opt-in (CONTINUUM_TEST_SLOW=1)."""
+    if os.environ.get("CONTINUUM_TEST_SLOW") != "1":
+        pytest.skip("container workloads on the hosts provider's machines (Docker in each, images loaded), outside the "
+                    "test command's budget; CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
+    if containers.image_problems(["continuum/example", "continuum/base"]):
+        pytest.skip("; ".join(containers.image_problems(["continuum/example", "continuum/base"])))
+    tmp = tmp_path_factory.mktemp("containers-hosts")
+    text = (ROOT / "configs" / "example-byo-container.toml").read_text()
+    text = re.sub(r"duration_s = \d+", "duration_s = 4", text).replace("[mobile]", _provider(machines) + "\n[mobile]", 1)
+    assert 'kind = "hosts"' in text and "duration_s = 4" in text
+    (tmp / "containers-hosts.toml").write_text(text)
+    p = subprocess.run([sys.executable, "-m", "continuum", "run", str(tmp / "containers-hosts.toml")], capture_output=True,
+                       text=True, cwd=tmp, timeout=900)
+    (tmp / "console.txt").write_text(p.stdout + p.stderr)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-3000:]
+    return sorted((tmp / "runs").glob("*-example-byo-container"))[-1]
+
+
+def test_container_workloads_run_in_their_nodes_namespaces_and_cgroups_on_the_machines(containers_hosts_run, machines):
+    from continuum.nodeside import hostside
+
+    run = containers_hosts_run
+    s = json.loads((run / "summary.json").read_text())
+    assert s["requests"] >= 15 and s["answered"] == s["requests"], (s["requests"], s["answered"])
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["workload"]["runtime"] == {"endpoint": "container", "server": "container"} and m["teardown"]["complete"]
+    nodes = pd.read_csv(run / "nodes.csv")
+    for node in ("edge0", "endpoint0"):  # the containers' memory and CPU, counted in their nodes' cgroups there
+        mine = nodes[nodes["node"] == node]
+        assert mine["memory_bytes"].max() > 10 << 20 and mine["cpu_cores"].max() > 0.01, nodes.groupby("node").max()
+    assert hostside.LABEL_RUN == containers.LABEL_RUN
+    for name, container in machines["containers"].items():
+        st = _state(container, run)
+        assert st["namespaces"] == [] and st["cgroups"] == [], (name, st)
+        left = _docker("exec", container, "sh", "-c", "command -v docker >/dev/null && docker ps -aq || true").stdout.split()
+        assert left == [], (name, left)
