@@ -217,6 +217,19 @@ memory = "256M"
 """
 
 
+def _opt_in_run(tmp: Path, name: str, text: str, timeout: float = 1500) -> dict:
+    """An opt-in fixture's run: the file written as tmp/NAME.toml, `continuum run` on it (its console
+    kept beside it), the host's state before and after; the run folder, its output and that state."""
+    (tmp / f"{name}.toml").write_text(text)
+    before = _host_state()
+    p = subprocess.run([sys.executable, "-m", "continuum", "run", str(tmp / f"{name}.toml")], capture_output=True,
+                       text=True, cwd=tmp, timeout=timeout)
+    (tmp / f"{name}.console.txt").write_text(p.stdout + p.stderr)
+    assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
+    return {"run": sorted(d for d in (tmp / "runs").iterdir() if d.is_dir())[-1], "stdout": p.stdout,
+            "before": before, "after": _host_state()}
+
+
 @pytest.fixture(scope="module")
 def cell_run(tmp_path_factory, root_netns):
     """Two endpoint VMs as the UEs of one shared cell (the cell runs in the link's namespace
@@ -228,18 +241,12 @@ def cell_run(tmp_path_factory, root_netns):
     if vmimage.problem() or vmimage.cached() is None:
         pytest.skip(f"the qemu provider's guest image is not built ({vmimage.problem() or 'run ./setup.sh --vms'})")
     tmp = tmp_path_factory.mktemp("qemu-cell")
-    before = _host_state()
     text = EXPERIMENT.format(name="cell-qemu", out=tmp / "runs", provider="qemu")
     text = text[:text.index("[edge.manager]")]  # file transfer, no manager: the cell is what is tried
     text = text.replace('uplink = "3mbps.trace"', 'uplink = "const-12mbps"').replace("rate = 20.0", "rate = 10.0")
     text = re.sub(r"\[nodes.endpoint\]\ncpus = 1.0\nmemory = \"256M\"\n", CELL, text) + '\n[cell]\nuplink = "tutti"\ndownlink = "pf"\n'
     assert "count = 2" in text and "[cell]" in text
-    (tmp / "cell.toml").write_text(text)
-    p = subprocess.run([sys.executable, "-m", "continuum", "run", str(tmp / "cell.toml")], capture_output=True, text=True,
-                       cwd=tmp, timeout=1500)
-    (tmp / "cell.console.txt").write_text(p.stdout + p.stderr)
-    assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
-    return {"run": sorted((tmp / "runs").glob("*-cell-qemu"))[-1], "before": before, "after": _host_state()}
+    return _opt_in_run(tmp, "cell", text)
 
 
 def test_two_endpoint_vms_share_one_cell_with_tuttis_notices_from_the_edge_vm(cell_run):
@@ -329,17 +336,10 @@ def containers_run(tmp_path_factory, root_netns):
     if (why := containers.engine_problem()) or (why := "; ".join(containers.image_problems(["continuum/example"]))):
         pytest.skip(f"containers unavailable here: {why} (./run-tests.sh builds them)")
     tmp = tmp_path_factory.mktemp("qemu-containers")
-    before = _host_state()
     text = (ROOT / "configs" / "qemu-containers.toml").read_text()
     text = text.replace("duration_s = 15", f'duration_s = 6\noutput = "{tmp / "runs"}"')
     assert f'output = "{tmp / "runs"}"' in text
-    (tmp / "containers.toml").write_text(text)
-    p = subprocess.run([sys.executable, "-m", "continuum", "run", str(tmp / "containers.toml")], capture_output=True,
-                       text=True, cwd=tmp, timeout=2400)
-    (tmp / "containers.console.txt").write_text(p.stdout + p.stderr)
-    assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
-    return {"run": sorted((tmp / "runs").glob("*-qemu-containers"))[-1], "stdout": p.stdout,
-            "before": before, "after": _host_state()}
+    return _opt_in_run(tmp, "containers", text, timeout=2400)
 
 
 def test_both_sides_run_in_docker_inside_their_vms_under_the_nodes_cgroups(containers_run):
@@ -378,13 +378,7 @@ def mosaic_run(tmp_path_factory, root_netns):
         "[nodes.endpoint]", '[provider]\nkind = "qemu"\nvm_cpu = "qemu64"\n\n[nodes.endpoint]', 1).replace(
         "[experiment]", f'[experiment]\noutput = "{tmp / "runs"}"', 1) + "workers_per_class = 1\nscale = 0.25\n"
     assert 'memory = "2G"' in text and "count = 1" in text and 'kind = "qemu"' in text
-    (tmp / "mosaic.toml").write_text(text)
-    before = _host_state()
-    p = subprocess.run([sys.executable, "-m", "continuum", "run", str(tmp / "mosaic.toml")], capture_output=True,
-                       text=True, cwd=tmp, timeout=2400)
-    (tmp / "mosaic.console.txt").write_text(p.stdout + p.stderr)
-    assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
-    return {"run": sorted((tmp / "runs").glob("*-mosaic-quick"))[-1], "before": before, "after": _host_state()}
+    return _opt_in_run(tmp, "mosaic", text, timeout=2400)
 
 
 def test_mosaic_admits_tasks_in_the_edge_vm_runs_them_in_their_cgroups_there_and_answers(mosaic_run):
@@ -421,13 +415,7 @@ def cores_run(tmp_path_factory, root_netns):
     text = text.replace('mode = "quota"', 'mode = "cores"').replace("max_cpus = 1.0", "max_cpus = 2")
     text = re.sub(r"unit_cpus = .*\n", "", text)
     assert "cpus = 2.0" in text and 'mode = "cores"' in text and "unit_cpus" not in text
-    (tmp / "cores.toml").write_text(text)
-    before = _host_state()
-    p = subprocess.run([sys.executable, "-m", "continuum", "run", str(tmp / "cores.toml")], capture_output=True,
-                       text=True, cwd=tmp, timeout=1500)
-    (tmp / "cores.console.txt").write_text(p.stdout + p.stderr)
-    assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
-    return {"run": sorted((tmp / "runs").glob("*-cores-qemu"))[-1], "before": before, "after": _host_state()}
+    return _opt_in_run(tmp, "cores", text)
 
 
 def test_smecs_cores_mode_hands_the_edge_vms_vcpus_to_its_server(cores_run):
