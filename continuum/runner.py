@@ -273,9 +273,12 @@ def _load_plan(spec: ExperimentSpec) -> list[str]:
             cap = hit.capacity_rps
             lines.append(f"  {a.name}: utilisation {u:g} x capacity {cap:.2f}/s (cached, measured {hit.made}) = "
                          f"{u * cap:.2f}/s, {u * cap / len(a.endpoints):.3g}/s per endpoint")
-        else:
+        elif spec.provider == "netns":
             lines.append(f"  {a.name}: utilisation {u:g}: its rate comes from the calibration at the start of the run "
                          f"(nothing cached for this node and app; `continuum calibrate {spec.source}` measures it now)")
+        else:  # this machine's cache cannot speak for a VM or another machine: the run measures on the node itself
+            lines.append(f"  {a.name}: utilisation {u:g}: its rate comes from the calibration on {spec.offload_node.name} "
+                         f"itself ({spec.provider}), at the start of the run")
     return (["load (calibrated on the offload node):"] + lines) if lines else []
 
 

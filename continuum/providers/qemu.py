@@ -78,7 +78,7 @@ def accelerator(image: vmimage.Image, say: Callable[[str], None], timeout_s: flo
         return kept["accel"]
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         _probed["accel"] = "tcg"
-        say("accelerator: TCG (no usable /dev/kvm)")
+        say("accelerator: TCG (no usable /dev/kvm; software emulation, floating-point code ~100x slower)")
         return "tcg"
     argv = ["qemu-system-x86_64", "-accel", "kvm", "-m", "256", "-kernel", str(image.kernel), "-initrd", str(image.initrd),
             "-append", "console=ttyS0 panic=-1 rdinit=/bin/false", "-no-reboot", "-nographic", "-nodefaults",
@@ -98,7 +98,8 @@ def accelerator(image: vmimage.Image, say: Callable[[str], None], timeout_s: flo
     p.wait()
     _probed["accel"] = "kvm" if booted else "tcg"
     why = ("a KVM guest's kernel booted" if booted else f"a KVM guest's kernel did not boot within {timeout_s:.0f} s: "
-           "nested KVM here hangs; TCG is software emulation, several times slower")
+           "nested KVM here hangs; TCG is software emulation, several times slower, floating-point code "
+           "~100x (docs/experiment-file.md, vm_cpu)")
     say("accelerator: KVM" if booted else f"accelerator: TCG ({why})")
     _keep_verdict(_probed["accel"], why)
     return _probed["accel"]

@@ -181,6 +181,9 @@ def test_run_provider_overrides_the_files_kind_and_the_run_keeps_the_text(tmp_pa
     dry = subprocess.run([sys.executable, "-m", "continuum", "run", "--provider", "qemu", "--dry-run",
                           str(REPO / "configs" / "smec-mix.toml")], capture_output=True, text=True, cwd=tmp_path)
     assert dry.returncode == 0 and "VMs (QEMU" in dry.stdout and "endpoint11" in dry.stdout, dry.stdout[-2000:] + dry.stderr
+    # utilisation: measured in the edge VM by the run, not by `continuum calibrate` (which refuses other providers)
+    plan = " ".join(dry.stdout.split())
+    assert "calibration on edge0 itself (qemu)" in plan and "continuum calibrate" not in plan, plan[-1500:]
 
 
 def test_one_pass_reports_schema_and_resolution_problems_together():
