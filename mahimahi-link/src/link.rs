@@ -54,6 +54,8 @@ pub struct Counters {
     pub dropped_packets: u64,
     pub dropped_bytes: u64,
     pub opportunities: u64,
+    /// Opportunities a timeline's outage took away (neither delivered nor logged).
+    pub dark_opportunities: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -89,6 +91,11 @@ pub struct Link<P> {
     /// in 1/total bytes, so no byte is lost to rounding). Alone: all of them.
     share: (u32, u32),
     frac: u64,
+    /// Where the trace's current run began (the last restart): a phase-aligned
+    /// trace switch places the new trace as if it had run since then.
+    origin: Nanos,
+    /// A timeline's outage: no opportunity before this time carries anything.
+    dark_until: Nanos,
 }
 
 impl<P> Link<P> {
@@ -115,7 +122,19 @@ impl<P> Link<P> {
             now: 0,
             share: (1, 1),
             frac: 0,
+            origin: 0,
+            dark_until: 0,
         }
+    }
+
+    fn set_groups(&mut self, trace: Arc<Trace>) {
+        self.cum.clear();
+        let mut acc = 0u64;
+        for g in &trace.groups {
+            self.cum.push(acc);
+            acc += g.count as u64;
+        }
+        self.trace = trace;
     }
 
     /// Give this link `blocks` of the cell's `total` resource blocks from now
@@ -191,7 +210,8 @@ impl<P> Link<P> {
         if self.queue.is_empty() && self.in_transit.is_none() {
             None
         } else {
-            self.next_opportunity()
+            // in an outage, nothing happens before it ends
+            self.next_opportunity().map(|t| if t < self.dark_until { self.dark_until } else { t })
         }
     }
 
@@ -242,9 +262,15 @@ impl<P> Link<P> {
     /// Burn every opportunity up to `now` without looking at each one; only
     /// valid while nothing is queued and nobody wants to see opportunities.
     fn skip_idle(&mut self, now: Nanos) {
-        let Some(t0) = self.next_opportunity() else { return };
+        let skipped = self.skip_to(now);
+        self.counters.opportunities += skipped;
+    }
+
+    /// Move past every opportunity up to `now` arithmetically; how many there were.
+    fn skip_to(&mut self, now: Nanos) -> u64 {
+        let Some(t0) = self.next_opportunity() else { return 0 };
         if t0 > now {
-            return;
+            return 0;
         }
         let period = self.trace.period_ms() * MS;
         let per = self.trace.opportunities;
@@ -262,19 +288,18 @@ impl<P> Link<P> {
             },
         };
         if !self.opts.repeat && j >= 1 {
-            self.counters.opportunities += per - cur;
             self.finished = true;
-            return;
+            return per - cur;
         }
         let target = self.cum[g] + k as u64;
         let skipped = (j * per + target).saturating_sub(cur);
         if skipped == 0 {
-            return;
+            return 0;
         }
-        self.counters.opportunities += skipped;
         self.base += j * period;
         self.group = g;
         self.k = k;
+        skipped
     }
 
     /// Pass every opportunity up to `now` to the sink, a trace millisecond
@@ -303,15 +328,62 @@ impl<P> Link<P> {
     /// at that very instant is not sent at its own arrival.
     pub fn restart_trace(&mut self, at: Nanos) {
         self.base = at.max(self.now) + 1;
+        self.origin = self.base;
         self.group = 0;
         self.k = 0;
         self.finished = false;
+        self.dark_until = 0;
+    }
+
+    /// From the latest time the link was run to, serve `trace` instead. Restarted:
+    /// its first opportunity comes strictly after that time, as with
+    /// [`Link::restart_trace`]. Phase-aligned: it is where it would be had it run
+    /// since the trace's last (re)start, so switching between recordings of one
+    /// drive keeps their common clock. Queued packets and a packet partly sent stay.
+    pub fn switch_trace(&mut self, trace: Arc<Trace>, aligned: bool) {
+        self.set_groups(trace);
+        self.group = 0;
+        self.k = 0;
+        self.finished = false;
+        if aligned {
+            self.base = self.origin;
+            self.skip_to(self.now);
+        } else {
+            self.base = self.now + 1;
+        }
+    }
+
+    /// From the latest time the link was run to until `until`, no opportunity
+    /// carries anything (a radio outage); `flush` drops what is queued then
+    /// (the packet partly sent too), otherwise it waits for the link to return.
+    pub fn outage<S: Sink<P>>(&mut self, until: Nanos, flush: bool, sink: &mut S) {
+        self.dark_until = self.dark_until.max(until);
+        if flush {
+            let t = self.now;
+            if let Some(p) = self.in_transit.take() {
+                self.bytes_left = 0;
+                self.drops.push(p);
+            }
+            self.queue.drain(&mut self.drops);
+            self.flush_drops(t, sink);
+        }
+    }
+
+    /// Whether an outage holds at `t`.
+    pub fn dark_at(&self, t: Nanos) -> bool {
+        t < self.dark_until
     }
 
     /// Run the link up to and including `now`.
     pub fn advance_to<S: Sink<P>>(&mut self, now: Nanos, sink: &mut S) {
         self.now = self.now.max(now);
         loop {
+            if let Some(t) = self.next_opportunity().filter(|&t| t < self.dark_until && t <= now) {
+                let skipped = self.skip_to(now.min(self.dark_until - 1));
+                debug_assert!(skipped > 0, "an opportunity at {t} in an outage was not skipped");
+                self.counters.dark_opportunities += skipped;
+                continue;
+            }
             if self.queue.is_empty() && self.in_transit.is_none() {
                 if sink.wants_opportunities() {
                     self.report_idle(now, sink);
@@ -387,6 +459,7 @@ mod tests {
         deps: Vec<(Nanos, u32)>,
         opps: bool,
         opp_ms: Vec<u64>,
+        drops: Vec<(Nanos, u32)>,
     }
     impl Sink<u32> for Rec {
         fn departure(&mut self, t: Nanos, p: Queued<u32>) {
@@ -397,6 +470,9 @@ mod tests {
         }
         fn wants_opportunities(&self) -> bool {
             self.opps
+        }
+        fn drop(&mut self, t: Nanos, dropped: &[Queued<u32>]) {
+            self.drops.extend(dropped.iter().map(|p| (t, p.payload)));
         }
     }
 
@@ -432,6 +508,74 @@ mod tests {
         l.enqueue(1504, 3, 40 * MS, &mut s);
         l.advance_to(50 * MS, &mut s);
         assert_eq!(s.deps[3], (41 * MS + 1, 3));
+    }
+
+    #[test]
+    fn an_outage_carries_nothing_and_keeps_or_flushes_the_queue() {
+        // An opportunity every millisecond; an outage from 10 to 20 ms.
+        for flush in [false, true] {
+            let mut l = link("1\n", false);
+            let mut s = Rec { opps: true, ..Rec::default() };
+            l.advance_to(10 * MS, &mut s);
+            for id in 0..3 {
+                l.enqueue(1504, id, 10 * MS, &mut s);
+            }
+            l.outage(20 * MS, flush, &mut s);
+            // the queued packets wait (nothing wakes the caller before the end), then go
+            assert_eq!(l.next_event(), if flush { None } else { Some(20 * MS) });
+            l.enqueue(1504, 3, 15 * MS, &mut s);
+            l.advance_to(30 * MS, &mut s);
+            let after: Vec<u64> = s.opp_ms.iter().copied().filter(|&ms| ms > 10).collect();
+            assert_eq!(after.first(), Some(&20), "no opportunity is seen in the outage");
+            assert_eq!(l.counters.dark_opportunities, 9, "11..=19 ms");
+            if flush {
+                assert_eq!(s.drops, vec![(10 * MS, 0), (10 * MS, 1), (10 * MS, 2)]);
+                assert_eq!(s.deps, vec![(20 * MS, 3)]);
+            } else {
+                assert!(s.drops.is_empty());
+                assert_eq!(s.deps, vec![(20 * MS, 0), (21 * MS, 1), (22 * MS, 2), (23 * MS, 3)]);
+            }
+        }
+        // an idle link skips an outage's opportunities arithmetically, not seen either
+        let mut l = link("1\n", false);
+        let mut s = Rec::default();
+        l.advance_to(5 * MS, &mut s);
+        l.outage(1_000 * MS, false, &mut s);
+        l.advance_to(2_000 * MS, &mut s);
+        assert_eq!(l.counters.dark_opportunities, 994);
+        assert_eq!(l.counters.opportunities, 5 + 1_001);
+        // a restart ends an outage
+        l.outage(3_000 * MS, false, &mut s);
+        l.restart_trace(2_000 * MS);
+        l.enqueue(1504, 9, 2_000 * MS, &mut s);
+        l.advance_to(2_010 * MS, &mut s);
+        assert_eq!(s.deps.last(), Some(&(2_001 * MS + 1, 9)));
+    }
+
+    #[test]
+    fn a_trace_switch_restarts_or_keeps_the_phase_of_the_last_restart() {
+        // Old: an opportunity every ms. New: at 3 and 10 ms of a 10 ms loop.
+        let new = Arc::new(Trace::parse("n", "3\n10\n").unwrap());
+        let mut l = link("1\n", false);
+        let mut s = Rec::default();
+        l.restart_trace(100 * MS); // the trace's run starts at 100 ms + 1 ns
+        l.advance_to(124 * MS, &mut s);
+        l.switch_trace(new.clone(), false);
+        l.enqueue(1504, 0, 124 * MS, &mut s);
+        l.enqueue(1504, 1, 124 * MS, &mut s);
+        l.advance_to(200 * MS, &mut s);
+        // restarted: 3 and 10 ms after the switch
+        assert_eq!(s.deps, vec![(127 * MS + 1, 0), (134 * MS + 1, 1)]);
+        let mut l = link("1\n", false);
+        let mut s = Rec::default();
+        l.restart_trace(100 * MS);
+        l.advance_to(124 * MS, &mut s);
+        l.switch_trace(new, true);
+        l.enqueue(1504, 0, 124 * MS, &mut s);
+        l.enqueue(1504, 1, 124 * MS, &mut s);
+        l.advance_to(200 * MS, &mut s);
+        // aligned: as if it had run since 100 ms: 103, 110, 113, 120, 123, 130 ...
+        assert_eq!(s.deps, vec![(130 * MS + 1, 0), (133 * MS + 1, 1)]);
     }
 
     #[test]

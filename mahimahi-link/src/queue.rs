@@ -242,6 +242,12 @@ impl<P> PacketQueue<P> {
         }
     }
 
+    /// Every queued packet, in queue order (a timeline's outage that flushes the queue).
+    pub fn drain(&mut self, dropped: &mut Vec<Queued<P>>) {
+        self.bytes = 0;
+        dropped.extend(self.q.drain(..));
+    }
+
     /// Take the head packet for an opportunity at `now`; AQM drops go to `dropped`.
     pub fn dequeue(&mut self, now: Nanos, dropped: &mut Vec<Queued<P>>) -> Option<Queued<P>> {
         match self.cfg.discipline {
