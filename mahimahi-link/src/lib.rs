@@ -8,6 +8,7 @@
 //! - [`cell`]: a shared cell: UEs' links splitting resource blocks slot by slot (MAC schedulers);
 //! - [`mmlog`]: mm-link's log format;
 //! - [`packet`]: frame parsing, bypass filter and core-delay rules;
+//! - [`timeline`]: changes to links at set times (outages, trace switches, delays);
 //! - [`gso`]: TCP super-frames taken whole, charged per segment, released in parts;
 //! - [`sys`]: every unsafe system call (AF_PACKET rings, timers, namespaces);
 //! - [`writer`]: file output on its own thread, so a slow disk never stalls the loop;
@@ -38,6 +39,7 @@ pub mod queue;
 pub mod rng;
 pub mod shell;
 pub mod sys;
+pub mod timeline;
 pub mod trace;
 pub mod writer;
 

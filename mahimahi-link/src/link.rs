@@ -157,6 +157,9 @@ impl<P> Link<P> {
     pub fn trace(&self) -> &Trace {
         &self.trace
     }
+    pub fn trace_arc(&self) -> &Arc<Trace> {
+        &self.trace
+    }
     pub fn queue_config(&self) -> &QueueConfig {
         self.queue.config()
     }

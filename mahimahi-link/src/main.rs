@@ -106,6 +106,8 @@ fn config(c: &Common, link_args: &[LinkArg], links: Vec<LinkSpec>, argv: &[Strin
         cell_notice_port: c.cell_notice_port,
         link_ids: Vec::new(),
         stats_share: None,
+        timeline: Vec::new(),
+        timeline_log: c.timeline_log.clone(),
     }
 }
 
@@ -209,7 +211,13 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
     let paths: Vec<&str> = p.links.iter().flat_map(|l| [l.up.as_str(), l.down.as_str()]).collect();
     let traces = load_traces(&paths)?;
     let specs = p.links.iter().map(|l| spec(&p.common, &traces, l)).collect();
-    let cfg = config(&p.common, &p.links, specs, argv);
+    let mut cfg = config(&p.common, &p.links, specs, argv);
+    if let Some(path) = &c.timeline {
+        cfg.timeline = mahimahi_link::timeline::load(path)?;
+        mahimahi_link::forward::check_timeline(&cfg)?;
+    } else if c.timeline_log.is_some() {
+        return Err(vec!["--timeline-log needs --timeline".into()]);
+    }
     sys::install_stop_handler();
     sys::install_restart_handler();
     let stop = if c.threads > 1 {
@@ -231,6 +239,9 @@ fn shell_mode(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
     }
     if p.common.threads > 1 {
         return Err(vec!["--threads: forward mode only (shell mode has one link, served by one thread)".into()]);
+    }
+    if p.common.timeline.is_some() || p.common.timeline_log.is_some() {
+        return Err(vec!["--timeline and --timeline-log: forward mode only".into()]);
     }
     let (up, down) = (p.positional[0].as_str(), p.positional[1].as_str());
     let traces = load_traces(&[up, down])?;

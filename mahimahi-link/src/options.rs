@@ -80,6 +80,11 @@ options (shell and forward):
                                         30..120, of 68 KiB for super-frames); frames lost to a
                                         full ring are reported as ring_drops
   --quiet                               no warnings on stderr
+  --timeline=FILE                       forward mode: changes at set times after each trace restart,
+                                        one per line: AT_MS LINK outage DURATION_MS keep|flush,
+                                        AT_MS LINK uplink-trace|downlink-trace PATH restart|aligned,
+                                        AT_MS LINK delay PREFIX MS (LINK: a --link name or *)
+  --timeline-log=FILE                   each applied change: UNIX_NS T_MS LATE_US LINK LINE
 
 signals (shell and forward): SIGINT, SIGTERM or SIGHUP stop; SIGUSR2 starts every link's trace
 over from its first line at that instant (queues kept), e.g. when an experiment's measurement
@@ -131,6 +136,10 @@ pub struct Common {
     /// Tutti: UDP datagrams to this port, from the core side to a member UE,
     /// are the edge's request notices (consumed, never delivered).
     pub cell_notice_port: Option<u16>,
+    /// Forward mode: changes to links at set times after each trace restart (see [`crate::timeline`]).
+    pub timeline: Option<String>,
+    /// Where each applied change is logged.
+    pub timeline_log: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -273,6 +282,14 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             "--delay" => DelayRule::parse(&val).map(|d| c.delays.push(d)),
             "--stats" => {
                 c.stats = Some(val);
+                Ok(())
+            }
+            "--timeline" => {
+                c.timeline = Some(val);
+                Ok(())
+            }
+            "--timeline-log" => {
+                c.timeline_log = Some(val);
                 Ok(())
             }
             "--stats-interval-ms" => val.parse().ok().filter(|v| *v > 0).map(|v| c.stats_interval_ms = v).ok_or_else(|| format!("--stats-interval-ms: {val:?} is not a positive integer")),

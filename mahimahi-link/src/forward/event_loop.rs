@@ -39,6 +39,7 @@ impl Forwarder {
             let mono = sys::monotonic_ns();
             let real_offset = sys::realtime_ns() - mono + self.t0;
             let now = mono - self.t0;
+            self.apply_timeline(now, real_offset, &mut r.deps);
             let (busy, tx_left) = self.serve(now, real_offset, &mut r)?;
             if !self.cfg.link_opts.repeat && self.links.iter().all(|l| l.up.link.finished() && l.down.link.finished()) {
                 break Stop::TracesEnded;
@@ -163,6 +164,9 @@ impl Forwarder {
     /// (a lone packet, a ping).
     fn next_events(&self, now2: Nanos, mut next: Nanos) -> (Nanos, Option<Nanos>) {
         let mut next_busy: Option<Nanos> = None;
+        if let Some(t) = self.timed.next_at() {
+            next = next.min(t);
+        }
         for l in &self.links {
             let batch = [&l.up, &l.down].iter().filter(|d| d.link.queued_packets() >= 2).map(|d| d.batch_ns).min();
             let events = [l.up.link.next_event(), l.down.link.next_event()]
@@ -257,6 +261,7 @@ impl Forwarder {
         }
         self.advance_cell(true, at);
         self.advance_cell(false, at);
+        self.rearm_timeline(at);
         for l in &mut self.links {
             l.up.link.restart_trace(at);
             l.down.link.restart_trace(at);

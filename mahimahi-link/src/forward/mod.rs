@@ -31,12 +31,14 @@ mod frame;
 mod path;
 mod stats;
 mod threads;
+mod timed;
 
 pub use cellspec::CellSpec;
 pub use frame::Frame;
 use cellspec::CellMembers;
 use frame::{assemble, Pkt};
 pub use threads::{run_threads, split, StatsShare};
+pub use timed::check as check_timeline;
 
 
 #[derive(Clone)]
@@ -93,6 +95,10 @@ pub struct ForwardConfig {
     /// With several forwarding threads: where each puts its links' statistics,
     /// so that the file always holds every link (see [`split`]).
     pub stats_share: Option<Arc<StatsShare>>,
+    /// Changes at set times after each trace restart ([`crate::timeline`]).
+    pub timeline: Vec<crate::timeline::Event>,
+    /// Where each applied change is written, one line each (appended: every thread writes its links').
+    pub timeline_log: Option<String>,
 }
 
 /// Where a delayed frame goes when its delay is over.
@@ -156,6 +162,8 @@ struct RunLink {
     /// One FIFO per delay rule and direction: a fixed delay keeps FIFO order.
     delay_up: Vec<VecDeque<(Nanos, Frame, After)>>,
     delay_down: Vec<VecDeque<(Nanos, Frame, After)>>,
+    /// Each delay rule's one-way delay for this link (a timeline may change it).
+    delay_ns: Vec<Nanos>,
 }
 
 struct LogSink<'a> {
@@ -220,6 +228,8 @@ pub struct Forwarder {
     warned_tx_error: bool,
     warned_ring_drops: bool,
     writer: Writer,
+    /// This thread's share of the timeline, resolved to its links.
+    timed: timed::Timed,
 }
 
 /// Why the loop ended.
@@ -318,8 +328,10 @@ impl Forwarder {
                 down: mk(&spec.down, "Downlink", 2)?,
                 delay_up: (0..cfg.delays.len()).map(|_| VecDeque::new()).collect(),
                 delay_down: (0..cfg.delays.len()).map(|_| VecDeque::new()).collect(),
+                delay_ns: cfg.delays.iter().map(|d| d.delay_ns).collect(),
             });
         }
+        let timed = timed::Timed::resolve(&cfg, &links)?;
         let mut cells = [cfg.cells[0].as_ref().map(CellSpec::build).transpose()?, cfg.cells[1].as_ref().map(CellSpec::build).transpose()?];
         let mut member_of = [vec![None; links.len()], vec![None; links.len()]];
         for (k, spec) in cfg.cells.iter().enumerate() {
@@ -340,7 +352,7 @@ impl Forwarder {
             core.log = Some(Vec::new());
             cell_logs[k] = Some((writer.register(&path, f), 0));
         }
-        Ok(Forwarder { cfg, links, cells, member_of, cell_logs, senders, t0: sys::monotonic_ns(), restart_seen: 0, stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer })
+        Ok(Forwarder { cfg, links, cells, member_of, cell_logs, senders, t0: sys::monotonic_ns(), restart_seen: 0, stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer, timed })
     }
 
 }

@@ -75,10 +75,10 @@ impl Forwarder {
                 }
                 (None, false) => After::IntoDownlink,
             };
-            match delay_index(&self.cfg.delays, m.src).filter(|i| self.cfg.delays[*i].delay_ns > 0) {
+            match delay_index(&self.cfg.delays, m.src).filter(|i| self.links[li].delayed(*i, false)) {
                 Some(i) => {
-                    let release = now + self.cfg.delays[i].delay_ns;
-                    self.links[li].delay_down[i].push_back((release, frame, after));
+                    let l = &mut self.links[li];
+                    push_delayed(&mut l.delay_down[i], now + l.delay_ns[i], frame, after);
                 }
                 None => self.deliver(li, after, frame, now, deps),
             }
@@ -152,8 +152,8 @@ impl Forwarder {
 
     fn send_to_core(&mut self, li: usize, rule: Option<usize>, t: Nanos, frame: Frame) {
         let l = &mut self.links[li];
-        match rule.filter(|i| self.cfg.delays[*i].delay_ns > 0) {
-            Some(i) => l.delay_up[i].push_back((t + self.cfg.delays[i].delay_ns, frame, After::ToCore)),
+        match rule.filter(|i| l.delayed(*i, true)) {
+            Some(i) => push_delayed(&mut l.delay_up[i], t + l.delay_ns[i], frame, After::ToCore),
             None => self.transmit(li, true, frame),
         }
     }
@@ -260,5 +260,21 @@ impl Forwarder {
                 self.downlink_departures(li, &mut deps);
             }
         }
+    }
+}
+
+/// A frame into a delay rule's FIFO, released at `release` or with the frame
+/// before it, whichever is later: after a timeline lowers a delay, packets
+/// still never overtake one another.
+fn push_delayed(q: &mut VecDeque<(Nanos, Frame, After)>, release: Nanos, frame: Frame, after: After) {
+    let release = q.back().map_or(release, |b| b.0.max(release));
+    q.push_back((release, frame, after));
+}
+
+impl RunLink {
+    /// Whether a packet under delay rule `i` waits in its FIFO: a delay, or
+    /// (its delay lowered to 0 by a timeline) frames still waiting ahead of it.
+    fn delayed(&self, i: usize, up: bool) -> bool {
+        self.delay_ns[i] > 0 || !(if up { &self.delay_up[i] } else { &self.delay_down[i] }).is_empty()
     }
 }

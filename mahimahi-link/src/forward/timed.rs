@@ -1,0 +1,148 @@
+//! The timeline ([`crate::timeline`]) as one forwarding thread applies it:
+//! each change at its time on the link's own clock (the link is run to that
+//! instant first, so what it delivered before and after is exact), whatever
+//! the loop's wakeup latency; each applied change logged with that latency.
+
+use super::*;
+use crate::timeline::Change;
+
+/// A change resolved to this thread's link and delay rule.
+#[derive(Clone)]
+enum Applied {
+    Outage { duration: Nanos, flush: bool },
+    Trace { up: bool, trace: Arc<Trace>, aligned: bool },
+    Delay { rule: usize, delay_ns: Nanos },
+}
+
+pub(super) struct Timed {
+    /// (time after the latest restart, link index, change, the line as written), in time order.
+    events: Vec<(Nanos, usize, Applied, String)>,
+    next: usize,
+    /// When the latest trace restart happened (ns since t0; 0 before any).
+    epoch: Nanos,
+    log: Option<std::fs::File>,
+}
+
+impl Timed {
+    /// This thread's events: those for its links (a `*` event for each of them).
+    /// Names and prefixes are checked against the whole command line before
+    /// the links are split among threads ([`check`]).
+    pub(super) fn resolve(cfg: &ForwardConfig, links: &[RunLink]) -> Result<Timed, String> {
+        let mut events = Vec::new();
+        for e in &cfg.timeline {
+            for (li, l) in links.iter().enumerate() {
+                if e.link.as_ref().is_some_and(|n| *n != l.name) {
+                    continue;
+                }
+                let change = match &e.change {
+                    Change::Outage { duration, flush } => Applied::Outage { duration: *duration, flush: *flush },
+                    Change::Trace { up, trace, aligned, .. } => Applied::Trace { up: *up, trace: trace.clone(), aligned: *aligned },
+                    Change::Delay { prefix, delay_ns } => match cfg.delays.iter().position(|d| d.prefix == *prefix) {
+                        Some(rule) => Applied::Delay { rule, delay_ns: *delay_ns },
+                        None => continue, // checked before: cannot happen
+                    },
+                };
+                events.push((e.at, li, change, e.text.clone()));
+            }
+        }
+        let log = match (&cfg.timeline_log, events.is_empty()) {
+            (Some(p), false) => Some(
+                std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("--timeline-log: cannot open {p}: {e}"))?,
+            ),
+            _ => None,
+        };
+        Ok(Timed { events, next: 0, epoch: 0, log })
+    }
+
+    /// When the next change is due (ns since t0).
+    pub(super) fn next_at(&self) -> Option<Nanos> {
+        self.events.get(self.next).map(|e| self.epoch + e.0)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+}
+
+/// Every event's link and delay prefix exist, and no event touches a shared
+/// cell's member (a cell serves its members' links slot by slot: a change of
+/// one member's trace or an outage of it is a handover's business, not yet here).
+pub fn check(cfg: &ForwardConfig) -> Result<(), Vec<String>> {
+    let mut errors = Vec::new();
+    let members: Vec<usize> = cfg.cells.iter().flatten().flat_map(|c| c.members.iter().copied()).collect();
+    for e in &cfg.timeline {
+        match &e.link {
+            Some(n) => match cfg.links.iter().position(|l| l.name == *n) {
+                None => errors.push(format!("--timeline: {:?}: no --link is named {n:?}", e.text)),
+                Some(li) if members.contains(&li) => {
+                    errors.push(format!("--timeline: {:?}: link {n:?} is a member of a shared cell, whose links a timeline does not change", e.text))
+                }
+                Some(_) => {}
+            },
+            None if !members.is_empty() => errors.push(format!("--timeline: {:?}: `*` includes the shared cell's members, whose links a timeline does not change", e.text)),
+            None => {}
+        }
+        if let Change::Delay { prefix, .. } = &e.change {
+            if !cfg.delays.iter().any(|d| d.prefix == *prefix) {
+                errors.push(format!("--timeline: {:?}: no --delay rule has the prefix {prefix:?}", e.text));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+impl Forwarder {
+    /// Apply every change due by `now`, each at its own time.
+    pub(super) fn apply_timeline(&mut self, now: Nanos, real_offset: u64, deps: &mut Vec<(Nanos, Pkt)>) {
+        while let Some(at) = self.timed.next_at().filter(|&t| t <= now) {
+            let (rel, li, change, text) = self.timed.events[self.timed.next].clone();
+            self.timed.next += 1;
+            self.advance(li, at, deps);
+            let l = &mut self.links[li];
+            match change {
+                Applied::Outage { duration, flush } => {
+                    for d in [&mut l.up, &mut l.down] {
+                        let mut sink = LogSink { log: d.log.as_mut(), out: deps };
+                        d.link.outage(at + duration, flush, &mut sink);
+                    }
+                }
+                Applied::Trace { up, trace, aligned } => {
+                    let d = if up { &mut l.up } else { &mut l.down };
+                    d.batch_ns = batch_window(&trace, self.cfg.batch_ns);
+                    d.link.switch_trace(trace, aligned);
+                }
+                Applied::Delay { rule, delay_ns } => l.delay_ns[rule] = delay_ns,
+            }
+            if let Some(f) = self.timed.log.as_mut() {
+                use std::io::Write as _;
+                // UNIX_NS (when it applied, on the link's clock) T_MS (after the restart) LATE_US (the loop's) LINK LINE
+                let line = format!("{} {:.3} {:.0} {} {}\n", at + real_offset, rel as f64 / 1e6, (now - at) as f64 / 1e3, l.name, text);
+                let _ = f.write_all(line.as_bytes());
+            }
+        }
+    }
+
+    /// A trace restart: every link back as the command line made it, and the
+    /// timeline from its start (the caller restarts the traces after this).
+    pub(super) fn rearm_timeline(&mut self, at: Nanos) {
+        if self.timed.is_empty() {
+            return;
+        }
+        for (li, l) in self.links.iter_mut().enumerate() {
+            let spec = &self.cfg.links[li];
+            for (d, s) in [(&mut l.up, &spec.up), (&mut l.down, &spec.down)] {
+                if !Arc::ptr_eq(&s.trace, d.link.trace_arc()) {
+                    d.link.switch_trace(s.trace.clone(), false);
+                    d.batch_ns = batch_window(&s.trace, self.cfg.batch_ns);
+                }
+            }
+            l.delay_ns = self.cfg.delays.iter().map(|d| d.delay_ns).collect();
+        }
+        self.timed.epoch = at;
+        self.timed.next = 0;
+    }
+}
