@@ -317,6 +317,26 @@ class Calibration(Strict):
     max_s: float = Field(default=60.0, gt=0, le=3600)  # then stop, with what was measured
 
 
+class TimelineEntry(Strict):
+    """One change at t_s of every repetition ([[timeline]], docs/experiment-file.md):
+    exactly one of outage_s, uplink/downlink (a trace switch) and core_delay_ms."""
+
+    t_s: float = Field(ge=0, le=86400)  # seconds from the repetition's start (its warm-up included)
+    ue: str | list[str] = "all"  # an endpoint, a [workload.apps] group, a list of them, or "all"
+    outage_s: float | None = Field(default=None, gt=0, le=3600)  # nothing delivered, either direction
+    queue: Literal["keep", "flush"] = "keep"  # an outage: what is queued waits for the link, or is lost
+    uplink: str | None = None  # switch to this trace (archive name or file)
+    downlink: str | None = None
+    phase: Literal["restart", "aligned"] = "restart"  # the new trace from its start, or at the repetition's phase
+    core_delay_ms: float | None = Field(default=None, ge=0, le=10000)  # one-way, from then on
+    tier: Literal["edge", "cloud"] | None = None  # core_delay_ms: to this tier (default: the app's offload tier)
+    # The timeline's other changes (issue 39): named here so that the file says which part is not built yet.
+    load: Any = None
+    utilisation: Any = None
+    handover: Any = None
+    relocate: Any = None
+
+
 class ExperimentFile(Strict):
     experiment: Experiment
     provider: Provider = Provider()
@@ -328,6 +348,7 @@ class ExperimentFile(Strict):
     # [edge.SECTION]: each table belongs to an edge system (continuum/config/edge.py), checked by its model
     edge: dict[str, Any] = {}
     calibration: Calibration = Calibration()
+    timeline: list[TimelineEntry] = []  # [[timeline]]: an array of tables
 
 
 def queue_args_problems(kind: str, args: str) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any, Collection, Sequence, cast
 
 from pydantic import BaseModel
 
-from continuum.config import edge, link, raw
+from continuum.config import edge, link, raw, timeline
 from continuum.config.cell import cell as resolve_cell
 from continuum.config.edge import Draft, EdgeSection
 from continuum.config.spec import (MIN_QUOTA_US, ROLES, CalibrationSpec, ExperimentSpec, Machine, NodeSpec,
@@ -55,10 +55,13 @@ def load(path: str | os.PathLike, materialize: bool = True, *, providers: Collec
             issues.append(ConfigIssue(file, key, f"unknown section; valid: {', '.join(sections)}"))
     if "experiment" not in data:
         issues.append(ConfigIssue(file, "experiment", "required section is missing (name, duration_s)"))
-    parsed = {}
+    parsed: dict[str, Any] = {}
     for key, field in sections.items():
         if key == "edge":
             continue  # its tables belong to the edge systems: edge.tables
+        if key == "timeline":  # [[timeline]]: an array of tables, each checked on its own
+            parsed[key] = _timeline_entries(data.get(key, []), file, issues)
+            continue
         if key in data:
             if not isinstance(data[key], dict):
                 issues.append(ConfigIssue(file, key, "expected a table ([" + key + "])"))
@@ -107,6 +110,19 @@ def with_provider(text: str, kind: str, file: str) -> str:
     return out
 
 
+def _timeline_entries(data: Any, file: str, issues: list[ConfigIssue]) -> list[raw.TimelineEntry]:
+    """[[timeline]]'s entries that validate (the others' problems reported as timeline[i].KEY)."""
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        issues.append(ConfigIssue(file, "timeline", "expected an array of tables ([[timeline]] once per change)"))
+        return []
+    out = []
+    for i, d in enumerate(data):
+        entry = validate_section(raw.TimelineEntry, d, file, f"timeline[{i}]", issues)
+        if entry is not None:
+            out.append(entry)
+    return out
+
+
 def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: Collection[str],
              systems: Sequence[EdgeSection]) -> ExperimentSpec | None:
     bad, failed = ctx.bad, ctx.failed
@@ -138,6 +154,9 @@ def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: C
         bad("workload.runtime", "engine = \"k3s\" starts the workload's sides as pods, from container images: "
                                 "set workload.runtime = \"container\"")
     mix = w is not None and bool(w.apps)
+    e = p.get("experiment")
+    total_s = e.warmup_s + e.duration_s if e is not None else None
+    events = timeline.resolve(p["timeline"], nodes, apps, c, p, total_s, ctx) if p["timeline"] else ()
     draft = Draft(tuple(nodes), tuple(apps), workload, groups, mix, None if provider is None else provider.kind, c)
     running, needs = edge.resolve(p["edge"], systems, draft, ctx)
     for role in ("endpoint", "edge", "cloud"):
@@ -158,6 +177,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: C
         engine=p["provider"].engine, k3s_server=p["provider"].k3s_server, vm_cpu=p["provider"].vm_cpu,
         vm_manager=p["provider"].vm_manager,
         calibration=CalibrationSpec(**p["calibration"].model_dump()),
+        timeline=events,
     )
 
 

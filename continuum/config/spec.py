@@ -151,6 +151,46 @@ class AppSpec:
 
 
 @dataclass(frozen=True)
+class TimelineEvent:
+    """One [[timeline]] change as resolved: at t_s of every repetition, for these endpoints."""
+
+    t_s: float
+    ues: tuple[str, ...]
+    kind: str  # outage | trace | core_delay
+    outage_s: float | None = None
+    queue: str = "keep"  # outage: keep | flush
+    uplink: TraceRef | None = None  # trace: the new traces (None: that direction unchanged)
+    downlink: TraceRef | None = None
+    phase: str = "restart"  # trace: restart | aligned
+    core_delay_ms: float | None = None
+    tier: str = "edge"  # core_delay: the destination tier
+    given_ue: str = "all"  # ue as the file wrote it
+
+    @property
+    def span_s(self) -> float:
+        """How long the change itself lasts (an outage's length; the others are steps)."""
+        return self.outage_s or 0.0
+
+    def describe(self) -> str:
+        if self.kind == "outage":
+            what = f"outage {self.outage_s:g} s (queue {'flushed' if self.queue == 'flush' else 'kept'})"
+        elif self.kind == "trace":
+            dirs = [f"{d} -> {t.given}" for d, t in (("uplink", self.uplink), ("downlink", self.downlink)) if t is not None]
+            what = f"trace {', '.join(dirs)} ({'phase-aligned' if self.phase == 'aligned' else 'restarted'})"
+        else:
+            what = f"core delay to {self.tier} {self.core_delay_ms:g} ms one-way"
+        return f"{self.t_s:g} s {self.given_ue}: {what}"
+
+    def label(self) -> str:
+        """A short label for a figure's event line."""
+        if self.kind == "outage":
+            return f"outage {self.outage_s:g} s"
+        if self.kind == "trace":
+            return "trace " + "/".join(t.given for t in (self.uplink, self.downlink) if t is not None)
+        return f"core {self.core_delay_ms:g} ms"
+
+
+@dataclass(frozen=True)
 class CellMember:
     name: str  # an endpoint or bulk node
     cls: str  # lc | be
@@ -240,6 +280,7 @@ class ExperimentSpec:
     vm_cpu: str = "auto"  # provider qemu: the VMs' CPU model (auto | max | qemu64)
     vm_manager: str = "qemu"  # provider qemu: who runs the VMs (qemu | libvirt)
     calibration: CalibrationSpec = CalibrationSpec()
+    timeline: tuple[TimelineEvent, ...] = ()  # [[timeline]], in time order
 
     @property
     def offload_node(self) -> NodeSpec:

@@ -54,6 +54,27 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
     out += [f"--bypass={b}" for b in plan.bypass]
     if delay_mechanism == "mahimahi-link":
         out += [f"--delay={prefix}={ms}" for prefix, ms in plan.delay_rules]
+    if spec.timeline:
+        out += [f"--timeline={logs}/timeline.txt", f"--timeline-log={logs}/timeline.log"]
+    return out
+
+
+def timeline_lines(spec: ExperimentSpec, plan: Plan) -> list[str]:
+    """[[timeline]] as the emulator's --timeline file: one line per change and UE link,
+    times in ms after each trace restart (a repetition's start)."""
+    prefixes = {d.tier: d.prefix for d in plan.core_delays}
+    out = [f"# {spec.source}: [[timeline]] (mahimahi-link --timeline; docs/experiment-file.md)"]
+    for e in spec.timeline:
+        t = f"{e.t_s * 1000:.3f}"
+        for ue in e.ues:
+            if e.kind == "outage":
+                assert e.outage_s is not None
+                out.append(f"{t} {ue} outage {e.outage_s * 1000:.3f} {e.queue}")
+            elif e.kind == "trace":
+                out += [f"{t} {ue} {d}-trace {ref.path} {e.phase}"
+                        for d, ref in (("uplink", e.uplink), ("downlink", e.downlink)) if ref is not None]
+            else:
+                out.append(f"{t} {ue} delay {prefixes[e.tier]} {e.core_delay_ms:.3f}")
     return out
 
 
@@ -97,6 +118,8 @@ def start(ran: Node, spec: ExperimentSpec, plan: Plan, run_dir: Path, delay_mech
     logs = run_dir / "links"
     logs.mkdir(parents=True, exist_ok=True)
     stats = run_dir / "links" / "stats.json"
+    if spec.timeline:
+        (logs / "timeline.txt").write_text("\n".join(timeline_lines(spec, plan)) + "\n")
     if ran.host is None:
         cmd = argv(spec, plan, logs, stats, delay_mechanism)
     else:  # on the link host: the binary the link_host role installed, the traces at the same paths
@@ -122,6 +145,8 @@ def trace_files(spec: ExperimentSpec) -> list[Path]:
     paths = [t.path for t in (m.uplink, m.downlink) if t is not None]
     for u in (spec.cell.members if spec.cell else ()):
         paths += [t.path for t in (u.uplink, u.downlink) if t is not None]
+    for e in spec.timeline:
+        paths += [t.path for t in (e.uplink, e.downlink) if t is not None]
     return sorted({Path(p) for p in paths})
 
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 import continuum
 from continuum.config import ExperimentSpec
 from continuum import REPO
+from continuum.results import events
 from continuum.traces import mahimahi_link_binary
 
 
@@ -159,6 +160,8 @@ class Manifest(BaseModel):
     trace_restarts_unix_ns: list[int] = []
     # each app's service time measured on its node, and the load it got in units of it (continuum/calibration.py)
     calibration: dict[str, Any] | None = None
+    # [[timeline]]: each change as planned (when each applied: links/timeline.log; its effect: timeline.csv)
+    timeline: list[dict[str, Any]] = []
 
 
 def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> Manifest:
@@ -184,6 +187,7 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
         **edge_entries(spec),
         server_queue="server_queue" in spec.edge_needs,
         duration_s=spec.duration_s,
+        timeline=events.planned(spec),
         apps={a.name: {"app": a.workload.app, "endpoints": list(a.endpoints), "slo_ms": a.slo_ms,
                        "urgency_ms": a.urgency_ms, "rate": a.workload.rate, "utilisation": a.workload.utilisation,
                        "arrivals": a.workload.arrivals, **({"onoff": dict(a.workload.onoff)} if a.workload.onoff else {})}

@@ -13,6 +13,7 @@ import json
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -23,7 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from continuum.results import timeline  # noqa: E402
+from continuum.results import events, timeline  # noqa: E402
 from continuum.results.timeline import Timeline  # noqa: E402
 
 PARTS = [("preprocessing_ms", "pre-processing (M3)"), ("uplink_ms", "uplink (M1)"),
@@ -39,6 +40,11 @@ def shade(ax, tl: Timeline, xlim: tuple[float, float], legend: bool = True) -> N
     if tl.workload_end_s < x1:
         ax.axvspan(tl.workload_end_s, x1, facecolor="none", edgecolor="0.75", hatch="//", lw=0, zorder=0,
                    label="after the last answer (servers stopping)" if legend else None)
+    for i, (t, label) in enumerate(tl.events):  # the timeline's changes, labelled at the top of the axes
+        ax.axvline(t, color="tab:purple", ls="--", lw=1, zorder=1,
+                   label="a [[timeline]] change (as applied)" if legend and i == 0 else None)
+        ax.annotate(label, (t, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -2), textcoords="offset points",
+                    rotation=90, va="top", ha="left", fontsize=7, color="tab:purple")
     ax.set_xlim(x0, x1)
 
 
@@ -336,6 +342,7 @@ def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5
     tl = timeline.of_requests(df)
     if tl is None:
         return []
+    tl = dataclasses.replace(tl, events=events.lines(run_dir, tl.origin_ns))
     endpoints = sorted(df["endpoint"].unique())
     links = {ep: {d: timeline.link_bins(run_dir / "links" / f"{ep}.{d}.log", tl, bin_s) for d in ("uplink", "downlink")}
              for ep in endpoints}

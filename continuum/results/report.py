@@ -8,7 +8,7 @@ from pathlib import Path
 
 from continuum.errors import ContinuumError
 from continuum.edge.registry import SYSTEMS
-from continuum.results import apps, cell, load, plots, tables, timeline
+from continuum.results import apps, cell, events, load, plots, tables, timeline
 
 
 def build(run_dir: Path) -> tuple[dict, list[Path]]:
@@ -38,6 +38,9 @@ def build(run_dir: Path) -> tuple[dict, list[Path]]:
     c = cell.summarize(run_dir, df, timeline.of_requests(df))
     if c is not None:
         summary["cell"] = c
+    changes = events.summarize(run_dir, df)
+    if changes is not None:
+        summary["timeline"] = changes
     ran = _srsran(run_dir, df)
     if ran is not None:
         summary["srsran"] = ran

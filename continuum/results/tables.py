@@ -159,7 +159,7 @@ def render(summary: dict):
     from rich.console import Group
 
     from continuum.edge.registry import SYSTEMS
-    from continuum.results import apps, cell, load
+    from continuum.results import apps, cell, events, load
 
     parts = [_metrics_table(summary)]
     if "load" in summary:
@@ -179,6 +179,8 @@ def render(summary: dict):
         parts.append(apps.render(summary["apps"]))
     if "cell" in summary:
         parts.append(cell.render(summary["cell"]))
+    if summary.get("timeline"):
+        parts.append(events.render(summary["timeline"]))
     if summary.get("srsran"):
         k = summary["srsran"]
         m = k["median"]

@@ -23,6 +23,7 @@ class Timeline:
     origin_ns: int  # epoch ns of the first measured request (the first request if none was measured)
     warmups: tuple[tuple[float, float], ...]  # per repetition: warm-up start, end (s since origin)
     workload_end_s: float  # the last answer (or last request drawn) of the run
+    events: tuple[tuple[float, str], ...] = ()  # [[timeline]]'s changes as applied: (s since origin, label)
 
     def seconds(self, epoch_ns: Any) -> Any:
         """Epoch ns (a number or a Series) -> seconds on the run's axis."""

@@ -84,7 +84,7 @@ options (shell and forward):
                                         one per line: AT_MS LINK outage DURATION_MS keep|flush,
                                         AT_MS LINK uplink-trace|downlink-trace PATH restart|aligned,
                                         AT_MS LINK delay PREFIX MS (LINK: a --link name or *)
-  --timeline-log=FILE                   each applied change: UNIX_NS T_MS LATE_US LINK LINE
+  --timeline-log=FILE                   each applied change: UNIX_NS T_MS LATE_US LINK CHANGE
 
 signals (shell and forward): SIGINT, SIGTERM or SIGHUP stop; SIGUSR2 starts every link's trace
 over from its first line at that instant (queues kept), e.g. when an experiment's measurement

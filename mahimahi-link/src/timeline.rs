@@ -40,7 +40,7 @@ pub struct Event {
     /// A link's name; None: every link.
     pub link: Option<String>,
     pub change: Change,
-    /// The line as written, for the applied-events log.
+    /// The change as written (the line without its time and link), for the applied-events log.
     pub text: String,
 }
 
@@ -113,7 +113,7 @@ fn parse_line(line: &str, trace: &impl Fn(&str) -> Result<Trace, String>) -> Res
         ("delay", [prefix, d]) => Change::Delay { prefix: Prefix::parse(prefix)?, delay_ns: ms(d, "the delay")? },
         (kind, _) => return Err(format!("unknown change {kind:?} or wrong fields for it")),
     };
-    Ok(Event { at, link, change, text: line.to_string() })
+    Ok(Event { at, link, change, text: words[2..].join(" ") })
 }
 
 #[cfg(test)]

@@ -73,18 +73,18 @@ pub fn check(cfg: &ForwardConfig) -> Result<(), Vec<String>> {
     for e in &cfg.timeline {
         match &e.link {
             Some(n) => match cfg.links.iter().position(|l| l.name == *n) {
-                None => errors.push(format!("--timeline: {:?}: no --link is named {n:?}", e.text)),
+                None => errors.push(format!("--timeline: {} ({}): no --link is named {n:?}", e.at as f64 / 1e6, e.text)),
                 Some(li) if members.contains(&li) => {
-                    errors.push(format!("--timeline: {:?}: link {n:?} is a member of a shared cell, whose links a timeline does not change", e.text))
+                    errors.push(format!("--timeline: {} ({}): link {n:?} is a member of a shared cell, whose links a timeline does not change", e.at as f64 / 1e6, e.text))
                 }
                 Some(_) => {}
             },
-            None if !members.is_empty() => errors.push(format!("--timeline: {:?}: `*` includes the shared cell's members, whose links a timeline does not change", e.text)),
+            None if !members.is_empty() => errors.push(format!("--timeline: {} ({}): `*` includes the shared cell's members, whose links a timeline does not change", e.at as f64 / 1e6, e.text)),
             None => {}
         }
         if let Change::Delay { prefix, .. } = &e.change {
             if !cfg.delays.iter().any(|d| d.prefix == *prefix) {
-                errors.push(format!("--timeline: {:?}: no --delay rule has the prefix {prefix:?}", e.text));
+                errors.push(format!("--timeline: {} ({}): no --delay rule has the prefix {prefix:?}", e.at as f64 / 1e6, e.text));
             }
         }
     }
@@ -119,7 +119,7 @@ impl Forwarder {
             }
             if let Some(f) = self.timed.log.as_mut() {
                 use std::io::Write as _;
-                // UNIX_NS (when it applied, on the link's clock) T_MS (after the restart) LATE_US (the loop's) LINK LINE
+                // UNIX_NS (when it applied, on the link's clock) T_MS (after the restart) LATE_US (the loop's) LINK CHANGE
                 let line = format!("{} {:.3} {:.0} {} {}\n", at + real_offset, rel as f64 / 1e6, (now - at) as f64 / 1e3, l.name, text);
                 let _ = f.write_all(line.as_bytes());
             }

@@ -1,0 +1,148 @@
+"""[[timeline]]: the changes an experiment makes while it runs, checked with
+the rest of the file (every problem at once, each under timeline[i].KEY) and
+resolved to TimelineEvents the emulator applies at their times. Built so far:
+outages, trace switches and core-delay steps, all of them on the emulated
+link of endpoints with private links; the other changes of the timeline
+(load steps, handovers between cells, relocation) are named and refused."""
+
+from __future__ import annotations
+
+from continuum.config import link, raw
+from continuum.config.spec import AppSpec, CellSpec, NodeSpec, TimelineEvent
+from continuum.config.validation import Issues
+
+NOT_YET = {
+    "load": "a load step for an app",
+    "utilisation": "a load step for an app",
+    "handover": "a handover between cells (several cells)",
+    "relocate": "moving a UE's service to another node",
+}
+CHANGES = ("outage_s", "uplink/downlink", "core_delay_ms")
+
+
+def resolve(entries: list[raw.TimelineEntry], nodes: list[NodeSpec], apps: list[AppSpec], cell: CellSpec | None,
+            p: dict, total_s: float | None, ctx: Issues) -> tuple[TimelineEvent, ...]:
+    """Each entry as an event, in time order (a file's order among equal times)."""
+    endpoints = [n.name for n in nodes if n.role == "endpoint"]
+    groups = {a.name: a.endpoints for a in apps} if p["workload"] is not None and p["workload"].apps else {}
+    members = {m.name for m in cell.members} if cell is not None else set()
+    events = []
+    for i, e in enumerate(entries):
+        key = f"timeline[{i}]"
+        if ctx.failed(key):
+            continue
+        ev = _entry(e, key, endpoints, groups, members, apps, p, total_s, ctx)
+        if ev is not None:
+            events.append(ev)
+    return tuple(sorted(events, key=lambda ev: ev.t_s))
+
+
+def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[str, tuple[str, ...]], members: set[str],
+           apps: list[AppSpec], p: dict, total_s: float | None, ctx: Issues) -> TimelineEvent | None:
+    bad = ctx.bad
+    ok = True
+    for name, what in NOT_YET.items():
+        if getattr(e, name) is not None:
+            bad(f"{key}.{name}", f"{what} is not built yet (issue 39); a timeline changes {', '.join(CHANGES)} today")
+            ok = False
+    given = [k for k, v in (("outage_s", e.outage_s), ("uplink/downlink", e.uplink or e.downlink),
+                            ("core_delay_ms", e.core_delay_ms)) if v is not None]
+    if len(given) != 1 and ok:
+        bad(key, f"one change per entry: {' and '.join(given)} given" if given else
+                 f"no change given: set one of {', '.join(CHANGES)}")
+        return None
+    if total_s is not None and e.t_s >= total_s:
+        bad(f"{key}.t_s", f"{e.t_s:g} s is past the repetition's end: t_s counts from its start, warm-up included, "
+                          f"and must be below warmup_s + duration_s = {total_s:g} s")
+        ok = False
+    ues = _ues(e.ue, key, endpoints, groups, bad)
+    if ues is None:
+        return None
+    in_cell = [u for u in ues if u in members]
+    if in_cell:
+        bad(f"{key}.ue", f"{', '.join(in_cell)} {'is' if len(in_cell) == 1 else 'are'} in the shared cell ([cell]), whose "
+                         "links a timeline does not change yet (handovers between cells will); a timeline changes "
+                         "endpoints with private links")
+        ok = False
+    mobile = p.get("mobile")
+    if mobile is not None and mobile.mode == "srsran":
+        bad(key, "with mobile.mode = \"srsran\" the real stack is the link: a timeline changes the emulated link")
+        return None
+    if e.queue != "keep" and e.outage_s is None:
+        bad(f"{key}.queue", "the queue's fate is an outage's (outage_s)")
+        ok = False
+    if e.phase != "restart" and not (e.uplink or e.downlink):
+        bad(f"{key}.phase", "the phase is a trace switch's (uplink, downlink)")
+        ok = False
+    if e.tier is not None and e.core_delay_ms is None:
+        bad(f"{key}.tier", "the tier is a core-delay step's (core_delay_ms)")
+        ok = False
+    refs = {}
+    for d in ("uplink", "downlink"):
+        given_trace = getattr(e, d)
+        if given_trace is None:
+            continue
+        ref, problem = link.trace(given_trace, ctx.base, "up" if d == "uplink" else "down", ctx.materialize)
+        if problem:
+            bad(f"{key}.{d}", problem)
+            ok = False
+        refs[d] = ref
+    if not ok:
+        return None
+    given_ue = e.ue if isinstance(e.ue, str) else ", ".join(e.ue)
+    if e.outage_s is not None:
+        return TimelineEvent(e.t_s, ues, "outage", outage_s=e.outage_s, queue=e.queue, given_ue=given_ue)
+    if e.core_delay_ms is not None:
+        tier = _core_delay_tier(e, key, ues, apps, p, ctx)
+        return None if tier is None else TimelineEvent(e.t_s, ues, "core_delay", core_delay_ms=e.core_delay_ms, tier=tier,
+                                                       given_ue=given_ue)
+    return TimelineEvent(e.t_s, ues, "trace", uplink=refs.get("uplink"), downlink=refs.get("downlink"), phase=e.phase,
+                         given_ue=given_ue)
+
+
+def _ues(ue: str | list[str], key: str, endpoints: list[str], groups: dict[str, tuple[str, ...]], bad) -> tuple[str, ...] | None:
+    """The endpoints an entry names: endpoints, app groups of a mix, or all."""
+    names = [ue] if isinstance(ue, str) else ue
+    if not names:
+        bad(f"{key}.ue", "an empty list: name an endpoint, a [workload.apps] group, or \"all\"")
+        return None
+    out: list[str] = []
+    for n in names:
+        if n == "all":
+            out += endpoints
+        elif n in endpoints:
+            out.append(n)
+        elif n in groups:
+            out += groups[n]
+        else:
+            valid = ", ".join(["all", *endpoints, *groups])
+            bad(f"{key}.ue", f"{n!r} is not an endpoint or app group of this file; valid: {valid}")
+            return None
+    return tuple(dict.fromkeys(out))
+
+
+def _core_delay_tier(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], apps: list[AppSpec], p: dict,
+                     ctx: Issues) -> str | None:
+    """A core-delay step's tier (the emulator's delay rule for it changes, for these UEs' packets
+    from then on), or None when the step cannot be made here (said)."""
+    provider, core = p.get("provider"), p.get("core")
+    tiers = sorted({a.workload.offload for a in apps if set(a.endpoints) & set(ues)})
+    tier: str | None = e.tier or (tiers[0] if len(tiers) == 1 else None)
+    if tier is None:
+        ctx.bad(f"{key}.tier", f"these endpoints' apps offload to {' and '.join(sorted(tiers)) or 'nothing'}: "
+                               "say which tier's delay changes (tier = \"edge\" or \"cloud\")")
+        return None
+    nodes = p.get("nodes")
+    if nodes is not None and getattr(nodes, tier).count == 0:
+        ctx.bad(f"{key}.tier", f"this file has no {tier} node")
+        return None
+    if provider is not None and provider.kind == "qemu":
+        ctx.bad(f"{key}.core_delay_ms", "the qemu provider's core delay is netem inside the guests, which a timeline "
+                                        "does not change yet; the netns and hosts providers' is the emulator's")
+        return None
+    if core is not None and (core.mechanism == "netem" or (core.mechanism == "auto" and core.jitter_ms > 0)):
+        ctx.bad(f"{key}.core_delay_ms", "the timeline steps the emulator's core delay; this file's is netem's "
+                                        "(core.mechanism = \"netem\", or jitter): use core.mechanism = \"mahimahi-link\" "
+                                        "without jitter")
+        return None
+    return tier
