@@ -34,7 +34,7 @@ BESIDE = (
     "orchestrator/test_calibration.py", "orchestrator/test_cell_notice.py", "orchestrator/test_config.py",
     "orchestrator/test_config_fuzz.py", "orchestrator/test_escaping.py", "orchestrator/test_outcomes.py",
     "orchestrator/test_facts.py", "orchestrator/test_layers.py", "orchestrator/test_plan.py", "orchestrator/test_queue_args.py", "orchestrator/test_results.py",
-    "orchestrator/test_trace_grammar.py",
+    "orchestrator/test_timeline_config.py", "orchestrator/test_trace_grammar.py",
     "smec_edge/test_policy.py", "smec_edge/test_timing.py", "smec_edge/test_gpu.py",
     "srsran/test_srsran_5g.py", "srsran/test_srsran_config.py", "srsran/test_srsran_mode.py",
     "tracearchive/test_archive_cli.py", "tracearchive/test_convert_and_checks.py",

@@ -80,7 +80,8 @@ options (shell and forward):
                                         30..120, of 68 KiB for super-frames); frames lost to a
                                         full ring are reported as ring_drops
   --quiet                               no warnings on stderr
-  --timeline=FILE                       forward mode: changes at set times after each trace restart,
+  --timeline=FILE                       forward mode: changes at set times after each trace restart
+                                        (SIGUSR2; none before the first),
                                         one per line: AT_MS LINK outage DURATION_MS keep|flush,
                                         AT_MS LINK uplink-trace|downlink-trace PATH restart|aligned,
                                         AT_MS LINK delay PREFIX MS (LINK: a --link name or *)

@@ -2,9 +2,10 @@
 //! applied by the forwarder as its clock reaches them, with no restart.
 //!
 //! Times count from the latest trace restart (SIGUSR2: an experiment's
-//! repetition begins), or from the emulator's start before any; each restart
-//! puts every link back as the command line made it and plays the timeline
-//! again, so every repetition sees the same changes at the same times.
+//! repetition begins); nothing applies before the first (an experiment's set-up
+//! and network checks see the links as configured). Each restart puts every
+//! link back as the command line made it and plays the timeline again, so
+//! every repetition sees the same changes at the same times.
 //!
 //! One change per line, `#` starts a comment:
 //!

@@ -18,8 +18,9 @@ pub(super) struct Timed {
     /// (time after the latest restart, link index, change, the line as written), in time order.
     events: Vec<(Nanos, usize, Applied, String)>,
     next: usize,
-    /// When the latest trace restart happened (ns since t0; 0 before any).
-    epoch: Nanos,
+    /// When the latest trace restart happened (ns since t0); None before the first: nothing applies
+    /// while an experiment is still being set up (its network checks must see the links as configured).
+    epoch: Option<Nanos>,
     log: Option<std::fs::File>,
 }
 
@@ -51,12 +52,12 @@ impl Timed {
             ),
             _ => None,
         };
-        Ok(Timed { events, next: 0, epoch: 0, log })
+        Ok(Timed { events, next: 0, epoch: None, log })
     }
 
     /// When the next change is due (ns since t0).
     pub(super) fn next_at(&self) -> Option<Nanos> {
-        self.events.get(self.next).map(|e| self.epoch + e.0)
+        Some(self.epoch? + self.events.get(self.next)?.0)
     }
 
     pub(super) fn is_empty(&self) -> bool {
@@ -142,7 +143,7 @@ impl Forwarder {
             }
             l.delay_ns = self.cfg.delays.iter().map(|d| d.delay_ns).collect();
         }
-        self.timed.epoch = at;
+        self.timed.epoch = Some(at);
         self.timed.next = 0;
     }
 }

@@ -1,0 +1,170 @@
+"""[[timeline]] without running anything: every problem of a file's timeline
+named at once under timeline[i].KEY, the entries resolved (UEs by name, app
+group or all; the core-delay step's tier), the emulator's --timeline file
+they become, and the results' per-change figures computed from a hand-made
+run folder and checked against the numbers worked out here by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from continuum import experiment
+from continuum.errors import ConfigError
+from continuum.network import link, plan
+from continuum.results import events
+
+REPO = Path(__file__).resolve().parents[2]
+QUICKSTART = (REPO / "configs" / "quickstart.toml").read_text()
+
+
+def _file(tmp_path: Path, extra: str, base: str = QUICKSTART, name: str = "t.toml") -> Path:
+    (tmp_path / "slow.trace").write_text("6\n")
+    p = tmp_path / name
+    p.write_text(base + "\n" + extra)
+    return p
+
+
+def test_every_timeline_problem_is_named_at_once(tmp_path):
+    bad = _file(tmp_path, """
+[[timeline]]
+t_s = 40
+outage_s = 1
+[[timeline]]
+t_s = 1
+outage_s = 1
+core_delay_ms = 3
+[[timeline]]
+t_s = 1
+handover = "b"
+[[timeline]]
+t_s = 1
+ue = "endpoint7"
+outage_s = 1
+[[timeline]]
+t_s = 1
+uplink = "no-such-trace"
+queue = "flush"
+[[timeline]]
+t_s = 1
+outage_s = -1
+colour = "red"
+[[timeline]]
+t_s = 2
+""")
+    with pytest.raises(ConfigError) as e:
+        experiment.load(bad, materialize=False)
+    by_key = {i.key: i.message for i in e.value.issues}
+    assert "past the repetition's end" in by_key["timeline[0].t_s"] and "35 s" in by_key["timeline[0].t_s"]
+    assert by_key["timeline[1]"] == "one change per entry: outage_s and core_delay_ms given"
+    assert "not built yet" in by_key["timeline[2].handover"]
+    assert "valid: all, endpoint0" in by_key["timeline[3].ue"]
+    assert "no-such-trace" in by_key["timeline[4].uplink"] and "outage" in by_key["timeline[4].queue"]
+    assert "greater than 0" in by_key["timeline[5].outage_s"] and "unknown key" in by_key["timeline[5].colour"]
+    assert "no change given" in by_key["timeline[6]"]
+    not_a_list = _file(tmp_path, "[timeline]\nt_s = 1\n", name="u.toml")
+    with pytest.raises(ConfigError) as e:
+        experiment.load(not_a_list, materialize=False)
+    assert "[[timeline]]" in str(e.value)
+
+
+def test_entries_resolve_to_ues_and_become_the_emulators_lines(tmp_path):
+    mix = (REPO / "configs" / "smec-mix.toml").read_text()
+    f = _file(tmp_path, """
+[[timeline]]
+t_s = 30
+ue = "vc"
+uplink = "slow.trace"
+phase = "aligned"
+[[timeline]]
+t_s = 12.5
+outage_s = 0.25
+queue = "flush"
+ue = ["endpoint6", "ss"]
+[[timeline]]
+t_s = 20
+core_delay_ms = 40
+ue = "ar"
+""", base=_without_cell(mix))
+    spec = experiment.load(f, materialize=False)
+    assert [e.t_s for e in spec.timeline] == [12.5, 20, 30]
+    out, delay, switch = spec.timeline
+    assert out.ues == ("endpoint6", "endpoint0", "endpoint1") and out.kind == "outage" and out.queue == "flush"
+    assert delay.ues == ("endpoint2", "endpoint3") and delay.tier == "edge"  # the app's offload tier
+    assert switch.ues == ("endpoint4", "endpoint5") and switch.uplink is not None and switch.downlink is None
+    assert switch.describe() == "30 s vc: trace uplink -> slow.trace (phase-aligned)"
+    lines = link.timeline_lines(spec, plan.build(spec))[1:]
+    assert lines[:3] == [f"12500.000 {ue} outage 250.000 flush" for ue in ("endpoint6", "endpoint0", "endpoint1")]
+    assert lines[3:5] == ["20000.000 endpoint2 delay 10.202.0.0/16 40.000", "20000.000 endpoint3 delay 10.202.0.0/16 40.000"]
+    assert lines[5] == f"30000.000 endpoint4 uplink-trace {tmp_path / 'slow.trace'} aligned"
+    assert len(lines) == 7
+
+
+def _without_cell(mix: str) -> str:
+    """smec-mix without its shared cell (a timeline changes private links)."""
+    start = mix.index("[cell]")
+    end = mix.index("[edge.manager]")
+    return mix[:start] + mix[end:]
+
+
+def test_what_a_timeline_cannot_change_yet_is_refused_by_name(tmp_path):
+    cell = _file(tmp_path, "[[timeline]]\nt_s = 5\noutage_s = 1\n", base=(REPO / "configs" / "smec-mix.toml").read_text())
+    with pytest.raises(ConfigError) as e:
+        experiment.load(cell, materialize=False)
+    assert "in the shared cell" in str(e.value)
+    qemu = _file(tmp_path, "[[timeline]]\nt_s = 5\ncore_delay_ms = 9\n", name="q.toml")
+    with pytest.raises(ConfigError) as e:
+        experiment.load(qemu, materialize=False, provider="qemu")
+    assert "timeline[0].core_delay_ms" in str(e.value) and "netem inside the guests" in str(e.value)
+    jitter = _file(tmp_path, "[[timeline]]\nt_s = 5\ncore_delay_ms = 9\n",
+                   base=QUICKSTART.replace("[core]\n", "[core]\njitter_ms = 1\n"), name="j.toml")
+    with pytest.raises(ConfigError) as e:
+        experiment.load(jitter, materialize=False)
+    assert "netem" in str(e.value)
+    # an outage and a trace switch run under qemu: the link is this machine's emulator
+    ok = _file(tmp_path, "[[timeline]]\nt_s = 5\noutage_s = 1\n", name="o.toml")
+    assert experiment.load(ok, materialize=False, provider="qemu").timeline[0].kind == "outage"
+
+
+def test_per_change_figures_from_a_run_folder_match_a_hand_count(tmp_path):
+    """One outage at 2 s of each of two repetitions, 1 s long, for endpoint0; requests worked out by hand."""
+    s = 1_000_000_000
+    r1, r2 = 100 * s, 200 * s
+    (tmp_path / "links").mkdir()
+    (tmp_path / "manifest.json").write_text(json.dumps({
+        "trace_restarts_unix_ns": [r1, r2],
+        "timeline": [{"t_s": 2.0, "ues": ["endpoint0"], "kind": "outage", "label": "outage 1 s",
+                      "describe": "2 s all: outage 1 s (queue kept)", "span_s": 1.0, "timeout_s": 3.0}]}))
+    # applied 0.1 ms late in repetition 1; the emulator's clock had the change at restart + 2 s + 0.5 ms
+    (tmp_path / "links" / "timeline.log").write_text(f"{r1 + 2 * s + 500_000} 2000.000 100 endpoint0 outage 1000.000 keep\n"
+                                                    f"{r2 + 2 * s} 2000.000 40 endpoint0 outage 1000.000 keep\n")
+    at1 = r1 + 2 * s + 500_000
+    rows = [  # (repetition, drawn, status, received)
+        (1, at1 - 2 * s, "ok", at1 - 1 * s),  # answered before: not across it
+        (1, at1 - 4 * s, "timeout", None),  # gave up (3 s) before it: not across
+        (1, at1 - 1 * s, "timeout", None),  # in flight, timed out at at1 + 2 s: across, lost
+        (1, at1 - s // 10, "ok", at1 + s + s // 5),  # in flight, answered 1.2 s after: across; the first answer after
+        (1, at1 + s // 2, "ok", at1 + s + s // 2),  # drawn during it: across
+        (1, at1 + 2 * s, "ok", at1 + 2 * s + s // 10),  # after it: not across
+        (2, r2 + 2 * s + s // 4, "early_drop", None),  # repetition 2: drawn during it, dropped
+        (2, r2 + 3 * s + s // 2, "ok", r2 + 3 * s + s // 2 + 50_000_000),  # the first answer after: 1.55 s
+    ]
+    df = pd.DataFrame([{"repetition": r, "endpoint": "endpoint0", "t_drawn": d, "status": st,
+                        "t_received": rec if rec is not None else float("nan")} for r, d, st, rec in rows])
+    got = events.rows(tmp_path, df)
+    assert got is not None
+    one, two = got.to_dict("records")
+    assert one["applied_unix_ns"] == at1 and one["late_ms"] == pytest.approx(0.1)
+    assert one["interruption_ms"] == pytest.approx(1200.0)
+    assert (one["across"], one["answered"], one["timeout"], one["early_drop"]) == (3, 2, 1, 0)
+    assert two["interruption_ms"] == pytest.approx(1550.0) and (two["across"], two["early_drop"]) == (1, 1)
+    summary = events.summarize(tmp_path, df)
+    assert summary is not None and summary[0]["applied"] == 2 and summary[0]["interruption_ms_max"] == pytest.approx(1550.0)
+    assert summary[0]["across"] == 4 and summary[0]["timeout"] + summary[0]["early_drop"] == 2
+    assert (tmp_path / "timeline.csv").exists()
+    # where the plots draw it: each repetition's applied time on the run's axis
+    drawn = events.lines(tmp_path, r1)
+    assert [t for t, _ in drawn] == pytest.approx([2.0005, 102.0], abs=1e-3) and {lab for _, lab in drawn} == {"outage 1 s"}

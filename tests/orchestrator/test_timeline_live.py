@@ -1,0 +1,170 @@
+"""[[timeline]] live: one netns run whose link changes while requests flow
+(file transfer, 5 a second): a core-delay step, an outage that keeps the
+queue, then an uplink trace switch. Each change is checked where it acts:
+the requests' uplink and downlink times rise by the step, the link logs
+hold no delivery and no opportunity during the outage and deliveries after
+it, the switched trace's opportunities per second follow the new trace from
+the switch on; the result folder names every change, when it applied and
+the interruption it caused."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import hoststate
+from test_run import run
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
+
+STEP_S, OUTAGE_S, OUTAGE_LEN_S, SWITCH_S = 3.0, 6.0, 1.5, 9.0
+DELAY_BEFORE_MS, DELAY_AFTER_MS = 5.0, 30.0
+
+EXPERIMENT = f"""
+[experiment]
+name = "timeline"
+seed = 2
+duration_s = 10
+warmup_s = 1
+output = "{{out}}"
+
+[nodes.endpoint]
+cpus = 1.0
+memory = "256M"
+
+[nodes.edge]
+cpus = 1.0
+memory = "256M"
+
+[mobile]
+uplink = "const-12mbps"
+downlink = "const-48mbps"
+
+[core]
+edge = {DELAY_BEFORE_MS}
+
+[workload]
+app = "file_transfer"
+rate = 5.0              # 200 ms apart, more than the round trip after the step: no request waits on
+timeout_s = 5           # the last one's ACK (Nagle), so each direction shows the step once
+
+[workload.payload]
+min_bytes = 2000
+max_bytes = 4000         # a few segments: the step adds one one-way delay to each direction, not RTTs of a window
+
+[[timeline]]
+t_s = {STEP_S}
+core_delay_ms = {DELAY_AFTER_MS}
+
+[[timeline]]
+t_s = {OUTAGE_S}
+outage_s = {OUTAGE_LEN_S}
+queue = "keep"
+
+[[timeline]]
+t_s = {SWITCH_S}
+ue = "endpoint0"
+uplink = "every6ms.trace"
+"""
+
+
+@pytest.fixture(scope="module")
+def timeline_run(tmp_path_factory, root_netns):
+    d = tmp_path_factory.mktemp("timeline")
+    (d / "every6ms.trace").write_text("6\n")  # one opportunity every 6 ms: 2 Mbit/s
+    cfg = d / "timeline.toml"
+    cfg.write_text(EXPERIMENT.format(out=d / "runs"))
+    before = hoststate.snapshot()
+    p, run_dir = run(cfg, d)
+    return {"run": run_dir, "stdout": p.stdout, "before": before, "after": hoststate.snapshot()}
+
+
+def _applied(run_dir) -> pd.DataFrame:
+    rows = [line.split(maxsplit=4) for line in (run_dir / "links" / "timeline.log").read_text().splitlines()]
+    return pd.DataFrame(rows, columns=["unix_ns", "t_ms", "late_us", "link", "change"]).astype({"unix_ns": "int64", "t_ms": float})
+
+
+def _log(run_dir, direction: str) -> pd.DataFrame:
+    """The link's log, each event at its Unix time (ns)."""
+    path = run_dir / "links" / f"endpoint0.{direction}.log"
+    header = [line for line in path.read_text().splitlines() if line.startswith("#")]
+    init_ms = int(next(h for h in header if h.startswith("# init timestamp:")).split(":")[1])
+    ev = pd.read_csv(path, sep=" ", skiprows=len(header), header=None, names=["t", "ev", "a", "b"], dtype={"ev": str})
+    ev["unix_ns"] = (init_ms + ev["t"]) * 1_000_000
+    return ev
+
+
+def test_every_change_applied_on_time_and_the_results_name_it(timeline_run):
+    run_dir = timeline_run["run"]
+    a = _applied(run_dir)
+    assert list(a["t_ms"]) == [STEP_S * 1000, OUTAGE_S * 1000, SWITCH_S * 1000], a
+    assert a["change"].tolist()[1] == f"outage {OUTAGE_LEN_S * 1000:.3f} keep"
+    # on the link's clock: exactly the planned offsets apart
+    assert np.allclose(np.diff(a["unix_ns"]) / 1e9, [OUTAGE_S - STEP_S, SWITCH_S - OUTAGE_S], atol=1e-6), a
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert [e["kind"] for e in m["timeline"]] == ["core_delay", "outage", "trace"]
+    s = json.loads((run_dir / "summary.json").read_text())["timeline"]
+    assert [e["applied"] for e in s] == [1, 1, 1], s
+    # nothing answers during the outage: the first answer after it comes when it is over
+    assert s[1]["interruption_ms_median"] >= OUTAGE_LEN_S * 1000, s[1]
+    assert s[1]["across"] >= 0.5 * 5 * OUTAGE_LEN_S and s[1]["answered"] >= 0.8 * s[1]["across"], s[1]  # kept, then sent
+    rows = pd.read_csv(run_dir / "timeline.csv")
+    assert len(rows) == 3 and set(rows["endpoint"]) == {"endpoint0"}
+    assert "timeline (each change" in timeline_run["stdout"] and "outage 1.5 s (queue kept)" in timeline_run["stdout"]
+    for plot in ("latency_over_time.png", "link_endpoint0.png"):
+        assert (run_dir / "plots" / plot).stat().st_size > 0
+
+
+def test_the_core_delay_step_shows_in_both_directions_of_the_requests(timeline_run):
+    run_dir = timeline_run["run"]
+    t0 = json.loads((run_dir / "manifest.json").read_text())["trace_restarts_unix_ns"][0]
+    step = int(_applied(run_dir)["unix_ns"].iloc[0])
+    df = pd.read_csv(run_dir / "requests.csv")
+    ok = df[df["status"] == "ok"]
+    before = ok[(ok["t_drawn"] < step - 0.2e9) & (ok["t_drawn"] > t0)]
+    after = ok[(ok["t_published"] > step + 0.1e9) & (ok["t_drawn"] < step + (OUTAGE_S - STEP_S - 0.5) * 1e9)]
+    assert len(before) >= 5 and len(after) >= 5, (len(before), len(after))
+    added = DELAY_AFTER_MS - DELAY_BEFORE_MS
+    for metric in ("uplink_ms", "downlink_ms"):
+        rise = after[metric].median() - before[metric].median()
+        assert 0.8 * added <= rise <= 1.2 * added, (metric, rise, before[metric].median(), after[metric].median())
+
+
+def test_the_outage_delivers_nothing_then_the_kept_queue_goes(timeline_run):
+    run_dir = timeline_run["run"]
+    at = int(_applied(run_dir)["unix_ns"].iloc[1])
+    end = at + int(OUTAGE_LEN_S * 1e9)
+    for direction in ("uplink", "downlink"):
+        ev = _log(run_dir, direction)
+        # (2 ms inside each end: the log's times are whole milliseconds since a start in whole milliseconds)
+        inside = ev[(ev["unix_ns"] >= at + 2_000_000) & (ev["unix_ns"] < end - 2_000_000)]
+        assert not (inside["ev"].isin(["-", "#"])).any(), (direction, inside[inside["ev"].isin(["-", "#"])].head())
+        assert (inside["ev"] == "+").any() or direction == "downlink", "requests kept arriving at the uplink"
+    up = _log(run_dir, "uplink")
+    gone = up[(up["ev"] == "-") & (up["unix_ns"] >= end)]
+    assert len(gone) and gone["unix_ns"].iloc[0] < end + 20_000_000, "the kept queue leaves once the outage ends"
+    # what waited left after the outage: some departures queued for most of it
+    assert gone["b"].astype(float).max() >= 0.8 * OUTAGE_LEN_S * 1000, gone["b"].max()
+
+
+def test_the_switched_trace_serves_from_the_switch_on(timeline_run):
+    run_dir = timeline_run["run"]
+    at = int(_applied(run_dir)["unix_ns"].iloc[2])
+    up = _log(run_dir, "uplink")
+    opp = up[up["ev"] == "#"]
+    before = opp[(opp["unix_ns"] >= at - 1e9) & (opp["unix_ns"] < at)]
+    after = opp[(opp["unix_ns"] >= at + 0.5e9) & (opp["unix_ns"] < at + 1.5e9)]
+    # the log has every opportunity, used or not: the 12-Mbit/s trace's one per ms, then the new one's every 6 ms
+    # 1/ms; 1000/6 (a few at each edge: the log's times are whole milliseconds)
+    assert len(before) in range(997, 1004) and len(after) in range(164, 170), (len(before), len(after))
+
+
+def test_nothing_of_the_run_is_left(timeline_run):
+    b, a = timeline_run["before"], timeline_run["after"]
+    assert a["namespaces"] == b["namespaces"] and a["cgroups"] == b["cgroups"]
+    assert not hoststate.processes(str(timeline_run["run"]))
+
