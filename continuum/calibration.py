@@ -95,7 +95,8 @@ class Calibration:
 
 def wanted(spec: ExperimentSpec) -> bool:
     """Whether the run measures (or takes from the cache) its apps' service times."""
-    return spec.calibration.when == "always" or any(a.workload.utilisation is not None for a in spec.apps)
+    return (spec.calibration.when == "always" or any(a.workload.utilisation is not None for a in spec.apps)
+            or any(e.utilisation is not None for e in spec.timeline))
 
 
 def calibratable(spec: ExperimentSpec) -> list[AppSpec]:
@@ -269,7 +270,19 @@ def apply(spec: ExperimentSpec, found: dict[str, Calibration]) -> ExperimentSpec
             w = dataclasses.replace(w, rate=w.utilisation * c.capacity_rps / len(a.endpoints))
         apps.append(dataclasses.replace(a, workload=w))
     workload = apps[0].workload if not spec.mix else spec.workload
-    return dataclasses.replace(spec, apps=tuple(apps), workload=workload)
+    timeline = []
+    for e in spec.timeline:  # a load step's utilisation: the same share of each UE's app's capacity
+        if e.utilisation is not None:
+            rates = []
+            for ue in e.ues:
+                a = spec.app_of(ue)
+                c = found.get(a.name)
+                if c is None:
+                    raise ProviderError(f"{a.name}: a [[timeline]] load step is a utilisation, but it was not calibrated")
+                rates.append((ue, e.utilisation * c.capacity_rps / len(a.endpoints)))
+            e = dataclasses.replace(e, ue_rates=tuple(rates))
+        timeline.append(e)
+    return dataclasses.replace(spec, apps=tuple(apps), workload=workload, timeline=tuple(timeline))
 
 
 def offered(app: AppSpec, c: Calibration) -> float:

@@ -20,6 +20,9 @@ def plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list[str]:
         lines += ["edge systems:", *(f"  {line}" for line in edge)]
     lines += _processes(spec, plan)
     lines.append(f"schedule: {spec.repetitions} x ({spec.warmup_s:g} s warm-up + {spec.duration_s:g} s measured), seed {spec.seed}")
+    if spec.timeline:
+        lines += ["timeline (t_s from each repetition's start, its warm-up included):",
+                  *(f"  {e.describe()}" for e in spec.timeline)]
     return lines
 
 

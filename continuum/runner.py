@@ -33,7 +33,7 @@ from continuum.edge import registry as edge_registry
 from continuum.edge.system import EdgeRun
 from continuum.providers.base import Deployment, Provider
 from continuum.runtime import Node, exit_status, stop_process, stop_processes, wait_for
-from continuum.results import manifest, report, tables
+from continuum.results import events, manifest, report, tables
 from continuum.undo import Undo
 from continuum.workloads import launch
 from srsran_integration import stack
@@ -304,6 +304,7 @@ def _calibrate(ctx: Run) -> None:
     calibration.write_samples(found, run_dir / "raw")
     ctx.manifest.calibration = calibration.manifest_entry(ctx.spec, found)
     ctx.manifest.apps = {a.name: {**ctx.manifest.apps.get(a.name, {}), "rate": a.workload.rate} for a in ctx.spec.apps}
+    ctx.manifest.timeline = events.planned(ctx.spec)  # load steps given as utilisation: their rates now
     for line in calibration.describe(ctx.spec, found):
         ctx.phase(line)
     ctx.save()

@@ -80,3 +80,41 @@ class OnOff:
             t = end
             i += 1
         return self.epoch_ns + t * 1e9
+
+
+@dataclass
+class RateSteps:
+    """[[timeline]] load steps: the endpoint's rate, piecewise constant over the
+    repetition (`steps`: (seconds after the epoch, requests/s), in time order).
+    A gap drawn in units of 1/rate is spent at the rates it crosses, so a step
+    takes effect at its instant, not after the gap that was running then."""
+
+    base: float  # the rate before the first step
+    epoch_ns: int
+    steps: list[tuple[float, float]]
+
+    @classmethod
+    def from_settings(cls, base: float, d: dict) -> "RateSteps":
+        return cls(base, int(d["epoch_ns"]), sorted((float(t), float(r)) for t, r in d["steps"]))
+
+    def rate_at(self, t_ns: float) -> float:
+        t = (t_ns - self.epoch_ns) / 1e9
+        rate = self.base
+        for start, r in self.steps:
+            if start <= t:
+                rate = r
+        return rate
+
+    def after(self, t_ns: float, units: float) -> float:
+        """The time (ns) at which `units` requests' worth of rate has passed since t_ns."""
+        t = (t_ns - self.epoch_ns) / 1e9
+        edges = [s for s, _ in self.steps if s > t]
+        while units > 1e-12:
+            rate = self.rate_at(self.epoch_ns + t * 1e9)
+            nxt = edges.pop(0) if edges else None
+            if nxt is None or units <= (nxt - t) * rate:
+                t += units / rate
+                break
+            units -= (nxt - t) * rate
+            t = nxt
+        return self.epoch_ns + t * 1e9

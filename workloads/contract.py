@@ -43,6 +43,7 @@ class Env:
     RATE = "CONTINUUM_RATE"
     ARRIVALS = "CONTINUUM_ARRIVALS"  # constant, poisson or onoff
     ONOFF = "CONTINUUM_ONOFF"  # arrivals = onoff: JSON on_s, off_s, ratio, jitter, seed, epoch_ns (workloads/arrivals.py)
+    RATE_STEPS = "CONTINUUM_RATE_STEPS"  # [[timeline]] load steps: JSON epoch_ns, steps [[t_s, rate], ...] (arrivals.py)
     BURST = "CONTINUUM_BURST"
     WARMUP_S = "CONTINUUM_WARMUP_S"
     DURATION_S = "CONTINUUM_DURATION_S"
@@ -136,6 +137,7 @@ class EndpointSettings(Common):
     congestion_control: dict = field(default_factory=dict)  # empty: off
     records: str = ""
     rate_log: str = ""
+    rate_steps: dict = field(default_factory=dict)  # [[timeline]] load steps (workloads/arrivals.py RateSteps)
 
     @classmethod
     def from_env(cls) -> "EndpointSettings":
@@ -145,7 +147,7 @@ class EndpointSettings(Common):
                    warmup_s=float(_env(Env.WARMUP_S, "0")), duration_s=float(_env(Env.DURATION_S)),
                    timeout_s=float(_env(Env.TIMEOUT_S, "10")), payload=_json(Env.PAYLOAD),
                    congestion_control=_json(Env.CONGESTION_CONTROL), records=_env(Env.RECORDS),
-                   rate_log=_env(Env.RATE_LOG, ""))
+                   rate_log=_env(Env.RATE_LOG, ""), rate_steps=_json(Env.RATE_STEPS))
 
 
 @dataclass

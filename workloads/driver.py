@@ -173,6 +173,7 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     if s.arrivals == "onoff" and not s.onoff:
         raise SystemExit(f"arrivals = onoff needs its schedule in {contract.Env.ONOFF}")
     bursts = arrivals.OnOff.from_settings(s.onoff) if s.arrivals == "onoff" else None
+    steps = arrivals.RateSteps.from_settings(s.rate, s.rate_steps) if s.rate_steps else None
     t0 = time.time_ns()
     warm_end = t0 + s.warmup_s * 1e9
     end = t0 + (s.warmup_s + s.duration_s) * 1e9
@@ -181,7 +182,10 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
         # The next send is one gap after the last at the current rate; congestion control
         # may change the rate while we wait, so the wait is re-planned every 100 ms.
         rate = cc.rate if cc else s.rate
-        due = bursts.after(last_send, unit_gap / rate) if bursts else last_send + unit_gap * 1e9 / rate
+        if steps is not None:  # [[timeline]] load steps (not with cc or bursts: the file's checks)
+            due = steps.after(last_send, unit_gap)
+        else:
+            due = bursts.after(last_send, unit_gap / rate) if bursts else last_send + unit_gap * 1e9 / rate
         now = time.time_ns()
         if due > now:
             if stop.wait(min(0.1, (due - now) / 1e9)):
@@ -194,7 +198,7 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
             break
         last_send = due
         for _ in range(max(1, s.burst)):
-            _send(app, s, client, req, smec, seq, warm_end)
+            _send(app, s, client, req, smec, seq, warm_end, steps.rate_at(due) if steps else rate)
             seq += 1
         unit_gap = rng.exponential(1.0) if s.arrivals in ("poisson", "onoff") else 1.0  # in units of 1/rate
         req.expire(time.time_ns())
@@ -212,7 +216,8 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     return 0
 
 
-def _send(app: EndpointApp, s: EndpointSettings, client: mqtt.Client, req: _Requests, smec, seq: int, warm_end: float) -> None:
+def _send(app: EndpointApp, s: EndpointSettings, client: mqtt.Client, req: _Requests, smec, seq: int, warm_end: float,
+          rate: float) -> None:
     """One request: drawn, pre-processed, recorded as pending (warm-up when drawn before `warm_end`), published."""
     t_drawn = time.time_ns()
     item = app.draw(seq)
@@ -223,7 +228,7 @@ def _send(app: EndpointApp, s: EndpointSettings, client: mqtt.Client, req: _Requ
     row = {"repetition": s.repetition, "endpoint": s.endpoint, "request_id": rid, "seq": seq,
            "phase": "warmup" if t_drawn < warm_end else "measure", "status": "timeout",
            "t_drawn": t_drawn, "t_pre_start": t_pre_start, "t_pre_end": t_pre_end,
-           "send_rate": req.cc.rate if req.cc else s.rate}
+           "send_rate": rate}
     with req.lock:
         row["t_published"] = time.time_ns()
         message = contract.pack({"request_id": rid, "endpoint": s.endpoint, "repetition": s.repetition,

@@ -330,9 +330,9 @@ class TimelineEntry(Strict):
     phase: Literal["restart", "aligned"] = "restart"  # the new trace from its start, or at the repetition's phase
     core_delay_ms: float | None = Field(default=None, ge=0, le=10000)  # one-way, from then on
     tier: Literal["edge", "cloud"] | None = None  # core_delay_ms: to this tier (default: the app's offload tier)
+    rate: float | None = Field(default=None, gt=0, le=10000)  # a load step: requests/s per endpoint from then on
+    utilisation: float | None = Field(default=None, gt=0, le=100)  # ... or as the app's [workload] utilisation
     # The timeline's other changes (issue 39): named here so that the file says which part is not built yet.
-    load: Any = None
-    utilisation: Any = None
     handover: Any = None
     relocate: Any = None
 

@@ -165,6 +165,10 @@ class TimelineEvent:
     core_delay_ms: float | None = None
     tier: str = "edge"  # core_delay: the destination tier
     given_ue: str = "all"  # ue as the file wrote it
+    rate: float | None = None  # load: requests/s per endpoint
+    utilisation: float | None = None  # load: of each UE's app's capacity (as [workload] utilisation)
+    # load: each UE's rate from then on (a utilisation's once the run has calibrated: calibration.apply)
+    ue_rates: tuple[tuple[str, float], ...] = ()
 
     @property
     def span_s(self) -> float:
@@ -177,6 +181,9 @@ class TimelineEvent:
         elif self.kind == "trace":
             dirs = [f"{d} -> {t.given}" for d, t in (("uplink", self.uplink), ("downlink", self.downlink)) if t is not None]
             what = f"trace {', '.join(dirs)} ({'phase-aligned' if self.phase == 'aligned' else 'restarted'})"
+        elif self.kind == "load":
+            what = (f"load {self.rate:g} requests/s per endpoint" if self.rate is not None
+                    else f"load utilisation {self.utilisation:g}")
         else:
             what = f"core delay to {self.tier} {self.core_delay_ms:g} ms one-way"
         return f"{self.t_s:g} s {self.given_ue}: {what}"
@@ -187,6 +194,8 @@ class TimelineEvent:
             return f"outage {self.outage_s:g} s"
         if self.kind == "trace":
             return "trace " + "/".join(t.given for t in (self.uplink, self.downlink) if t is not None)
+        if self.kind == "load":
+            return f"load {self.rate:g}/s" if self.rate is not None else f"load {self.utilisation:g}"
         return f"core {self.core_delay_ms:g} ms"
 
 

@@ -1,23 +1,25 @@
 """[[timeline]]: the changes an experiment makes while it runs, checked with
 the rest of the file (every problem at once, each under timeline[i].KEY) and
 resolved to TimelineEvents the emulator applies at their times. Built so far:
-outages, trace switches and core-delay steps, all of them on the emulated
-link of endpoints with private links; the other changes of the timeline
-(load steps, handovers between cells, relocation) are named and refused."""
+outages, trace switches and core-delay steps on the emulated link of
+endpoints with private links, and load steps of endpoints; the other
+changes of the timeline (handovers between cells, relocation) are named
+and refused."""
 
 from __future__ import annotations
 
 from continuum.config import link, raw
 from continuum.config.spec import AppSpec, CellSpec, NodeSpec, TimelineEvent
 from continuum.config.validation import Issues
+from continuum.workloads import REGISTRY as APPS
 
 NOT_YET = {
-    "load": "a load step for an app",
-    "utilisation": "a load step for an app",
     "handover": "a handover between cells (several cells)",
     "relocate": "moving a UE's service to another node",
 }
-CHANGES = ("outage_s", "uplink/downlink", "core_delay_ms")
+WHOSE = {"queue": "an outage (outage_s)", "phase": "a trace switch (uplink, downlink)",
+         "tier": "a core-delay step (core_delay_ms)"}
+CHANGES = ("outage_s", "uplink/downlink", "core_delay_ms", "rate/utilisation")
 
 
 def resolve(entries: list[raw.TimelineEntry], nodes: list[NodeSpec], apps: list[AppSpec], cell: CellSpec | None,
@@ -46,7 +48,8 @@ def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[st
             bad(f"{key}.{name}", f"{what} is not built yet (issue 39); a timeline changes {', '.join(CHANGES)} today")
             ok = False
     given = [k for k, v in (("outage_s", e.outage_s), ("uplink/downlink", e.uplink or e.downlink),
-                            ("core_delay_ms", e.core_delay_ms)) if v is not None]
+                            ("core_delay_ms", e.core_delay_ms), ("rate", e.rate), ("utilisation", e.utilisation))
+             if v is not None]
     if len(given) != 1 and ok:
         bad(key, f"one change per entry: {' and '.join(given)} given" if given else
                  f"no change given: set one of {', '.join(CHANGES)}")
@@ -58,6 +61,15 @@ def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[st
     ues = _ues(e.ue, key, endpoints, groups, bad)
     if ues is None:
         return None
+    for k, misplaced in (("queue", e.queue != "keep" and e.outage_s is None),
+                         ("phase", e.phase != "restart" and not (e.uplink or e.downlink)),
+                         ("tier", e.tier is not None and e.core_delay_ms is None)):
+        if misplaced:
+            bad(f"{key}.{k}", f"{k} belongs to {WHOSE[k]}")
+            ok = False
+    if e.rate is not None or e.utilisation is not None:  # the endpoints' doing: any endpoint, in a cell or not
+        load = _load(e, key, ues, apps, ctx)
+        return load if ok else None
     in_cell = [u for u in ues if u in members]
     if in_cell:
         bad(f"{key}.ue", f"{', '.join(in_cell)} {'is' if len(in_cell) == 1 else 'are'} in the shared cell ([cell]), whose "
@@ -68,15 +80,6 @@ def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[st
     if mobile is not None and mobile.mode == "srsran":
         bad(key, "with mobile.mode = \"srsran\" the real stack is the link: a timeline changes the emulated link")
         return None
-    if e.queue != "keep" and e.outage_s is None:
-        bad(f"{key}.queue", "the queue's fate is an outage's (outage_s)")
-        ok = False
-    if e.phase != "restart" and not (e.uplink or e.downlink):
-        bad(f"{key}.phase", "the phase is a trace switch's (uplink, downlink)")
-        ok = False
-    if e.tier is not None and e.core_delay_ms is None:
-        bad(f"{key}.tier", "the tier is a core-delay step's (core_delay_ms)")
-        ok = False
     refs = {}
     for d in ("uplink", "downlink"):
         given_trace = getattr(e, d)
@@ -146,3 +149,31 @@ def _core_delay_tier(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], apps:
                                         "without jitter")
         return None
     return tier
+
+
+def _load(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], apps: list[AppSpec], ctx: Issues) -> TimelineEvent | None:
+    """A load step: each UE's endpoint sends at the new rate from then on (a utilisation's rate comes
+    from the run's calibration, as [workload] utilisation's does: calibration.apply)."""
+    bad = ctx.bad
+    ok = True
+    for a in apps:
+        mine = [u for u in ues if u in a.endpoints]
+        if not mine:
+            continue
+        w = a.workload
+        if w.congestion_control.get("enabled"):
+            bad(f"{key}.ue", f"{', '.join(mine)} run {a.name} with congestion control, which sets their rate itself")
+            ok = False
+        if w.arrivals == "onoff":
+            bad(f"{key}.ue", f"{', '.join(mine)} run {a.name} with arrivals = \"onoff\", whose bursts a load step does not "
+                             "combine with yet: use constant or poisson arrivals")
+            ok = False
+        if e.utilisation is not None and not APPS[w.app].builtin:
+            bad(f"{key}.utilisation", f"{a.name}'s server is its own ({w.app!r}), which calibration cannot time; give the "
+                                      "step as rate (requests/s per endpoint)")
+            ok = False
+    if not ok:
+        return None
+    given_ue = e.ue if isinstance(e.ue, str) else ", ".join(e.ue)
+    rates = tuple((u, e.rate) for u in ues) if e.rate is not None else ()
+    return TimelineEvent(e.t_s, ues, "load", rate=e.rate, utilisation=e.utilisation, ue_rates=rates, given_ue=given_ue)

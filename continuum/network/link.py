@@ -54,7 +54,7 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
     out += [f"--bypass={b}" for b in plan.bypass]
     if delay_mechanism == "mahimahi-link":
         out += [f"--delay={prefix}={ms}" for prefix, ms in plan.delay_rules]
-    if spec.timeline:
+    if any(e.kind != "load" for e in spec.timeline):
         out += [f"--timeline={logs}/timeline.txt", f"--timeline-log={logs}/timeline.log"]
     return out
 
@@ -73,8 +73,9 @@ def timeline_lines(spec: ExperimentSpec, plan: Plan) -> list[str]:
             elif e.kind == "trace":
                 out += [f"{t} {ue} {d}-trace {ref.path} {e.phase}"
                         for d, ref in (("uplink", e.uplink), ("downlink", e.downlink)) if ref is not None]
-            else:
+            elif e.kind == "core_delay":
                 out.append(f"{t} {ue} delay {prefixes[e.tier]} {e.core_delay_ms:.3f}")
+            # (a load step is the endpoints': launch.endpoint_env)
     return out
 
 
@@ -118,7 +119,7 @@ def start(ran: Node, spec: ExperimentSpec, plan: Plan, run_dir: Path, delay_mech
     logs = run_dir / "links"
     logs.mkdir(parents=True, exist_ok=True)
     stats = run_dir / "links" / "stats.json"
-    if spec.timeline:
+    if any(e.kind != "load" for e in spec.timeline):
         (logs / "timeline.txt").write_text("\n".join(timeline_lines(spec, plan)) + "\n")
     if ran.host is None:
         cmd = argv(spec, plan, logs, stats, delay_mechanism)

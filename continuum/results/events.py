@@ -31,7 +31,21 @@ def planned(spec: ExperimentSpec) -> list[dict]:
     """The manifest's entry: each change as the file gave it, with what the results need."""
     timeouts = {ep: a.workload.timeout_s for a in spec.apps for ep in a.endpoints}
     return [{"t_s": e.t_s, "ues": list(e.ues), "kind": e.kind, "label": e.label(), "describe": e.describe(),
-             "span_s": e.span_s, "timeout_s": max(timeouts.get(u, 0.0) for u in e.ues)} for e in spec.timeline]
+             "span_s": e.span_s, "timeout_s": max(timeouts.get(u, 0.0) for u in e.ues),
+             **({"ue_rates": dict(e.ue_rates)} if e.kind == "load" else {})} for e in spec.timeline]
+
+
+def _at(e: dict, ue: str, rep: int, start: int, log: pd.DataFrame) -> tuple[int | None, float]:
+    """When a change applied for this UE in this repetition, and how late (ms): a link's change
+    from the emulator's log (once per repetition, in order; a repetition stopped early may lack
+    it), a load step at its planned time (the endpoints step on the repetition's own epoch)."""
+    if e["kind"] == "load":
+        return int(start + e["t_s"] * 1e9), np.nan
+    mine = log[(log["link"] == ue) & np.isclose(log["t_ms"], e["t_s"] * 1000)]
+    if len(mine) < rep:
+        return None, np.nan
+    hit = mine.iloc[rep - 1]
+    return int(hit["unix_ns"]), hit["late_us"] / 1000
 
 
 def applied(run_dir: Path) -> pd.DataFrame:
@@ -60,17 +74,13 @@ def rows(run_dir: Path, df: pd.DataFrame) -> pd.DataFrame | None:
         return None
     log = applied(run_dir)
     out = []
-    for rep in range(1, len(man.get("trace_restarts_unix_ns") or []) + 1):
+    for rep, start in enumerate(man.get("trace_restarts_unix_ns") or [], 1):
         for e in plan:
             for ue in e["ues"]:
-                mine = log[(log["link"] == ue) & np.isclose(log["t_ms"], e["t_s"] * 1000)]
-                # a change is logged once per repetition, in order (a repetition stopped early may lack it)
-                hit = mine.iloc[rep - 1] if len(mine) >= rep else None
-                at = int(hit["unix_ns"]) if hit is not None else None
+                at, late = _at(e, ue, rep, start, log)
                 out.append({"repetition": rep, "t_s": e["t_s"], "change": e["label"], "endpoint": ue,
-                            "applied_unix_ns": at, "late_ms": hit["late_us"] / 1000 if hit is not None else np.nan,
-                            **_effect(df, rep, ue, at, e)})
-    return pd.DataFrame(out, columns=COLUMNS)
+                            "applied_unix_ns": at, "late_ms": late, **_effect(df, rep, ue, at, e)})
+    return pd.DataFrame(out, columns=COLUMNS).astype({"t_s": float, "late_ms": float, "interruption_ms": float})
 
 
 def _effect(df: pd.DataFrame, rep: int, ue: str, at: int | None, e: dict) -> dict:
@@ -106,7 +116,7 @@ def summarize(run_dir: Path, df: pd.DataFrame) -> list[dict] | None:
         intr = mine["interruption_ms"].dropna()
         out.append({"t_s": e["t_s"], "change": e["describe"], "label": e["label"], "ues": e["ues"],
                     "applied": int(applied_.sum()), "expected": len(mine),
-                    "late_ms_max": float(mine["late_ms"].max()) if applied_.any() else None,
+                    "late_ms_max": float(mine["late_ms"].max()) if mine["late_ms"].notna().any() else None,
                     "interruption_ms_median": float(intr.median()) if len(intr) else None,
                     "interruption_ms_max": float(intr.max()) if len(intr) else None,
                     **{k: int(mine[k].sum()) for k in ("across", "answered", "timeout", "early_drop", "unanswered")}})
@@ -122,9 +132,7 @@ def lines(run_dir: Path, origin_ns: int) -> tuple[tuple[float, str], ...]:
     out: dict[tuple[float, str], None] = {}
     for rep, start in enumerate(man.get("trace_restarts_unix_ns") or [], 1):
         for e in plan:
-            mine = log[log["link"].isin(e["ues"]) & np.isclose(log["t_ms"], e["t_s"] * 1000)]
-            per_ue = mine.groupby("link")["unix_ns"].apply(list)
-            times = [v[rep - 1] for v in per_ue if len(v) >= rep]
+            times = [t for t in (_at(e, ue, rep, start, log)[0] for ue in e["ues"]) if t is not None]
             at = min(times) if times else start + e["t_s"] * 1e9
             out[(round((at - origin_ns) / 1e9, 3), e["label"])] = None
     return tuple(out)

@@ -123,6 +123,9 @@ def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: 
     w = app.workload
     onoff = ({Env.ONOFF: json.dumps({**w.onoff, "seed": spec.seed + 7919 * rep, "epoch_ns": epoch_ns or time.time_ns()})}
              if w.arrivals == "onoff" else {})
+    steps = [[e.t_s, r] for e in spec.timeline if e.kind == "load" for ue, r in e.ue_rates if ue == node.name]
+    if steps:  # [[timeline]] load steps, from the same epoch as the link's changes (the trace restart)
+        onoff[Env.RATE_STEPS] = json.dumps({"epoch_ns": epoch_ns or time.time_ns(), "steps": steps})
     return {**_common(app, broker, rep, spec.seed + _limits(spec, node).index), Env.ENDPOINT: node.name,
             Env.RATE: f"{w.rate:.6g}", Env.ARRIVALS: w.arrivals, **onoff, Env.BURST: str(w.burst),
             Env.WARMUP_S: f"{spec.warmup_s:g}", Env.DURATION_S: f"{spec.duration_s:g}",

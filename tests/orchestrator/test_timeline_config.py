@@ -62,7 +62,7 @@ t_s = 2
     assert by_key["timeline[1]"] == "one change per entry: outage_s and core_delay_ms given"
     assert "not built yet" in by_key["timeline[2].handover"]
     assert "valid: all, endpoint0" in by_key["timeline[3].ue"]
-    assert "no-such-trace" in by_key["timeline[4].uplink"] and "outage" in by_key["timeline[4].queue"]
+    assert "no-such-trace" in by_key["timeline[4].uplink"] and "an outage" in by_key["timeline[4].queue"]
     assert "greater than 0" in by_key["timeline[5].outage_s"] and "unknown key" in by_key["timeline[5].colour"]
     assert "no change given" in by_key["timeline[6]"]
     not_a_list = _file(tmp_path, "[timeline]\nt_s = 1\n", name="u.toml")
@@ -168,3 +168,37 @@ def test_per_change_figures_from_a_run_folder_match_a_hand_count(tmp_path):
     # where the plots draw it: each repetition's applied time on the run's axis
     drawn = events.lines(tmp_path, r1)
     assert [t for t, _ in drawn] == pytest.approx([2.0005, 102.0], abs=1e-3) and {lab for _, lab in drawn} == {"outage 1 s"}
+
+
+def test_a_load_steps_rate_applies_from_its_instant_within_a_running_gap():
+    """workloads/arrivals.py RateSteps: 1/s, then 10/s from 5 s on. A unit gap drawn at 4.5 s
+    spends 0.5 of it by 5 s, the rest at 10/s: due at 5.05 s, not at 5.5 s."""
+    from workloads.arrivals import RateSteps
+
+    s = RateSteps.from_settings(1.0, {"epoch_ns": 1_000_000_000, "steps": [[5.0, 10.0]]})
+    at = s.after(1_000_000_000 + 4.5e9, 1.0)
+    assert (at - 1_000_000_000) / 1e9 == pytest.approx(5.05)
+    assert s.rate_at(1_000_000_000 + 4.9e9) == 1.0 and s.rate_at(1_000_000_000 + 5e9) == 10.0
+    assert (s.after(1_000_000_000 + 6e9, 2.0) - 1_000_000_000) / 1e9 == pytest.approx(6.2)
+    assert (s.after(1_000_000_000 + 1e9, 2.0) - 1_000_000_000) / 1e9 == pytest.approx(3.0)
+
+
+def test_load_steps_resolve_per_endpoint_and_what_cannot_step_is_named(tmp_path):
+    f = _file(tmp_path, "[[timeline]]\nt_s = 5\nrate = 4\n[[timeline]]\nt_s = 9\nutilisation = 0.5\n")
+    spec = experiment.load(f, materialize=False)
+    step, util = spec.timeline
+    assert step.kind == "load" and step.ue_rates == (("endpoint0", 4.0),) and util.ue_rates == ()
+    from continuum import calibration
+    from continuum.calibration import Calibration
+
+    c = Calibration(app="image_classification", workload="image_classification", node="edge0", source="fresh", made="",
+                    key="k", cpu_model="", limits={}, concurrency=1, requests=40, window_s=3.0, capacity_rps=30.0,
+                    service_ms=(33.0,), cpu_ms_per_request=33.0, model_load_s=1.0)
+    assert calibration.wanted(spec)
+    applied = calibration.apply(spec, {"image_classification": c})
+    assert applied.timeline[1].ue_rates == (("endpoint0", 15.0),)  # 0.5 x 30/s over its one endpoint
+    cc = _file(tmp_path, "[[timeline]]\nt_s = 5\nrate = 4\n",
+               base=QUICKSTART + "\n[workload.congestion_control]\nenabled = true\n", name="cc.toml")
+    with pytest.raises(ConfigError) as e:
+        experiment.load(cc, materialize=False)
+    assert "congestion control" in str(e.value)

@@ -1,6 +1,6 @@
 """[[timeline]] live: one netns run whose link changes while requests flow
 (file transfer, 5 a second): a core-delay step, an outage that keeps the
-queue, then an uplink trace switch. Each change is checked where it acts:
+queue, then an uplink trace switch, then a load step. Each change is checked where it acts:
 the requests' uplink and downlink times rise by the step, the link logs
 hold no delivery and no opportunity during the outage and deliveries after
 it, the switched trace's opportunities per second follow the new trace from
@@ -21,14 +21,14 @@ from test_run import run
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
 
-STEP_S, OUTAGE_S, OUTAGE_LEN_S, SWITCH_S = 3.0, 6.0, 1.5, 9.0
+STEP_S, OUTAGE_S, OUTAGE_LEN_S, SWITCH_S, LOAD_S = 3.0, 6.0, 1.5, 9.0, 10.5
 DELAY_BEFORE_MS, DELAY_AFTER_MS = 5.0, 30.0
 
 EXPERIMENT = f"""
 [experiment]
 name = "timeline"
 seed = 2
-duration_s = 10
+duration_s = 12
 warmup_s = 1
 output = "{{out}}"
 
@@ -69,6 +69,10 @@ queue = "keep"
 t_s = {SWITCH_S}
 ue = "endpoint0"
 uplink = "every6ms.trace"
+
+[[timeline]]
+t_s = {LOAD_S}
+rate = 10
 """
 
 
@@ -106,14 +110,14 @@ def test_every_change_applied_on_time_and_the_results_name_it(timeline_run):
     # on the link's clock: exactly the planned offsets apart
     assert np.allclose(np.diff(a["unix_ns"]) / 1e9, [OUTAGE_S - STEP_S, SWITCH_S - OUTAGE_S], atol=1e-6), a
     m = json.loads((run_dir / "manifest.json").read_text())
-    assert [e["kind"] for e in m["timeline"]] == ["core_delay", "outage", "trace"]
+    assert [e["kind"] for e in m["timeline"]] == ["core_delay", "outage", "trace", "load"]
     s = json.loads((run_dir / "summary.json").read_text())["timeline"]
-    assert [e["applied"] for e in s] == [1, 1, 1], s
+    assert [e["applied"] for e in s] == [1, 1, 1, 1], s
     # nothing answers during the outage: the first answer after it comes when it is over
     assert s[1]["interruption_ms_median"] >= OUTAGE_LEN_S * 1000, s[1]
     assert s[1]["across"] >= 0.5 * 5 * OUTAGE_LEN_S and s[1]["answered"] >= 0.8 * s[1]["across"], s[1]  # kept, then sent
     rows = pd.read_csv(run_dir / "timeline.csv")
-    assert len(rows) == 3 and set(rows["endpoint"]) == {"endpoint0"}
+    assert len(rows) == 4 and set(rows["endpoint"]) == {"endpoint0"}
     assert "timeline (each change" in timeline_run["stdout"] and "outage 1.5 s (queue kept)" in timeline_run["stdout"]
     for plot in ("latency_over_time.png", "link_endpoint0.png"):
         assert (run_dir / "plots" / plot).stat().st_size > 0
@@ -161,6 +165,19 @@ def test_the_switched_trace_serves_from_the_switch_on(timeline_run):
     # the log has every opportunity, used or not: the 12-Mbit/s trace's one per ms, then the new one's every 6 ms
     # 1/ms; 1000/6 (a few at each edge: the log's times are whole milliseconds)
     assert len(before) in range(997, 1004) and len(after) in range(164, 170), (len(before), len(after))
+
+
+def test_the_load_step_doubles_the_requests_from_its_instant(timeline_run):
+    """Constant arrivals: 5 a second before the step, 10 after it, counted where they were drawn."""
+    run_dir = timeline_run["run"]
+    start = json.loads((run_dir / "manifest.json").read_text())["trace_restarts_unix_ns"][0]
+    at = start + LOAD_S * 1e9
+    drawn = pd.read_csv(run_dir / "requests.csv")["t_drawn"]
+    before = ((drawn >= at - 2e9) & (drawn < at)).sum()
+    after = ((drawn >= at + 0.05e9) & (drawn < at + 2.05e9)).sum()
+    assert before in (9, 10, 11) and after in (19, 20, 21), (before, after)
+    rates = pd.read_csv(run_dir / "requests.csv").set_index("t_drawn")["send_rate"]
+    assert set(rates[rates.index > at]) == {10.0} and set(rates[rates.index < at - 0.3e9]) == {5.0}
 
 
 def test_nothing_of_the_run_is_left(timeline_run):
