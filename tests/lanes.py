@@ -37,7 +37,7 @@ BESIDE = (
     "orchestrator/test_timeline_config.py", "orchestrator/test_trace_grammar.py",
     "smec_edge/test_policy.py", "smec_edge/test_timing.py", "smec_edge/test_gpu.py",
     "srsran/test_srsran_5g.py", "srsran/test_srsran_config.py", "srsran/test_srsran_mode.py",
-    "tracearchive/test_archive_cli.py", "tracearchive/test_convert_and_checks.py",
+    "tracearchive/test_archive_cli.py", "tracearchive/test_convert_and_checks.py", "tracearchive/test_drive.py",
     "workloads/test_apps.py",
 )
 

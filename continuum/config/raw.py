@@ -332,6 +332,10 @@ class TimelineEntry(Strict):
     tier: Literal["edge", "cloud"] | None = None  # core_delay_ms: to this tier (default: the app's offload tier)
     rate: float | None = Field(default=None, gt=0, le=10000)  # a load step: requests/s per endpoint from then on
     utilisation: float | None = Field(default=None, gt=0, le=100)  # ... or as the app's [workload] utilisation
+    # a recorded drive's handovers (an archive entry converted from a G-NetTrack log: irish-5g-*), each an
+    # outage of interruption_ms at its recorded time (t_s on: those at or after it), its queue by `queue`
+    handovers: str | None = None
+    interruption_ms: float = Field(default=50.0, gt=0, le=10000)
     # The timeline's other changes (issue 39): named here so that the file says which part is not built yet.
     handover: Any = None
     relocate: Any = None

@@ -169,6 +169,7 @@ class TimelineEvent:
     utilisation: float | None = None  # load: of each UE's app's capacity (as [workload] utilisation)
     # load: each UE's rate from then on (a utilisation's once the run has calibrated: calibration.apply)
     ue_rates: tuple[tuple[str, float], ...] = ()
+    cause: str = ""  # an outage that is a recorded handover: "handover 12 -> 11 (drive log line 81)"
 
     @property
     def span_s(self) -> float:
@@ -177,7 +178,8 @@ class TimelineEvent:
 
     def describe(self) -> str:
         if self.kind == "outage":
-            what = f"outage {self.outage_s:g} s (queue {'flushed' if self.queue == 'flush' else 'kept'})"
+            what = (f"{self.cause}: " if self.cause else "") + \
+                f"outage {self.outage_s:g} s (queue {'flushed' if self.queue == 'flush' else 'kept'})"
         elif self.kind == "trace":
             dirs = [f"{d} -> {t.given}" for d, t in (("uplink", self.uplink), ("downlink", self.downlink)) if t is not None]
             what = f"trace {', '.join(dirs)} ({'phase-aligned' if self.phase == 'aligned' else 'restarted'})"
@@ -191,7 +193,7 @@ class TimelineEvent:
     def label(self) -> str:
         """A short label for a figure's event line."""
         if self.kind == "outage":
-            return f"outage {self.outage_s:g} s"
+            return self.cause.split(" (")[0] if self.cause else f"outage {self.outage_s:g} s"
         if self.kind == "trace":
             return "trace " + "/".join(t.given for t in (self.uplink, self.downlink) if t is not None)
         if self.kind == "load":

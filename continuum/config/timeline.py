@@ -17,9 +17,10 @@ NOT_YET = {
     "handover": "a handover between cells (several cells)",
     "relocate": "moving a UE's service to another node",
 }
-WHOSE = {"queue": "an outage (outage_s)", "phase": "a trace switch (uplink, downlink)",
+WHOSE = {"queue": "an outage (outage_s, handovers)", "interruption_ms": "a recorded drive's handovers (handovers)",
+         "phase": "a trace switch (uplink, downlink)",
          "tier": "a core-delay step (core_delay_ms)"}
-CHANGES = ("outage_s", "uplink/downlink", "core_delay_ms", "rate/utilisation")
+CHANGES = ("outage_s", "handovers", "uplink/downlink", "core_delay_ms", "rate/utilisation")
 
 
 def resolve(entries: list[raw.TimelineEntry], nodes: list[NodeSpec], apps: list[AppSpec], cell: CellSpec | None,
@@ -34,20 +35,22 @@ def resolve(entries: list[raw.TimelineEntry], nodes: list[NodeSpec], apps: list[
         if ctx.failed(key):
             continue
         ev = _entry(e, key, endpoints, groups, members, apps, p, total_s, ctx)
-        if ev is not None:
+        if isinstance(ev, list):  # a recorded drive's handovers: one outage each
+            events += ev
+        elif ev is not None:
             events.append(ev)
     return tuple(sorted(events, key=lambda ev: ev.t_s))
 
 
 def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[str, tuple[str, ...]], members: set[str],
-           apps: list[AppSpec], p: dict, total_s: float | None, ctx: Issues) -> TimelineEvent | None:
+           apps: list[AppSpec], p: dict, total_s: float | None, ctx: Issues) -> TimelineEvent | list[TimelineEvent] | None:
     bad = ctx.bad
     ok = True
     for name, what in NOT_YET.items():
         if getattr(e, name) is not None:
             bad(f"{key}.{name}", f"{what} is not built yet (issue 39); a timeline changes {', '.join(CHANGES)} today")
             ok = False
-    given = [k for k, v in (("outage_s", e.outage_s), ("uplink/downlink", e.uplink or e.downlink),
+    given = [k for k, v in (("outage_s", e.outage_s), ("handovers", e.handovers), ("uplink/downlink", e.uplink or e.downlink),
                             ("core_delay_ms", e.core_delay_ms), ("rate", e.rate), ("utilisation", e.utilisation))
              if v is not None]
     if len(given) != 1 and ok:
@@ -61,7 +64,8 @@ def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[st
     ues = _ues(e.ue, key, endpoints, groups, bad)
     if ues is None:
         return None
-    for k, misplaced in (("queue", e.queue != "keep" and e.outage_s is None),
+    for k, misplaced in (("queue", e.queue != "keep" and e.outage_s is None and e.handovers is None),
+                         ("interruption_ms", "interruption_ms" in e.model_fields_set and e.handovers is None),
                          ("phase", e.phase != "restart" and not (e.uplink or e.downlink)),
                          ("tier", e.tier is not None and e.core_delay_ms is None)):
         if misplaced:
@@ -95,6 +99,8 @@ def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[st
     given_ue = e.ue if isinstance(e.ue, str) else ", ".join(e.ue)
     if e.outage_s is not None:
         return TimelineEvent(e.t_s, ues, "outage", outage_s=e.outage_s, queue=e.queue, given_ue=given_ue)
+    if e.handovers is not None:
+        return _handovers(e, key, ues, given_ue, total_s, ctx)
     if e.core_delay_ms is not None:
         tier = _core_delay_tier(e, key, ues, apps, p, ctx)
         return None if tier is None else TimelineEvent(e.t_s, ues, "core_delay", core_delay_ms=e.core_delay_ms, tier=tier,
@@ -177,3 +183,37 @@ def _load(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], apps: list[AppSp
     given_ue = e.ue if isinstance(e.ue, str) else ", ".join(e.ue)
     rates = tuple((u, e.rate) for u in ues) if e.rate is not None else ()
     return TimelineEvent(e.t_s, ues, "load", rate=e.rate, utilisation=e.utilisation, ue_rates=rates, given_ue=given_ue)
+
+
+def _handovers(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], given_ue: str, total_s: float | None,
+               ctx: Issues) -> list[TimelineEvent] | None:
+    """A recorded drive's handovers as outages at their times on the entry's traces' clock (which
+    restarts with every repetition, as the traces do), those at or after t_s within the repetition;
+    a drive shorter than the repetition loops, as its traces do."""
+    from continuum.tracearchive import convert, drive, fetch, index
+
+    assert e.handovers is not None
+    path = ctx.base / e.handovers
+    try:
+        if path.is_file():  # a G-NetTrack log of your own drive (its traces: `continuum traces convert gnettrack`)
+            d = drive.read_cells(path.read_text(errors="replace"), str(path))
+        else:
+            entry, _ = index.find(e.handovers)
+            d = drive.of_entry(entry)
+    except index.UnknownTrace as err:
+        ctx.bad(f"{key}.handovers", f"{err}; handovers come from an archive entry converted from a drive log "
+                                    "(irish-5g-*) or a G-NetTrack CSV file")
+        return None
+    except (convert.ConvertError, fetch.FetchError) as err:
+        ctx.bad(f"{key}.handovers", str(err))
+        return None
+    end = total_s if total_s is not None else float(d.duration_s)
+    out = []
+    for loop in range(int(end // d.duration_s) + 1):
+        for h in d.handovers:
+            t = loop * d.duration_s + h.t_s
+            if e.t_s <= t < end:
+                out.append(TimelineEvent(float(t), ues, "outage", outage_s=e.interruption_ms / 1000, queue=e.queue,
+                                         given_ue=given_ue,
+                                         cause=f"handover {h.source} -> {h.target} (drive log line {h.line})"))
+    return out
