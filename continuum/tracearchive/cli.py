@@ -8,10 +8,12 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from continuum.errors import TraceCommandError
-from continuum.tracearchive import checks, contribute, convert, fetch, index, mahimahi, stats
+from continuum.tracearchive import checks, contribute, convert, drive, fetch, index, mahimahi, stats
+from continuum.tracearchive.convert import ConvertError
 
 
 def add_parser(sub) -> None:
@@ -122,7 +124,26 @@ def _show(args, console: Console) -> int:
         console.print(f"  recipe {d}: {json.dumps(r)}")
     if e.extra:
         console.print(f"  extra: {json.dumps(e.extra)}")
+    _show_handovers(e, console)
     return 0
+
+
+def _show_handovers(e: index.Entry, console: Console) -> None:
+    """A drive log's cell changes (what a [[timeline]] `handovers` replays), where this machine has its source."""
+    conv = e.convert.get("down") or e.convert.get("up")
+    if e.kind != "external" or conv is None or conv.format != "gnettrack":
+        return
+    try:
+        d = drive.of_entry(e)
+    except (ConvertError, fetch.FetchError) as err:
+        console.print(escape(f"  handovers (for [[timeline]] handovers): not read here: {err}"))
+        return
+    times = ", ".join(f"{h.t_s}" for h in d.handovers[:12]) + (" ..." if len(d.handovers) > 12 else "")
+    console.print(escape(f"  handovers (for [[timeline]] handovers): {len(d.handovers)} cell changes in {d.duration_s} s, at s {times}"))
+    for n in d.notes[:5]:
+        console.print(escape(f"    note: {n}"))
+    if len(d.notes) > 5:
+        console.print(f"    ({len(d.notes) - 5} more notes: gaps in the log, each a second or more without a row)")
 
 
 def _validate(args, console: Console) -> int:
