@@ -269,14 +269,43 @@ class Queue:
                         self.dq_tstamp = now
 
 
-def simulate(trace_ms: list[int], arrivals: list[tuple[int, int]], queue: Queue, spread=True, repeat=True):
-    """Return events [("d"|"x", packet id, time ns)] in the order they happen."""
+def simulate(trace_ms: list[int], arrivals: list[tuple[int, int]], queue: Queue, spread=True, repeat=True,
+             timeline=()):
+    """Return events [("d"|"x", packet id, time ns)] in the order they happen.
+
+    `timeline`: changes (at_ns, "outage", duration_ns, flush) and (at_ns, "trace", trace_ms, aligned),
+    in time order. An opportunity at a change's instant comes before it, an arrival at it after it.
+    Outage: no opportunity in [at, at + duration) is served; flush drops the packet partly sent, then
+    the queue, at `at`. Trace switch: restarted, the new trace's opportunities from at + 1 ns;
+    aligned, the new trace's own times from 0 (the simulation's start), those after `at`."""
     events = []
     opps = opportunity_times(trace_ms, spread, repeat)
     next_opp = next(opps, None)
     in_transit: Packet | None = None
     left = 0
     i = 0
+    changes = list(timeline)
+    dark_until = 0
+
+    def change(c):
+        nonlocal opps, next_opp, in_transit, left, dark_until
+        at, kind, *rest = c
+        if kind == "outage":
+            duration, flush = rest
+            dark_until = max(dark_until, at + duration)
+            if flush:
+                if in_transit is not None:
+                    events.append(("x", in_transit.id, at))
+                    in_transit, left = None, 0
+                while queue.items:
+                    events.append(("x", queue.items.popleft().id, at))
+        else:
+            new, aligned = rest
+            base = 0 if aligned else at + 1
+            opps = (base + t for t in opportunity_times(new, spread, repeat))
+            next_opp = next(opps, None)
+            while aligned and next_opp is not None and next_opp <= at:
+                next_opp = next(opps, None)
 
     def serve(t):
         nonlocal in_transit, left
@@ -296,6 +325,15 @@ def simulate(trace_ms: list[int], arrivals: list[tuple[int, int]], queue: Queue,
                 in_transit = None
 
     while True:
+        te = changes[0][0] if changes else None
+        if next_opp is not None and next_opp < dark_until:  # an outage: not served, not seen
+            next_opp = next(opps, None)
+            continue
+        if te is not None and (next_opp is None or te < next_opp) and (i >= len(arrivals) or te <= arrivals[i][0]):
+            if i >= len(arrivals) and not queue.items and left == 0:
+                break  # nothing left that a change could touch
+            change(changes.pop(0))
+            continue
         if i < len(arrivals) and (next_opp is None or arrivals[i][0] < next_opp):
             t, size = arrivals[i]
             for d in queue.enqueue(Packet(i, size, t), t):

@@ -6,6 +6,7 @@ use mahimahi_link::forward::{DirSpec, ForwardConfig, Forwarder, LinkSpec, Stop};
 use mahimahi_link::link::{Link, LinkOptions, Sink};
 use mahimahi_link::options::{self, Common, LinkArg, Parsed, USAGE};
 use mahimahi_link::queue::Queued;
+use mahimahi_link::timeline::Change;
 use mahimahi_link::trace::Trace;
 use mahimahi_link::{shell, sys};
 use std::collections::HashMap;
@@ -340,6 +341,21 @@ fn simulate(p: Parsed) -> Result<i32, Vec<String>> {
     };
     let trace = Arc::new(Trace::load(Path::new(trace)).map_err(|e| vec![e.to_string()])?);
     let mut link: Link<u64> = Link::new(trace, p.queue, LinkOptions { spread: !p.common.ms_bursts, repeat: !p.common.once }, p.common.seed);
+    // --timeline: its changes from t = 0 of the simulation, on the one link (any LINK name; an
+    // uplink-trace or downlink-trace switches its trace; a delay has no place here)
+    let mut changes = match &p.common.timeline {
+        None => Vec::new(),
+        Some(path) => mahimahi_link::timeline::load(path)?,
+    };
+    if changes.iter().any(|e| matches!(e.change, Change::Delay { .. })) {
+        return Err(vec!["simulate --timeline: a delay change needs forward mode's core delay rules".into()]);
+    }
+    changes.reverse(); // popped in time order
+    let apply = |link: &mut Link<u64>, at: u64, c: &Change, out: &mut dyn Write| match c {
+        Change::Outage { duration, flush } => link.outage(at + duration, *flush, &mut SimSink { out }),
+        Change::Trace { trace, aligned, .. } => link.switch_trace(trace.clone(), *aligned),
+        Change::Delay { .. } => {}
+    };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut last = 0u64;
@@ -359,11 +375,23 @@ fn simulate(p: Parsed) -> Result<i32, Vec<String>> {
             return Err(vec![format!("stdin:{}: size must be 1..=1504 (IP length + 4)", n + 1)]);
         }
         last = t;
+        while changes.last().is_some_and(|e| e.at <= t) {
+            let e = changes.pop().expect("a change");
+            link.advance_to(e.at, &mut SimSink { out: &mut out });
+            apply(&mut link, e.at, &e.change, &mut out);
+        }
         link.enqueue(s, n as u64, t, &mut SimSink { out: &mut out });
     }
-    // Drain: run until everything left the queue (or the trace ended).
+    // Drain: run until everything left the queue (or the trace ended), the changes at their times.
     while let Some(t) = link.next_event() {
-        link.advance_to(t, &mut SimSink { out: &mut out });
+        match changes.last() {
+            Some(e) if e.at <= t => {
+                let e = changes.pop().expect("a change");
+                link.advance_to(e.at, &mut SimSink { out: &mut out });
+                apply(&mut link, e.at, &e.change, &mut out);
+            }
+            _ => link.advance_to(t, &mut SimSink { out: &mut out }),
+        }
     }
     let c = link.counters;
     let _ = writeln!(out, "counters arrived={} departed={} dropped={} queued={}", c.arrived_packets, c.departed_packets, c.dropped_packets, link.queued_packets());

@@ -14,9 +14,10 @@ usage:
   mahimahi-link forward [OPTIONS] --link name=N,ue=IF,core=IF,up=TRACE,down=TRACE[,netns=NS] ...
       pass-through mode: shape frames between UE-side and core-side interfaces
       (one --link per UE; one process serves them all)
-  mahimahi-link simulate TRACE [--queue=Q] [--queue-args=A] [--seed=N] [--ms-bursts] [--once]
+  mahimahi-link simulate TRACE [--queue=Q] [--queue-args=A] [--seed=N] [--ms-bursts] [--once] [--timeline=FILE]
       virtual-clock core for tests: stdin lines \"ARRIVAL_NS SIZE\"; prints
-      \"d ID T_NS\" per departure and \"x ID T_NS\" per drop
+      \"d ID T_NS\" per departure and \"x ID T_NS\" per drop; --timeline's outages
+      and trace switches from t = 0 (forward mode's file; any LINK name)
   mahimahi-link simulate-cell --trace=TRACE... [--scheduler=S] [--class=C...] [--uplink-signalling] [CELL OPTIONS]
       a shared cell under a virtual clock: one --trace (channel) and --class per UE;
       stdin lines \"ARRIVAL_NS UE SIZE\" (or \"ARRIVAL_NS UE start\": the edge's

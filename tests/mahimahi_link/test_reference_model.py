@@ -115,3 +115,41 @@ def test_mahimahi_byte_accounting_by_hand(mml, tmp_path):
     arr = [(0, 1504), (2 * MS, 1504), (3 * MS + MS // 2, 500), (3 * MS + MS // 2, 500), (3 * MS + MS // 2, 500)]
     got, _ = run_core(mml, tf, arr, [], False, True)
     assert got == [("d", 0, MS), ("d", 1, 3 * MS), ("d", 2, 4 * MS), ("d", 3, 4 * MS), ("d", 4, 4 * MS)]
+
+
+@pytest.mark.parametrize("case", range(24))
+def test_random_timelines_agree_exactly(mml, tmp_path, case):
+    """Outages (queue kept or flushed) and trace switches (restarted or phase-aligned) at random
+    times, some at an arrival's or an opportunity's very instant: the emulator's core (simulate
+    --timeline, the forward mode's file) and the reference model agree on every departure and drop."""
+    rng = random.Random(5000 + case)
+    trace, other = random_trace(rng), random_trace(rng)
+    tf, of = tmp_path / "t.trace", tmp_path / "o.trace"
+    tf.write_text("".join(f"{x}\n" for x in trace))
+    of.write_text("".join(f"{x}\n" for x in other))
+    kind, args, kw = QUEUES[case % len(QUEUES)]
+    spread, repeat = case % 3 != 0, case % 7 != 6
+    arrivals = random_arrivals(rng, rng.randint(200, 1200), rng.choice([100_000, 300_000, MS]))
+    span = arrivals[-1][0]
+    changes, lines = [], []
+    for _ in range(rng.randint(1, 6)):
+        at = rng.choice([rng.randrange(span), arrivals[rng.randrange(len(arrivals))][0], rng.randrange(span // MS + 1) * MS])
+        at -= at % 1000  # the file's times are ms with 3 decimals: whole microseconds
+        if rng.random() < 0.5:
+            dur = rng.choice([1, 7, 50, 400]) * MS + rng.choice([0, 500_000])
+            flush = rng.random() < 0.5
+            changes.append((at, "outage", dur, flush))
+            lines.append(f"{at / 1e6:.3f} ue outage {dur / 1e6:.3f} {'flush' if flush else 'keep'}")
+        else:
+            new, path = (other, of) if rng.random() < 0.6 else (trace, tf)
+            aligned = rng.random() < 0.5
+            changes.append((at, "trace", new, aligned))
+            lines.append(f"{at / 1e6:.3f} * uplink-trace {path} {'aligned' if aligned else 'restart'}")
+    order = sorted(range(len(changes)), key=lambda k: changes[k][0])  # stable: the file's order at equal times
+    (tmp_path / "timeline.txt").write_text("\n".join(lines) + "\n")
+    qargs = [f"--queue={kind}", f"--queue-args={args}", "--seed=7", f"--timeline={tmp_path / 'timeline.txt'}"]
+    got, _ = run_core(mml, tf, arrivals, qargs, spread, repeat)
+    want = model.simulate(trace, arrivals, model.Queue(kind=kind, seed=7, **kw), spread=spread, repeat=repeat,
+                          timeline=[changes[k] for k in order])
+    assert len(want) > 0
+    assert got == want, f"first difference at {next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))}"
