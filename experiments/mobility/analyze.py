@@ -1,0 +1,143 @@
+"""The mobility experiment's analysis: for each arm's run (results/runs/ARM/*),
+end-to-end latency and the share of requests answered within the SLO, over
+the whole measured window and around the recorded handovers (requests drawn
+in the first NEAR_S seconds after a handover, against all the others), the
+interruption each handover caused (timeline.csv), and two figures: latency
+over time per arm on one time axis with the handovers marked, and latency
+against the time from the nearest handover, pooled over them.
+
+    analyze.py RESULTS_FOLDER   (writes summary.csv and the figures there, prints the table)"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from arms import ARMS, SLO_MS  # noqa: E402
+
+NEAR_S = 1.0  # "around a handover": drawn within this long after it
+COLOURS = {"edge": "tab:blue", "cloud": "tab:orange", "edge-smec": "tab:green"}
+
+
+def load(results: Path) -> dict[str, dict]:
+    out = {}
+    for arm in ARMS:
+        runs = sorted((results / "runs" / arm).glob("*-mobility-*"))
+        if not runs:
+            continue
+        d = runs[-1]
+        man = json.loads((d / "manifest.json").read_text())
+        df = pd.read_csv(d / "requests.csv")
+        start = man["trace_restarts_unix_ns"][0]
+        handovers = sorted({start + e["t_s"] * 1e9 for e in man["timeline"]})
+        out[arm] = {"run": d, "df": df, "start": start, "handovers": handovers,
+                    "timeline": pd.read_csv(d / "timeline.csv")}
+    return out
+
+
+def to_nearest(t_drawn: pd.Series, handovers: list[float]) -> pd.Series:
+    """Seconds from the nearest handover to each request's drawing (negative: before it)."""
+    h = np.asarray(handovers)
+    d = (t_drawn.to_numpy()[:, None] - h[None, :]) / 1e9
+    return pd.Series(d[np.arange(len(d)), np.abs(d).argmin(axis=1)], index=t_drawn.index)
+
+
+def since_handover(t_drawn: pd.Series, handovers: list[float]) -> pd.Series:
+    """Seconds from the latest handover at or before each request was drawn (NaN before the first)."""
+    h = np.asarray(handovers)
+    i = np.searchsorted(h, t_drawn.to_numpy(), side="right") - 1
+    out = np.where(i >= 0, (t_drawn.to_numpy() - h[np.clip(i, 0, None)]) / 1e9, np.nan)
+    return pd.Series(out, index=t_drawn.index)
+
+
+def figures(arms: dict[str, dict], results: Path) -> None:
+    fig, axes = plt.subplots(len(arms), 1, figsize=(10, 2.6 * len(arms)), sharex=True, sharey=True, squeeze=False)
+    for ax, (arm, a) in zip(axes[:, 0], arms.items()):
+        df = a["df"][a["df"]["phase"] == "measure"]
+        ok = df[df["status"] == "ok"]
+        x = (ok["t_drawn"] - a["start"]) / 1e9
+        ax.plot(x, ok["e2e_ms"], ".", ms=3, color=COLOURS[arm], label=f"{arm}: answered ({len(ok)} of {len(df)})")
+        lost = df[df["status"] != "ok"]
+        if len(lost):
+            ax.plot((lost["t_drawn"] - a["start"]) / 1e9, np.full(len(lost), 2e4), "x", color="tab:red", ms=4,
+                    label=f"not answered ({len(lost)}), drawn at the top")
+        for k, h in enumerate(a["handovers"]):
+            ax.axvline((h - a["start"]) / 1e9, color="tab:purple", ls="--", lw=1, label="handover (recorded, 50 ms out)" if k == 0 else None)
+        ax.axhline(SLO_MS, color="0.3", ls=":", lw=1, label=f"SLO {SLO_MS} ms")
+        ax.set_yscale("log")
+        ax.set_ylabel("end-to-end (ms)")
+        ax.legend(loc="upper left", fontsize=7, ncol=2)
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("time since the repetition's start (s; the drive's clock; warm-up: the first 5 s, left out)")
+    fig.suptitle("W1 on a recorded 5G drive: every request's end-to-end latency (measured)")
+    fig.tight_layout()
+    fig.savefig(results / "latency_over_time.png", dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    for arm, a in arms.items():
+        df = a["df"][(a["df"]["phase"] == "measure") & (a["df"]["status"] == "ok")]
+        s = to_nearest(df["t_drawn"], a["handovers"])
+        near = df[(s > -2) & (s < 4)]
+        ax.plot(s[near.index], near["e2e_ms"], ".", ms=4, alpha=0.5, color=COLOURS[arm], label=arm)
+        bins = np.floor(s[near.index] / 0.5) * 0.5
+        med = near["e2e_ms"].groupby(bins).median()
+        ax.step(med.index, med.values, where="post", color=COLOURS[arm], lw=1.5)
+    ax.axvspan(0, 0.05, color="tab:purple", alpha=0.3, label="the handover's 50-ms outage")
+    ax.axhline(SLO_MS, color="0.3", ls=":", lw=1, label=f"SLO {SLO_MS} ms")
+    ax.set_yscale("log")
+    ax.set_xlabel("time from the nearest handover to the request's drawing (s), pooled over the handovers")
+    ax.set_ylabel("end-to-end (ms)")
+    ax.set_title("Around the handovers (measured): requests (dots), 0.5-s bin medians (steps)", fontsize=10)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(results / "around_handovers.png", dpi=110)
+    plt.close(fig)
+
+
+def summary(arms: dict[str, dict]) -> pd.DataFrame:
+    rows = []
+    for arm, a in arms.items():
+        df = a["df"][a["df"]["phase"] == "measure"]
+        s = since_handover(df["t_drawn"], a["handovers"])
+        near = s.notna() & (s < NEAR_S)
+        row = {"arm": arm, "requests": len(df), "answered": int((df["status"] == "ok").sum())}
+        for label, part in (("all", df), ("near", df[near]), ("away", df[~near])):
+            ok = part[part["status"] == "ok"]["e2e_ms"]
+            row[f"{label}_n"] = len(part)
+            row[f"{label}_median_ms"] = round(float(ok.median()), 1) if len(ok) else None
+            row[f"{label}_p99_ms"] = round(float(ok.quantile(0.99)), 1) if len(ok) else None
+            row[f"{label}_slo_share"] = round(float(((part["status"] == "ok") & (part["e2e_ms"] <= SLO_MS)).mean()), 3) if len(part) else None
+        t = a["timeline"]
+        row["handovers"] = len(t)
+        row["interruption_median_ms"] = round(float(t["interruption_ms"].median()), 1)
+        row["interruption_max_ms"] = round(float(t["interruption_ms"].max()), 1)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def main(results: Path) -> int:
+    arms = load(results)
+    if not arms:
+        print(f"no runs under {results}/runs: run experiments/mobility/run first", file=sys.stderr)
+        return 2
+    figures(arms, results)
+    s = summary(arms)
+    s.to_csv(results / "summary.csv", index=False)
+    print(s.T.to_string(header=False))
+    print(f"figures: {results / 'latency_over_time.png'}, {results / 'around_handovers.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(Path(sys.argv[1])))
