@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from arms import ARMS, SLO_MS  # noqa: E402
 
 NEAR_S = 1.0  # "around a handover": drawn within this long after it
-COLOURS = {"edge": "tab:blue", "cloud": "tab:orange", "edge-smec": "tab:green"}
+COLOURS = {"edge": "tab:blue", "edge-no-outage": "tab:gray", "cloud": "tab:orange", "edge-smec": "tab:green"}
 
 
 def load(results: Path) -> dict[str, dict]:
@@ -38,9 +38,12 @@ def load(results: Path) -> dict[str, dict]:
         man = json.loads((d / "manifest.json").read_text())
         df = pd.read_csv(d / "requests.csv")
         start = man["trace_restarts_unix_ns"][0]
-        handovers = sorted({start + e["t_s"] * 1e9 for e in man["timeline"]})
-        out[arm] = {"run": d, "df": df, "start": start, "handovers": handovers,
-                    "timeline": pd.read_csv(d / "timeline.csv")}
+        out[arm] = {"run": d, "df": df, "start": start, "offsets": [e["t_s"] for e in man["timeline"]],
+                    "timeline": pd.read_csv(d / "timeline.csv") if (d / "timeline.csv").exists() else None}
+    # the control arm has no timeline: its handovers are the drive's, at the same offsets as the others'
+    offsets = next((a["offsets"] for a in out.values() if a["offsets"]), [])
+    for a in out.values():
+        a["handovers"] = sorted({a["start"] + t * 1e9 for t in (a["offsets"] or offsets)})
     return out
 
 
@@ -70,8 +73,9 @@ def figures(arms: dict[str, dict], results: Path) -> None:
         if len(lost):
             ax.plot((lost["t_drawn"] - a["start"]) / 1e9, np.full(len(lost), 2e4), "x", color="tab:red", ms=4,
                     label=f"not answered ({len(lost)}), drawn at the top")
+        out = "50 ms out" if a["offsets"] else "no outage: the control"
         for k, h in enumerate(a["handovers"]):
-            ax.axvline((h - a["start"]) / 1e9, color="tab:purple", ls="--", lw=1, label="handover (recorded, 50 ms out)" if k == 0 else None)
+            ax.axvline((h - a["start"]) / 1e9, color="tab:purple", ls="--", lw=1, label=f"handover (recorded, {out})" if k == 0 else None)
         ax.axhline(SLO_MS, color="0.3", ls=":", lw=1, label=f"SLO {SLO_MS} ms")
         ax.set_yscale("log")
         ax.set_ylabel("end-to-end (ms)")
@@ -88,7 +92,8 @@ def figures(arms: dict[str, dict], results: Path) -> None:
         df = a["df"][(a["df"]["phase"] == "measure") & (a["df"]["status"] == "ok")]
         s = to_nearest(df["t_drawn"], a["handovers"])
         near = df[(s > -2) & (s < 4)]
-        ax.plot(s[near.index], near["e2e_ms"], ".", ms=4, alpha=0.5, color=COLOURS[arm], label=arm)
+        what = " (answered only: its early drops count in summary.csv)" if arm == "edge-smec" else ""
+        ax.plot(s[near.index], near["e2e_ms"], ".", ms=4, alpha=0.5, color=COLOURS[arm], label=arm + what)
         bins = np.floor(s[near.index] / 0.5) * 0.5
         med = near["e2e_ms"].groupby(bins).median()
         ax.step(med.index, med.values, where="post", color=COLOURS[arm], lw=1.5)
@@ -119,9 +124,10 @@ def summary(arms: dict[str, dict]) -> pd.DataFrame:
             row[f"{label}_p99_ms"] = round(float(ok.quantile(0.99)), 1) if len(ok) else None
             row[f"{label}_slo_share"] = round(float(((part["status"] == "ok") & (part["e2e_ms"] <= SLO_MS)).mean()), 3) if len(part) else None
         t = a["timeline"]
-        row["handovers"] = len(t)
-        row["interruption_median_ms"] = round(float(t["interruption_ms"].median()), 1)
-        row["interruption_max_ms"] = round(float(t["interruption_ms"].max()), 1)
+        row["handovers"] = len(a["handovers"])
+        row["outages"] = len(t) if t is not None else 0
+        row["interruption_median_ms"] = round(float(t["interruption_ms"].median()), 1) if t is not None else None
+        row["interruption_max_ms"] = round(float(t["interruption_ms"].max()), 1) if t is not None else None
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -1,6 +1,6 @@
 """The experiment's arms: configs/mobility-drive.toml with only the offload
 and the edge manager changed, written to stdout:
-    arms.py CONFIG ARM OUTPUT_FOLDER   (ARM: edge, cloud or edge-smec)"""
+    arms.py CONFIG ARM OUTPUT_FOLDER   (ARM: edge, edge-no-outage, cloud or edge-smec)"""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ SLO_MS = 100  # W1's SLO in every arm (what "SLO share" counts): SMEC's manager 
 
 ARMS = {
     "edge": "",
+    "edge-no-outage": "",  # the control: the same drive's rates, its handovers without their 50-ms outages
     "cloud": "",
     "edge-smec": f'\n[edge.manager]\nkind = "smec"\nmode = "quota"\nunit_cpus = 0.25\nmax_cpus = 1.0\nslo_ms = {SLO_MS}\n',
 }
@@ -26,6 +27,8 @@ def arm(text: str, name: str, output: str) -> str:
         text = text.replace("[nodes.edge]\ncpus = 1.0\nmemory = \"2G\"", "[nodes.edge]\ncount = 0\n\n[nodes.cloud]\n"
                             "count = 1\ncpus = 1.0\nmemory = \"2G\"", 1)
         text = text.replace('edge = "base_edge"', 'edge = "base_edge"\ncloud = "eu_central_1"', 1)
+    if name == "edge-no-outage":
+        text = text[:text.index("[[timeline]]")]
     return text + ARMS[name]
 
 
