@@ -433,3 +433,46 @@ def test_smecs_cores_mode_hands_the_edge_vms_vcpus_to_its_server(cores_run):
     assert set(d["cpus"].dropna().astype(int)) >= {1, 2}, d.to_string()
     assert json.loads((run / "manifest.json").read_text())["edge_manager"]["mode"] == "cores"
     assert cores_run["after"] == cores_run["before"], (cores_run["before"], cores_run["after"])
+
+
+@pytest.fixture(scope="module")
+def timeline_run(tmp_path_factory, root_netns):
+    """[[timeline]] under qemu: an outage and an uplink trace switch (the emulator's, on this machine)
+    and a load step (the endpoint VM's, on its clock stepped onto this machine's). Two TCG VMs
+    for 13 s of requests: opt-in (CONTINUUM_TEST_SLOW=1)."""
+    if not SLOW:
+        pytest.skip("[[timeline]] with two TCG VMs (~3-4 min), outside the test command's budget; "
+                    "CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
+    if vmimage.problem() or vmimage.cached() is None:
+        pytest.skip(f"the qemu provider's guest image is not built ({vmimage.problem() or 'run ./setup.sh --vms'})")
+    tmp = tmp_path_factory.mktemp("qemu-timeline")
+    (tmp / "3mbps.trace").write_text("4\n")
+    (tmp / "every6ms.trace").write_text("6\n")
+    text = EXPERIMENT.format(name="timeline-qemu", out=tmp / "runs", provider="qemu")
+    text = text[:text.index("[edge.manager]")]  # no manager: the timeline is what is tried
+    text = (text.replace("duration_s = 5", "duration_s = 12").replace('uplink = "3mbps.trace"', 'uplink = "const-12mbps"')
+            .replace("rate = 20.0", "rate = 5.0").replace("min_bytes = 28000", "min_bytes = 2000")
+            .replace("max_bytes = 36000", "max_bytes = 4000"))
+    text += ('\n[[timeline]]\nt_s = 6\noutage_s = 1.5\n\n[[timeline]]\nt_s = 9\nuplink = "every6ms.trace"\n'
+             '\n[[timeline]]\nt_s = 10.5\nrate = 10\n')
+    assert "duration_s = 12" in text and "rate = 5.0" in text and "max_bytes = 4000" in text
+    return _opt_in_run(tmp, "timeline", text)
+
+
+def test_the_timeline_applies_to_vms_link_changes_here_load_steps_in_the_endpoint_vm(timeline_run):
+    run = timeline_run["run"]
+    applied = [line.split(maxsplit=4) for line in (run / "links" / "timeline.log").read_text().splitlines()]
+    assert [a[1] for a in applied] == ["6000.000", "9000.000"] and applied[0][4] == "outage 1500.000 keep", applied
+    at = int(applied[0][0])
+    log = (run / "links" / "endpoint0.uplink.log").read_text().splitlines()
+    init_ms = int(next(x for x in log if x.startswith("# init timestamp:")).split(":")[1])
+    inside = [x for x in log if not x.startswith("#") and at + 2e6 <= (init_ms + int(x.split()[0])) * 1e6 < at + 1.498e9]
+    assert inside and not [x for x in inside if x.split()[1] in "-#"], inside[:5]  # arrivals only: nothing served
+    start = json.loads((run / "manifest.json").read_text())["trace_restarts_unix_ns"][0]
+    drawn = pd.read_csv(run / "requests.csv")["t_drawn"]
+    step = start + 10.5e9
+    before, after = ((drawn >= step - 2e9) & (drawn < step)).sum(), ((drawn >= step + 0.05e9) & (drawn < step + 2.05e9)).sum()
+    assert before in (9, 10, 11) and after in (19, 20, 21), (before, after)
+    s = json.loads((run / "summary.json").read_text())
+    assert [e["applied"] for e in s["timeline"]] == [1, 1, 1] and s["answered"] == s["requests"], s["timeline"]
+    assert timeline_run["after"] == timeline_run["before"], (timeline_run["before"], timeline_run["after"])
