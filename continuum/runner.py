@@ -392,10 +392,14 @@ def _start_servers(ctx: Run, rep: int) -> tuple[list[Vital], list[subprocess.Pop
     Returns what to watch while requests flow (the run's vital processes and the servers) and the servers."""
     spec, run_dir, man, console, undo = ctx.spec, ctx.run_dir, ctx.manifest, ctx.console, ctx.undo
     assert ctx.dep is not None
-    target = ctx.dep.nodes[ctx.plan.offload_target]
     watched = list(ctx.vital)
     starting = []
-    for app in spec.apps:
+    # the offload node serves every app; a [[timeline]] relocation's target serves the apps that move there
+    places = [(ctx.plan.offload_target, app) for app in spec.apps] + [
+        (n, app) for n in dict.fromkeys(e.relocate for e in spec.timeline if e.relocate and e.relocate != ctx.plan.offload_target)
+        for app in spec.apps if any(set(e.ues) & set(app.endpoints) for e in spec.timeline if e.relocate == n)]
+    for name, app in places:
+        target = ctx.dep.nodes[name]
         env = launch.server_env(spec, app, target, run_dir / "raw", rep)
         server, box = launch.start(spec, app, "server", target, env, run_dir, ctx.dep.run_id, rep)
         undo.callback(stop_process, server)
@@ -403,11 +407,13 @@ def _start_servers(ctx: Run, rep: int) -> tuple[list[Vital], list[subprocess.Pop
             undo.callback(launch.remove_container, target, box)
         log = launch.log_path(spec, app, "server", target, run_dir)
         watched.append(Vital(f"the {app.name} server on {target.name}", server, log))
-        starting.append((app, server, Path(env[Env.READY_FILE]), log))
-    for app, server, ready, log in starting:
+        starting.append((app, server, Path(env[Env.READY_FILE]), log, target))
+    for app, server, ready, log, target in starting:
         with console.status(f"  the {app.name} server on {target.name} loads its model (up to {target.load_timeout_s / 60:.0f} min)"):
             info = _wait_ready(app.name, target, server, ready, log)
-        if spec.mix:
+        if target.name != ctx.plan.offload_target:
+            pass  # a relocation's target: the same app, said below
+        elif spec.mix:
             man.workload.servers = {**(man.workload.servers or {}), app.name: info}
         else:
             man.workload.server = info
@@ -419,7 +425,7 @@ def _start_servers(ctx: Run, rep: int) -> tuple[list[Vital], list[subprocess.Pop
     man.workload.runtime = {"endpoint": w.endpoint.runtime, "server": w.server.runtime}
     if w.runtime == "container":
         man.workload.images = {i: containers.image_id(i) for a in spec.apps for i in (a.workload.endpoint.image, a.workload.server.image) if i}
-    return watched, [proc for _, proc, _, _ in starting]
+    return watched, [proc for _, proc, _, _, _ in starting]
 
 
 def _start_bulk(ctx: Run, rep: int) -> list:
@@ -447,7 +453,8 @@ def _start_clients(ctx: Run, rep: int) -> list[tuple[Node, subprocess.Popen, Pat
     clients = []
     for n in spec.role("endpoint"):
         node = ctx.dep.nodes[n.name]
-        env = launch.endpoint_env(spec, node, plan.addresses[target], ctx.run_dir / "raw", rep, ctx.manifest.trace_restarts_unix_ns[-1])
+        env = launch.endpoint_env(spec, node, plan.addresses[target], ctx.run_dir / "raw", rep, ctx.manifest.trace_restarts_unix_ns[-1],
+                                  plan.addresses)
         proc, box = launch.start(spec, spec.app_of(n.name), "endpoint", node, env, ctx.run_dir, ctx.dep.run_id, rep)
         ctx.undo.callback(stop_process, proc)
         if box:

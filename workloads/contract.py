@@ -44,6 +44,7 @@ class Env:
     ARRIVALS = "CONTINUUM_ARRIVALS"  # constant, poisson or onoff
     ONOFF = "CONTINUUM_ONOFF"  # arrivals = onoff: JSON on_s, off_s, ratio, jitter, seed, epoch_ns (workloads/arrivals.py)
     RATE_STEPS = "CONTINUUM_RATE_STEPS"  # [[timeline]] load steps: JSON epoch_ns, steps [[t_s, rate], ...] (arrivals.py)
+    RELOCATIONS = "CONTINUUM_RELOCATIONS"  # [[timeline]] relocations: JSON epoch_ns, moves [[t_s, "HOST:PORT", move_s], ...]
     BURST = "CONTINUUM_BURST"
     WARMUP_S = "CONTINUUM_WARMUP_S"
     DURATION_S = "CONTINUUM_DURATION_S"
@@ -138,6 +139,7 @@ class EndpointSettings(Common):
     records: str = ""
     rate_log: str = ""
     rate_steps: dict = field(default_factory=dict)  # [[timeline]] load steps (workloads/arrivals.py RateSteps)
+    relocations: dict = field(default_factory=dict)  # [[timeline]] relocations (workloads/driver.py)
 
     @classmethod
     def from_env(cls) -> "EndpointSettings":
@@ -147,7 +149,8 @@ class EndpointSettings(Common):
                    warmup_s=float(_env(Env.WARMUP_S, "0")), duration_s=float(_env(Env.DURATION_S)),
                    timeout_s=float(_env(Env.TIMEOUT_S, "10")), payload=_json(Env.PAYLOAD),
                    congestion_control=_json(Env.CONGESTION_CONTROL), records=_env(Env.RECORDS),
-                   rate_log=_env(Env.RATE_LOG, ""), rate_steps=_json(Env.RATE_STEPS))
+                   rate_log=_env(Env.RATE_LOG, ""), rate_steps=_json(Env.RATE_STEPS),
+                   relocations=_json(Env.RELOCATIONS))
 
 
 @dataclass

@@ -169,6 +169,7 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     client = mqtt.Client(client_id=f"{s.endpoint}-r{s.repetition}", clean_session=True)
     client.on_message = on_message
     _subscribed(client, s.broker_host, s.broker_port, [(contract.response_topic(s.endpoint), s.qos)])
+    moves = _Moves(s, on_message)
 
     if s.arrivals == "onoff" and not s.onoff:
         raise SystemExit(f"arrivals = onoff needs its schedule in {contract.Env.ONOFF}")
@@ -181,6 +182,7 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     while not stop.is_set():
         # The next send is one gap after the last at the current rate; congestion control
         # may change the rate while we wait, so the wait is re-planned every 100 ms.
+        moves.release(time.time_ns(), req, smec)  # a relocation's held requests, once the service is there
         rate = cc.rate if cc else s.rate
         if steps is not None:  # [[timeline]] load steps (not with cc or bursts: the file's checks)
             due = steps.after(last_send, unit_gap)
@@ -188,7 +190,7 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
             due = bursts.after(last_send, unit_gap / rate) if bursts else last_send + unit_gap * 1e9 / rate
         now = time.time_ns()
         if due > now:
-            if stop.wait(min(0.1, (due - now) / 1e9)):
+            if stop.wait(min(0.1, (due - now) / 1e9, *([max(0.0, (moves.held_until - now) / 1e9)] if moves.held else []))):
                 break
             with req.lock:
                 req.adapt(time.time_ns())
@@ -198,27 +200,79 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
             break
         last_send = due
         for _ in range(max(1, s.burst)):
-            _send(app, s, client, req, smec, seq, warm_end, steps.rate_at(due) if steps else rate)
+            row, payload = _prepare(app, s, seq, warm_end, steps.rate_at(due) if steps else rate)
+            to, held = moves.client_at(row["t_drawn"], client)
+            if held:  # drawn while the service moves: it waits at the endpoint for the move's end
+                moves.hold(row, payload)
+            else:
+                moves.release(time.time_ns(), req, smec)  # those held before it go first
+                _publish(to, s, req, smec, row, payload)
             seq += 1
         unit_gap = rng.exponential(1.0) if s.arrivals in ("poisson", "onoff") else 1.0  # in units of 1/rate
         req.expire(time.time_ns())
 
-    # Every request gets its full timeout for an answer.
+    # Every request gets its full timeout for an answer (held ones once the move is over).
+    while moves.held and not stop.is_set():
+        stop.wait(max(0.0, min(0.05, (moves.held_until - time.time_ns()) / 1e9)))
+        moves.release(time.time_ns(), req, smec)
     while req.pending and not stop.is_set():
         req.expire(time.time_ns())
         stop.wait(0.05)
     req.expire(time.time_ns(), everything=True)  # stopped early: still unanswered
-    client.disconnect()  # first: it wakes the network thread, which loop_stop would otherwise wait out (up to 1 s)
-    client.loop_stop()
+    for c in (client, *moves.clients.values()):
+        c.disconnect()  # first: it wakes the network thread, which loop_stop would otherwise wait out (up to 1 s)
+        c.loop_stop()
     if smec:
         smec.close()
     req.close()
     return 0
 
 
-def _send(app: EndpointApp, s: EndpointSettings, client: mqtt.Client, req: _Requests, smec, seq: int, warm_end: float,
-          rate: float) -> None:
-    """One request: drawn, pre-processed, recorded as pending (warm-up when drawn before `warm_end`), published."""
+class _Moves:
+    """[[timeline]] relocations, stop-and-copy: from a move's start until its end (the state's
+    transfer, modelled by the orchestrator) requests are drawn as usual but held here; at the end
+    they go, with every later one, to the new node's broker (connected and subscribed at the start,
+    so the switch costs no connection). Answers from the old node still arrive."""
+
+    def __init__(self, s: EndpointSettings, on_message) -> None:
+        epoch = int(s.relocations.get("epoch_ns", 0))
+        self.moves = [(epoch + int(t * 1e9), hp, epoch + int(t * 1e9) + int(m * 1e9)) for t, hp, m in s.relocations.get("moves", [])]
+        self.clients: dict[str, mqtt.Client] = {}
+        self.held: list[tuple[dict, bytes]] = []
+        self.held_until = 0  # ns: when the held requests go (0: none held)
+        self.held_to: mqtt.Client | None = None
+        for _, hp, _ in self.moves:
+            if hp not in self.clients:
+                host, _, port = hp.rpartition(":")
+                c = mqtt.Client(client_id=f"{s.endpoint}-r{s.repetition}-{host}", clean_session=True)
+                c.on_message = on_message
+                _subscribed(c, host, int(port), [(contract.response_topic(s.endpoint), s.qos)])
+                self.clients[hp] = c
+        self.s = s
+
+    def client_at(self, t: int, first: mqtt.Client) -> tuple[mqtt.Client, bool]:
+        """Where a request drawn at t goes, and whether it waits for a move in progress."""
+        to = first
+        for start, hp, end in self.moves:
+            if t >= end:
+                to = self.clients[hp]
+            elif t >= start:
+                self.held_until, self.held_to = end, self.clients[hp]
+                return self.clients[hp], True
+        return to, False
+
+    def hold(self, row: dict, payload: bytes) -> None:
+        self.held.append((row, payload))
+
+    def release(self, now: int, req: "_Requests", smec) -> None:
+        if self.held and now >= self.held_until and self.held_to is not None:
+            for row, payload in self.held:
+                _publish(self.held_to, self.s, req, smec, row, payload)
+            self.held = []
+
+
+def _prepare(app: EndpointApp, s: EndpointSettings, seq: int, warm_end: float, rate: float) -> tuple[dict, bytes]:
+    """One request drawn and pre-processed (warm-up when drawn before `warm_end`): its row and its message."""
     t_drawn = time.time_ns()
     item = app.draw(seq)
     t_pre_start = time.time_ns()
@@ -229,12 +283,17 @@ def _send(app: EndpointApp, s: EndpointSettings, client: mqtt.Client, req: _Requ
            "phase": "warmup" if t_drawn < warm_end else "measure", "status": "timeout",
            "t_drawn": t_drawn, "t_pre_start": t_pre_start, "t_pre_end": t_pre_end,
            "send_rate": rate}
+    return row, payload
+
+
+def _publish(client: mqtt.Client, s: EndpointSettings, req: _Requests, smec, row: dict, payload: bytes) -> None:
+    """A prepared request framed (its publication time in the header), recorded as pending, published."""
     with req.lock:
         row["t_published"] = time.time_ns()
-        message = contract.pack({"request_id": rid, "endpoint": s.endpoint, "repetition": s.repetition,
+        message = contract.pack({"request_id": row["request_id"], "endpoint": s.endpoint, "repetition": s.repetition,
                                  "t_published": row["t_published"], **(smec.request_sent() if smec else {})}, payload)
         row["request_bytes"] = len(message)
-        req.pending[rid] = row
+        req.pending[row["request_id"]] = row
     client.publish(contract.request_topic(s.endpoint), message, qos=s.qos)
 
 

@@ -336,9 +336,13 @@ class TimelineEntry(Strict):
     # outage of interruption_ms at its recorded time (t_s on: those at or after it), its queue by `queue`
     handovers: str | None = None
     interruption_ms: float = Field(default=50.0, gt=0, le=10000)
+    # the UEs' service moves to this edge or cloud node: stop-and-copy, state_bytes over the core (modelled:
+    # the two tiers' one-way delays plus state_bytes at core_rate_mbps), requests drawn meanwhile held
+    relocate: str | None = None
+    state_bytes: int = Field(default=0, ge=0, le=10**12)
+    core_rate_mbps: float = Field(default=1000.0, gt=0, le=1e6)
     # The timeline's other changes (issue 39): named here so that the file says which part is not built yet.
     handover: Any = None
-    relocate: Any = None
 
 
 class ExperimentFile(Strict):

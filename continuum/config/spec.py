@@ -170,11 +170,14 @@ class TimelineEvent:
     # load: each UE's rate from then on (a utilisation's once the run has calibrated: calibration.apply)
     ue_rates: tuple[tuple[str, float], ...] = ()
     cause: str = ""  # an outage that is a recorded handover: "handover 12 -> 11 (drive log line 81)"
+    relocate: str | None = None  # relocate: the node the UEs' service moves to
+    move_s: float = 0.0  # relocate: how long the move takes (modelled: core delays + state at the core's rate)
+    state_bytes: int = 0
 
     @property
     def span_s(self) -> float:
-        """How long the change itself lasts (an outage's length; the others are steps)."""
-        return self.outage_s or 0.0
+        """How long the change itself lasts (an outage's length, a move's; the others are steps)."""
+        return self.outage_s or self.move_s
 
     def describe(self) -> str:
         if self.kind == "outage":
@@ -183,6 +186,9 @@ class TimelineEvent:
         elif self.kind == "trace":
             dirs = [f"{d} -> {t.given}" for d, t in (("uplink", self.uplink), ("downlink", self.downlink)) if t is not None]
             what = f"trace {', '.join(dirs)} ({'phase-aligned' if self.phase == 'aligned' else 'restarted'})"
+        elif self.kind == "relocate":
+            what = (f"service moves to {self.relocate} ({self.state_bytes} bytes of state, {self.move_s * 1000:.1f} ms "
+                    "modelled; requests drawn meanwhile held)")
         elif self.kind == "load":
             what = (f"load {self.rate:g} requests/s per endpoint" if self.rate is not None
                     else f"load utilisation {self.utilisation:g}")
@@ -198,6 +204,8 @@ class TimelineEvent:
             return "trace " + "/".join(t.given for t in (self.uplink, self.downlink) if t is not None)
         if self.kind == "load":
             return f"load {self.rate:g}/s" if self.rate is not None else f"load {self.utilisation:g}"
+        if self.kind == "relocate":
+            return f"to {self.relocate}"
         return f"core {self.core_delay_ms:g} ms"
 
 

@@ -2,9 +2,9 @@
 the rest of the file (every problem at once, each under timeline[i].KEY) and
 resolved to TimelineEvents the emulator applies at their times. Built so far:
 outages, trace switches and core-delay steps on the emulated link of
-endpoints with private links, and load steps of endpoints; the other
-changes of the timeline (handovers between cells, relocation) are named
-and refused."""
+endpoints with private links, recorded handovers as outages, and the
+endpoints' load steps and relocations; handovers between several cells
+are named and refused."""
 
 from __future__ import annotations
 
@@ -15,12 +15,11 @@ from continuum.workloads import REGISTRY as APPS
 
 NOT_YET = {
     "handover": "a handover between cells (several cells)",
-    "relocate": "moving a UE's service to another node",
 }
 WHOSE = {"queue": "an outage (outage_s, handovers)", "interruption_ms": "a recorded drive's handovers (handovers)",
          "phase": "a trace switch (uplink, downlink)",
          "tier": "a core-delay step (core_delay_ms)"}
-CHANGES = ("outage_s", "handovers", "uplink/downlink", "core_delay_ms", "rate/utilisation")
+CHANGES = ("outage_s", "handovers", "uplink/downlink", "core_delay_ms", "rate/utilisation", "relocate")
 
 
 def resolve(entries: list[raw.TimelineEntry], nodes: list[NodeSpec], apps: list[AppSpec], cell: CellSpec | None,
@@ -51,7 +50,8 @@ def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[st
             bad(f"{key}.{name}", f"{what} is not built yet (issue 39); a timeline changes {', '.join(CHANGES)} today")
             ok = False
     given = [k for k, v in (("outage_s", e.outage_s), ("handovers", e.handovers), ("uplink/downlink", e.uplink or e.downlink),
-                            ("core_delay_ms", e.core_delay_ms), ("rate", e.rate), ("utilisation", e.utilisation))
+                            ("core_delay_ms", e.core_delay_ms), ("rate", e.rate), ("utilisation", e.utilisation),
+                            ("relocate", e.relocate))
              if v is not None]
     if len(given) != 1 and ok:
         bad(key, f"one change per entry: {' and '.join(given)} given" if given else
@@ -71,6 +71,13 @@ def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[st
         if misplaced:
             bad(f"{key}.{k}", f"{k} belongs to {WHOSE[k]}")
             ok = False
+    for k in ("state_bytes", "core_rate_mbps"):
+        if k in e.model_fields_set and e.relocate is None:
+            bad(f"{key}.{k}", f"{k} belongs to a relocation (relocate)")
+            ok = False
+    if e.relocate is not None:  # the endpoints' doing too
+        move = _relocate(e, key, ues, apps, p, ctx)
+        return move if ok else None
     if e.rate is not None or e.utilisation is not None:  # the endpoints' doing: any endpoint, in a cell or not
         load = _load(e, key, ues, apps, ctx)
         return load if ok else None
@@ -217,3 +224,43 @@ def _handovers(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], given_ue: s
                                          given_ue=given_ue,
                                          cause=f"handover {h.source} -> {h.target} (drive log line {h.line})"))
     return out
+
+
+def _relocate(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], apps: list[AppSpec], p: dict,
+              ctx: Issues) -> TimelineEvent | None:
+    """A relocation: the UEs' service (their app's server, with its broker) moves to another edge or
+    cloud node, stop-and-copy. The move's time is modelled: the state crosses the core from the
+    old tier to the new one (their one-way delays) at core_rate_mbps."""
+    assert e.relocate is not None
+    nodes, core, w = p.get("nodes"), p.get("core"), p.get("workload")
+    servers = [f"{role}{i}" for role in ("edge", "cloud") for i in range(getattr(nodes, role).count)] if nodes else []
+    if e.relocate not in servers:
+        ctx.bad(f"{key}.relocate", f"{e.relocate!r} is not an edge or cloud node of this file; valid: {', '.join(servers) or 'none'}")
+        return None
+    if p["edge"]:
+        ctx.bad(f"{key}.relocate", f"an edge system ({', '.join(p['edge'])}) runs on the offload node only: a relocation "
+                                   "with one is not built yet")
+        return None
+    if w is not None and "container" in (w.runtime,):
+        ctx.bad(f"{key}.relocate", "a relocation starts the app's server on its target as a process: use runtime = \"process\"")
+        return None
+    offload = {a.workload.offload for a in apps if set(a.endpoints) & set(ues)}
+    source = f"{next(iter(offload))}0" if len(offload) == 1 else None
+    if source == e.relocate:
+        ctx.bad(f"{key}.relocate", f"{e.relocate} already serves these endpoints")
+        return None
+    if core is None or source is None:
+        return None
+    one_way = {t: _one_way(getattr(core, t)) for t in ("edge", "cloud")}
+    target_tier = e.relocate.rstrip("0123456789")
+    move_s = (one_way[source.rstrip("0123456789")] + one_way[target_tier]) / 1000 + e.state_bytes * 8 / (e.core_rate_mbps * 1e6)
+    given_ue = e.ue if isinstance(e.ue, str) else ", ".join(e.ue)
+    return TimelineEvent(e.t_s, ues, "relocate", relocate=e.relocate, move_s=move_s, state_bytes=e.state_bytes,
+                         given_ue=given_ue)
+
+
+def _one_way(v: str | float) -> float:
+    """A [core] tier's one-way delay in ms, a preset's or as written."""
+    from continuum.config import presets
+
+    return float(presets.CORE_ONE_WAY_MS.get(v, 0.0)) if isinstance(v, str) else float(v)

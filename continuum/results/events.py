@@ -23,6 +23,8 @@ import pandas as pd
 
 from continuum.config import ExperimentSpec
 
+# Changes the endpoints make on their own clock (the repetition's epoch), not the emulator: no log line
+ENDPOINTS_OWN = ("load", "relocate")
 COLUMNS = ["repetition", "t_s", "change", "endpoint", "applied_unix_ns", "late_ms", "interruption_ms",
            "across", "answered", "timeout", "early_drop", "unanswered"]
 
@@ -32,16 +34,18 @@ def planned(spec: ExperimentSpec) -> list[dict]:
     timeouts = {ep: a.workload.timeout_s for a in spec.apps for ep in a.endpoints}
     return [{"t_s": e.t_s, "ues": list(e.ues), "kind": e.kind, "label": e.label(), "describe": e.describe(),
              "span_s": e.span_s, "timeout_s": max(timeouts.get(u, 0.0) for u in e.ues),
-             **({"ue_rates": dict(e.ue_rates)} if e.kind == "load" else {})} for e in spec.timeline]
+             **({"ue_rates": dict(e.ue_rates)} if e.kind == "load" else {}),
+             **({"relocate": e.relocate, "move_s": e.move_s, "state_bytes": e.state_bytes} if e.kind == "relocate" else {})}
+            for e in spec.timeline]
 
 
 def _at(e: dict, ue: str, rep: int, start: int, log: pd.DataFrame) -> tuple[int | None, float]:
     """When a change applied for this UE in this repetition, and how late (ms): a link's change
     from the emulator's log (once per repetition, in order; a repetition stopped early may lack
     it), a load step at its planned time (the endpoints step on the repetition's own epoch)."""
-    if e["kind"] == "load":
+    if e["kind"] in ENDPOINTS_OWN:
         return int(start + e["t_s"] * 1e9), np.nan
-    mine = log[(log["link"] == ue) & np.isclose(log["t_ms"], e["t_s"] * 1000)]
+    mine = log[(log["link"] == ue) & np.isclose(log["t_ms"].astype(float), e["t_s"] * 1000)]
     if len(mine) < rep:
         return None, np.nan
     hit = mine.iloc[rep - 1]

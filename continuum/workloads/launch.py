@@ -114,11 +114,15 @@ def server_env(spec: ExperimentSpec, app: AppSpec, node: Node, raw: Path, rep: i
             Env.WORKERS: str(app.workload.workers),
             Env.SERVER_LOG: str(raw / f"server-{node.name}{sfx}.csv"),
             **({Env.ENDPOINTS: ",".join(app.endpoints)} if spec.mix else {}),
-            Env.READY_FILE: str(raw / f"server-ready-r{rep}{sfx}.json"), Env.MODEL_CACHE: str(model_cache()), **systems}
+            # (a relocation's target runs the app's server too: its own ready file)
+            Env.READY_FILE: str(raw / f"server-ready-r{rep}{sfx}{'' if node.name == spec.role(app.workload.offload)[0].name else '-' + node.name}.json"),
+            Env.MODEL_CACHE: str(model_cache()), **systems}
 
 
-def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: int, epoch_ns: int = 0) -> dict[str, str]:
-    """`epoch_ns`: when the repetition started, t = 0 of a bursty schedule every endpoint shares."""
+def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: int, epoch_ns: int = 0,
+                 addresses: dict[str, str] | None = None) -> dict[str, str]:
+    """`epoch_ns`: when the repetition started, t = 0 of a bursty schedule every endpoint shares;
+    `addresses`: the nodes' (a relocation's target is reached at its own)."""
     app = spec.app_of(node.name)
     w = app.workload
     onoff = ({Env.ONOFF: json.dumps({**w.onoff, "seed": spec.seed + 7919 * rep, "epoch_ns": epoch_ns or time.time_ns()})}
@@ -126,6 +130,10 @@ def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: 
     steps = [[e.t_s, r] for e in spec.timeline if e.kind == "load" for ue, r in e.ue_rates if ue == node.name]
     if steps:  # [[timeline]] load steps, from the same epoch as the link's changes (the trace restart)
         onoff[Env.RATE_STEPS] = json.dumps({"epoch_ns": epoch_ns or time.time_ns(), "steps": steps})
+    moves = [[e.t_s, f"{addresses[str(e.relocate)]}:{netplan.MQTT_PORT}", e.move_s]
+             for e in spec.timeline if e.kind == "relocate" and node.name in e.ues] if addresses else []
+    if moves:  # [[timeline]] relocations: where the service goes, and when it is there
+        onoff[Env.RELOCATIONS] = json.dumps({"epoch_ns": epoch_ns or time.time_ns(), "moves": moves})
     return {**_common(app, broker, rep, spec.seed + _limits(spec, node).index), Env.ENDPOINT: node.name,
             Env.RATE: f"{w.rate:.6g}", Env.ARRIVALS: w.arrivals, **onoff, Env.BURST: str(w.burst),
             Env.WARMUP_S: f"{spec.warmup_s:g}", Env.DURATION_S: f"{spec.duration_s:g}",

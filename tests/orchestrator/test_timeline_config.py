@@ -202,3 +202,24 @@ def test_load_steps_resolve_per_endpoint_and_what_cannot_step_is_named(tmp_path)
     with pytest.raises(ConfigError) as e:
         experiment.load(cc, materialize=False)
     assert "congestion control" in str(e.value)
+
+
+def test_a_relocation_is_timed_from_the_core_and_what_it_cannot_move_is_named(tmp_path):
+    base = QUICKSTART.replace("[nodes.cloud]\ncount = 0", '[nodes.cloud]\ncount = 1\ncpus = 1.0\nmemory = "1G"')
+    f = _file(tmp_path, '[[timeline]]\nt_s = 5\nrelocate = "cloud0"\nstate_bytes = 1000000\ncore_rate_mbps = 80\n', base=base)
+    (move,) = experiment.load(f, materialize=False).timeline
+    # base_edge 0.5 ms + eu_central_1 5 ms one-way, then 8 Mbit at 80 Mbit/s
+    assert move.kind == "relocate" and move.relocate == "cloud0" and move.move_s == pytest.approx(0.0055 + 0.1)
+    assert move.span_s == move.move_s and move.label() == "to cloud0"
+    bad = _file(tmp_path, '[[timeline]]\nt_s = 5\nrelocate = "edge0"\n[[timeline]]\nt_s = 6\nrelocate = "cloud3"\n'
+                          '[[timeline]]\nt_s = 7\noutage_s = 1\nstate_bytes = 5\n', base=base, name="bad.toml")
+    with pytest.raises(ConfigError) as e:
+        experiment.load(bad, materialize=False)
+    by_key = {i.key: i.message for i in e.value.issues}
+    assert "already serves" in by_key["timeline[0].relocate"] and "valid: edge0, cloud0" in by_key["timeline[1].relocate"]
+    assert "belongs to a relocation" in by_key["timeline[2].state_bytes"]
+    smec = _file(tmp_path, '[[timeline]]\nt_s = 5\nrelocate = "cloud0"\n',
+                 base=base + '\n[edge.manager]\nkind = "smec"\nslo_ms = 100\n', name="smec.toml")
+    with pytest.raises(ConfigError) as e:
+        experiment.load(smec, materialize=False)
+    assert "edge system" in str(e.value)

@@ -185,3 +185,84 @@ def test_nothing_of_the_run_is_left(timeline_run):
     assert a["namespaces"] == b["namespaces"] and a["cgroups"] == b["cgroups"]
     assert not hoststate.processes(str(timeline_run["run"]))
 
+
+
+RELOCATION = """
+[experiment]
+name = "relocation"
+seed = 2
+duration_s = 8
+warmup_s = 1
+output = "{out}"
+
+[nodes.endpoint]
+cpus = 1.0
+memory = "256M"
+
+[nodes.edge]
+cpus = 1.0
+memory = "256M"
+
+[nodes.cloud]
+count = 1
+cpus = 1.0
+memory = "256M"
+
+[mobile]
+uplink = "const-12mbps"
+downlink = "const-48mbps"
+
+[core]
+edge = 1.0
+cloud = 10.0
+
+[workload]
+app = "file_transfer"
+rate = 10.0             # 100 ms apart, more than the cloud's 20-ms round trip (no request waits on an ACK)
+timeout_s = 5
+
+[workload.payload]
+min_bytes = 2000
+max_bytes = 4000
+
+[[timeline]]
+t_s = 4
+relocate = "cloud0"
+state_bytes = 2500000   # at 100 Mbit/s: 200 ms, plus 1 + 10 ms across the core
+core_rate_mbps = 100
+"""
+MOVE_S = (1.0 + 10.0) / 1000 + 2_500_000 * 8 / 100e6
+
+
+@pytest.fixture(scope="module")
+def relocation_run(tmp_path_factory, root_netns):
+    d = tmp_path_factory.mktemp("relocation")
+    cfg = d / "relocation.toml"
+    cfg.write_text(RELOCATION.format(out=d / "runs"))
+    before = hoststate.snapshot()
+    p, run_dir = run(cfg, d)
+    return {"run": run_dir, "before": before, "after": hoststate.snapshot()}
+
+
+def test_a_relocation_holds_the_requests_of_the_move_then_the_new_node_serves(relocation_run):
+    """Stop-and-copy: requests drawn before the move are the edge's, those drawn during it wait at
+    the endpoint until its (modelled) end and go to the cloud with every later one; the uplink
+    time rises by the cloud's extra one-way core delay (9 ms)."""
+    run_dir = relocation_run["run"]
+    start = json.loads((run_dir / "manifest.json").read_text())["trace_restarts_unix_ns"][0]
+    at, end = start + 4e9, start + (4 + MOVE_S) * 1e9
+    df = pd.read_csv(run_dir / "requests.csv")
+    edge = set(pd.read_csv(run_dir / "raw" / "server-edge0.csv")["request_id"])
+    cloud = set(pd.read_csv(run_dir / "raw" / "server-cloud0.csv")["request_id"])
+    before, during, after = df[df["t_drawn"] < at], df[(df["t_drawn"] >= at) & (df["t_drawn"] < end)], df[df["t_drawn"] >= end]
+    assert len(before) >= 30 and len(during) >= 1 and len(after) >= 30, (len(before), len(during), len(after))
+    assert set(before["request_id"]) <= edge and set(during["request_id"]) | set(after["request_id"]) <= cloud
+    assert (df["status"] == "ok").all()
+    # held until the move's end, then published at once (20 ms: the endpoint's loop and a busy machine)
+    assert ((during["t_published"] >= end) & (during["t_published"] < end + 20e6)).all(), (during["t_published"] - end) / 1e6
+    rise = after["uplink_ms"].median() - before["uplink_ms"].median()
+    assert 0.8 * 9.0 <= rise <= 1.2 * 9.0 + 1.0, rise
+    rows = pd.read_csv(run_dir / "timeline.csv")
+    assert rows["change"].tolist() == ["to cloud0"] and rows["across"].iloc[0] >= len(during)
+    b, a = relocation_run["before"], relocation_run["after"]
+    assert a["namespaces"] == b["namespaces"] and a["cgroups"] == b["cgroups"]
