@@ -40,11 +40,16 @@ def shade(ax, tl: Timeline, xlim: tuple[float, float], legend: bool = True) -> N
     if tl.workload_end_s < x1:
         ax.axvspan(tl.workload_end_s, x1, facecolor="none", edgecolor="0.75", hatch="//", lw=0, zorder=0,
                    label="after the last answer (servers stopping)" if legend else None)
-    for i, (t, label) in enumerate(tl.events):  # the timeline's changes, labelled at the top of the axes
+    last, low = None, False
+    for i, (t, label) in enumerate(sorted(tl.events)):  # the timeline's changes, labelled along the axes' top
         ax.axvline(t, color="tab:purple", ls="--", lw=1, zorder=1,
                    label="a [[timeline]] change (as applied)" if legend and i == 0 else None)
-        ax.annotate(label, (t, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -2), textcoords="offset points",
-                    rotation=90, va="top", ha="left", fontsize=7, color="tab:purple")
+        # a change close to the one before is labelled at the bottom, so the two labels do not overlap
+        low = not low if last is not None and t - last < 0.03 * (x1 - x0) else False
+        last = t
+        ax.annotate(label, (t, 0.0 if low else 1.0), xycoords=("data", "axes fraction"), xytext=(2, 2 if low else -2),
+                    textcoords="offset points", rotation=90, va="bottom" if low else "top", ha="left", fontsize=7,
+                    color="tab:purple")
     ax.set_xlim(x0, x1)
 
 
