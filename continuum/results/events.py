@@ -1,13 +1,15 @@
-"""The timeline's changes in a run's results: when each one applied (the
-emulator's log, links/timeline.log, on the link's own clock), and what it
-did to the requests of each UE it touched, per repetition:
+"""The timeline's changes in a run's results: when each one applied (a link
+change: the emulator's log, links/timeline.log, on the link's own clock; a
+load step or a relocation: its planned time on the repetition's clock, which
+the endpoints follow), and what it did to the requests of each UE it
+touched, per repetition:
 
 - interruption: from the change to the first request answered after it
   (an outage: at least its length; a step in delay or capacity: the
   request spacing plus the new latency);
 - the requests across it: those in flight when it applied or drawn while it
-  lasted (an outage's length; a step lasts an instant), by outcome: answered,
-  timed out, dropped early at the edge, unanswered.
+  lasted (an outage's length, a relocation's move; a step lasts an instant),
+  by outcome: answered, timed out, dropped early at the edge, unanswered.
 
 Everything comes from the run folder (manifest.json's planned changes and
 repetition starts, the emulator's log, the request rows), so `continuum
@@ -42,7 +44,7 @@ def planned(spec: ExperimentSpec) -> list[dict]:
 def _at(e: dict, ue: str, rep: int, start: int, log: pd.DataFrame) -> tuple[int | None, float]:
     """When a change applied for this UE in this repetition, and how late (ms): a link's change
     from the emulator's log (once per repetition, in order; a repetition stopped early may lack
-    it), a load step at its planned time (the endpoints step on the repetition's own epoch)."""
+    it), a load step or a relocation at its planned time (the endpoints act on the repetition's own epoch)."""
     if e["kind"] in ENDPOINTS_OWN:
         return int(start + e["t_s"] * 1e9), np.nan
     mine = log[(log["link"] == ue) & np.isclose(log["t_ms"].astype(float), e["t_s"] * 1000)]
