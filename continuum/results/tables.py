@@ -157,6 +157,7 @@ def render(summary: dict):
     """The summary as rich tables: the metrics, the load, each edge system's own, then per
     application (a mix) and the shared cell's classes, if the run had them."""
     from rich.console import Group
+    from rich.markup import escape
 
     from continuum.edge.registry import SYSTEMS
     from continuum.results import apps, cell, events, load
@@ -164,6 +165,9 @@ def render(summary: dict):
     parts = [_metrics_table(summary)]
     if "load" in summary:
         parts.append(load.render(summary["load"]))
+        if any(e["label"].startswith("load ") for e in summary.get("timeline") or []):
+            parts.append(escape("note: [[timeline]] load steps change the offered load while the run goes; the table above "
+                                "is the file's load before the first step (timeline.csv has each step)"))
     for s in SYSTEMS.values():
         own = summary.get(s.summary_key) if s.summary_key else None
         table = s.render(own) if own else None
