@@ -99,7 +99,9 @@ def _experiment(tmp_path: Path, machines: dict, smec: bool = True) -> Path:
         # and a shared cell of two UEs (the link machine's emulator), Tutti's notices from the edge's machine
         text = text.replace("[nodes.endpoint]\ncount = 1", "[nodes.endpoint]\ncount = 2")
         text += ('\n[edge.manager]\nkind = "smec"\nmode = "quota"\nunit_cpus = 0.25\nearly_drop = false\n'
-                 '\n[cell]\nuplink = "tutti"\ndownlink = "pf"\n')
+                 '\n[cell]\nuplink = "tutti"\ndownlink = "pf"\n'
+                 # a [[timeline]] load step on the endpoint's machine, at the repetition's time on its clock
+                 '\n[[timeline]]\nt_s = 5\nue = "endpoint1"\nrate = 4\n')
     path = tmp_path / "quickstart-hosts.toml"
     path.write_text(text)
     return path
@@ -167,6 +169,20 @@ def test_the_two_endpoints_shared_one_cell_on_the_link_machine_with_tuttis_notic
     requests = pd.read_csv(run_dir / "requests.csv")
     assert notices["endpoint"].nunique() == 2 and len(notices) <= len(requests) + 2, (len(notices), len(requests))
     assert not (run_dir / "raw" / "smec-manager.sock").exists()  # a socket there is not brought back
+
+
+def test_a_timeline_load_step_doubles_an_endpoint_machines_rate_from_its_instant(hosts_run):
+    """Constant arrivals at 2/s, 4/s for endpoint1 from 5 s into the repetition (the machines are
+    containers of this computer: one clock)."""
+    run_dir, _ = hosts_run
+    start = json.loads((run_dir / "manifest.json").read_text())["trace_restarts_unix_ns"][0]
+    df = pd.read_csv(run_dir / "requests.csv")
+    drawn = df[df["endpoint"] == "endpoint1"]["t_drawn"]
+    at = start + 5e9
+    before, after = ((drawn >= at - 2e9) & (drawn < at)).sum(), ((drawn >= at + 0.05e9) & (drawn < at + 2.05e9)).sum()
+    assert before in (3, 4, 5) and after in (7, 8, 9), (before, after)
+    assert set(df[(df["endpoint"] == "endpoint0")]["send_rate"]) == {2.0}
+    assert json.loads((run_dir / "summary.json").read_text())["timeline"][0]["applied"] == 1
 
 
 def test_the_manifest_says_where_each_node_ran_and_the_clock_offsets(hosts_run):
