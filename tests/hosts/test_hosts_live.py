@@ -329,6 +329,39 @@ def test_engine_k3s_without_a_cluster_stops_before_touching_the_machines(machine
         assert st["namespaces"] == [] and st["run_continuum"] == [] and st["processes"] == ["sshd"], (name, st)
 
 
+@pytest.fixture(scope="module")
+def timeline_hosts_run(machines, tmp_path_factory):
+    """The quickstart on the machines (no cell) with an outage and an uplink trace switch: the
+    emulator on the link machine applies them (its file goes there with the logs). Opt-in."""
+    if os.environ.get("CONTINUUM_TEST_SLOW") != "1":
+        pytest.skip("[[timeline]] link changes on the hosts provider's link machine (a third run on the machines), "
+                    "outside the test command's budget; CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
+    tmp = tmp_path_factory.mktemp("timeline-hosts")
+    config = _experiment(tmp, machines, smec=False)
+    (tmp / "every6ms.trace").write_text("6\n")
+    config.write_text(config.read_text() + '\n[[timeline]]\nt_s = 4\noutage_s = 1\n'
+                      '\n[[timeline]]\nt_s = 6\nuplink = "every6ms.trace"\n')
+    p = subprocess.run([sys.executable, "-m", "continuum", "run", str(config)], capture_output=True, text=True,
+                       cwd=tmp, timeout=900)
+    (tmp / "console.txt").write_text(p.stdout + p.stderr)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-3000:]
+    return sorted((tmp / "runs").glob("*-quickstart"))[-1]
+
+
+def test_the_link_machines_emulator_applies_the_timeline(timeline_hosts_run):
+    run = timeline_hosts_run
+    applied = [line.split(maxsplit=4) for line in (run / "links" / "timeline.log").read_text().splitlines()]
+    assert [a[1] for a in applied] == ["4000.000", "6000.000"] and applied[0][4] == "outage 1000.000 keep", applied
+    assert applied[1][4].startswith("uplink-trace ") and applied[1][4].endswith("every6ms.trace restart")
+    at = int(applied[0][0])
+    log = (run / "links" / "endpoint0.uplink.log").read_text().splitlines()
+    init_ms = int(next(x for x in log if x.startswith("# init timestamp:")).split(":")[1])
+    inside = [x for x in log if not x.startswith("#") and at + 2e6 <= (init_ms + int(x.split()[0])) * 1e6 < at + 0.998e9]
+    assert not [x for x in inside if x.split()[1] in "-#"], inside[:5]  # nothing served in the outage
+    s = json.loads((run / "summary.json").read_text())
+    assert [e["applied"] for e in s["timeline"]] == [1, 1] and s["answered"] == s["requests"], s["timeline"]
+
+
 # Last in this file: it leaves Docker running on ue and mec (provisioning started it, as it would on a lab's machines).
 @pytest.fixture(scope="module")
 def containers_hosts_run(machines, tmp_path_factory):
