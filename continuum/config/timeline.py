@@ -241,6 +241,11 @@ def _relocate(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], apps: list[A
         ctx.bad(f"{key}.relocate", f"an edge system ({', '.join(p['edge'])}) runs on the offload node only: a relocation "
                                    "with one is not built yet")
         return None
+    provider = p.get("provider")
+    if provider is not None and provider.kind != "netns":
+        ctx.bad(f"{key}.relocate", f"a relocation runs on the netns provider so far (its live test); under {provider.kind!r} "
+                                   "it is not tried yet")
+        return None
     if w is not None and "container" in (w.runtime,):
         ctx.bad(f"{key}.relocate", "a relocation starts the app's server on its target as a process: use runtime = \"process\"")
         return None

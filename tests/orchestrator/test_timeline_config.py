@@ -223,3 +223,6 @@ def test_a_relocation_is_timed_from_the_core_and_what_it_cannot_move_is_named(tm
     with pytest.raises(ConfigError) as e:
         experiment.load(smec, materialize=False)
     assert "edge system" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        experiment.load(f, materialize=False, provider="qemu")
+    assert "timeline[0].relocate" in str(e.value) and "not tried yet" in str(e.value)
