@@ -217,6 +217,14 @@ memory = "256M"
 """
 
 
+def _opted_in(why_not: str) -> None:
+    """An opt-in fixture goes on only under CONTINUUM_TEST_SLOW=1 (else it skips, saying why_not) with the guest image built."""
+    if not SLOW:
+        pytest.skip(why_not)
+    if vmimage.problem() or vmimage.cached() is None:
+        pytest.skip(f"the qemu provider's guest image is not built ({vmimage.problem() or 'run ./setup.sh --vms'})")
+
+
 def _opt_in_run(tmp: Path, name: str, text: str, timeout: float = 1500) -> dict:
     """An opt-in fixture's run: the file written as tmp/NAME.toml, `continuum run` on it (its console
     kept beside it), the host's state before and after; the run folder, its output and that state."""
@@ -235,11 +243,8 @@ def cell_run(tmp_path_factory, root_netns):
     """Two endpoint VMs as the UEs of one shared cell (the cell runs in the link's namespace
     on this machine; Tutti's notice agent in the edge VM). Three TCG VMs cost ~3.5 min here,
     more than the test command's 20 minutes leave: CONTINUUM_TEST_SLOW=1 runs it."""
-    if not SLOW:
-        pytest.skip("a shared cell of two endpoint VMs: three TCG VMs (~3.5 min), outside the test command's "
-                    "budget; CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
-    if vmimage.problem() or vmimage.cached() is None:
-        pytest.skip(f"the qemu provider's guest image is not built ({vmimage.problem() or 'run ./setup.sh --vms'})")
+    _opted_in("a shared cell of two endpoint VMs: three TCG VMs (~3.5 min), outside the test command's "
+              "budget; CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
     tmp = tmp_path_factory.mktemp("qemu-cell")
     text = EXPERIMENT.format(name="cell-qemu", out=tmp / "runs", provider="qemu")
     text = text[:text.index("[edge.manager]")]  # file transfer, no manager: the cell is what is tried
@@ -328,11 +333,8 @@ def containers_run(tmp_path_factory, root_netns):
     cost minutes: opt-in (CONTINUUM_TEST_SLOW=1)."""
     from continuum.engines import containers
 
-    if not SLOW:
-        pytest.skip("container workloads in two TCG VMs (Docker in the guests, images loaded from this machine): "
-                    "minutes, outside the test command's budget; CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
-    if vmimage.problem() or vmimage.cached() is None:
-        pytest.skip(f"the qemu provider's guest image is not built ({vmimage.problem() or 'run ./setup.sh --vms'})")
+    _opted_in("container workloads in two TCG VMs (Docker in the guests, images loaded from this machine): "
+              "minutes, outside the test command's budget; CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
     if (why := containers.engine_problem()) or (why := "; ".join(containers.image_problems(["continuum/example"]))):
         pytest.skip(f"containers unavailable here: {why} (./run-tests.sh builds them)")
     tmp = tmp_path_factory.mktemp("qemu-containers")
@@ -365,11 +367,8 @@ def mosaic_run(tmp_path_factory, root_netns):
     warm worker per class, small tasks; MOSAIC's root agent inside the edge guest. Its guest
     image variant (redis-server, PyTorch, torchvision) and the tasks' first runs under TCG cost
     minutes: opt-in (CONTINUUM_TEST_SLOW=1)."""
-    if not SLOW:
-        pytest.skip("MOSAIC's admission in a TCG edge VM (~3 min once its image variant is built), outside the test "
-                    "command's budget; CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
-    if vmimage.problem() or vmimage.cached() is None:
-        pytest.skip(f"the qemu provider's guest image is not built ({vmimage.problem() or 'run ./setup.sh --vms'})")
+    _opted_in("MOSAIC's admission in a TCG edge VM (~3 min once its image variant is built), outside the test "
+              "command's budget; CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
     tmp = tmp_path_factory.mktemp("qemu-mosaic")
     text = (ROOT / "configs" / "mosaic-quick.toml").read_text()
     for key, value in (("duration_s", "4"), ("warmup_s", "1"), ("rate", "2"), ("timeout_s", "120"), ("count", "1")):
@@ -403,11 +402,8 @@ def cores_run(tmp_path_factory, root_netns):
     """The qemu test's file with SMEC's manager in cores mode: a 2-vCPU edge VM whose vCPUs the
     manager hands to the server one at a time (sched_setaffinity in the guest). A 2-vCPU TCG guest
     beside the endpoint's takes both of this machine's cores: opt-in (CONTINUUM_TEST_SLOW=1)."""
-    if not SLOW:
-        pytest.skip("SMEC's cores mode in a 2-vCPU TCG edge VM (~3 min), outside the test command's budget; "
-                    "CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
-    if vmimage.problem() or vmimage.cached() is None:
-        pytest.skip(f"the qemu provider's guest image is not built ({vmimage.problem() or 'run ./setup.sh --vms'})")
+    _opted_in("SMEC's cores mode in a 2-vCPU TCG edge VM (~3 min), outside the test command's budget; "
+              "CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
     tmp = tmp_path_factory.mktemp("qemu-cores")
     (tmp / "3mbps.trace").write_text("4\n")
     text = EXPERIMENT.format(name="cores-qemu", out=tmp / "runs", provider="qemu")
@@ -440,11 +436,8 @@ def timeline_run(tmp_path_factory, root_netns):
     """[[timeline]] under qemu: an outage and an uplink trace switch (the emulator's, on this machine)
     and a load step (the endpoint VM's, on its clock stepped onto this machine's). Two TCG VMs
     for 13 s of requests: opt-in (CONTINUUM_TEST_SLOW=1)."""
-    if not SLOW:
-        pytest.skip("[[timeline]] with two TCG VMs (~3-4 min), outside the test command's budget; "
-                    "CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
-    if vmimage.problem() or vmimage.cached() is None:
-        pytest.skip(f"the qemu provider's guest image is not built ({vmimage.problem() or 'run ./setup.sh --vms'})")
+    _opted_in("[[timeline]] with two TCG VMs (~3-4 min), outside the test command's budget; "
+              "CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
     tmp = tmp_path_factory.mktemp("qemu-timeline")
     (tmp / "3mbps.trace").write_text("4\n")
     (tmp / "every6ms.trace").write_text("6\n")
