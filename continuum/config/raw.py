@@ -330,6 +330,7 @@ class TimelineEntry(Strict):
     phase: Literal["restart", "aligned"] = "restart"  # the new trace from its start, or at the repetition's phase
     core_delay_ms: float | None = Field(default=None, ge=0, le=10000)  # one-way, from then on
     tier: Literal["edge", "cloud"] | None = None  # core_delay_ms: to this tier (default: the app's offload tier)
+    node: str | None = None  # core_delay_ms: to this one edge or cloud node only (its tier's others keep theirs)
     rate: float | None = Field(default=None, gt=0, le=10000)  # a load step: requests/s per endpoint from then on
     utilisation: float | None = Field(default=None, gt=0, le=100)  # ... or as the app's [workload] utilisation
     # a recorded drive's handovers (an archive entry converted from a G-NetTrack log: irish-5g-*), each an

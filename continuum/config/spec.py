@@ -164,6 +164,7 @@ class TimelineEvent:
     phase: str = "restart"  # trace: restart | aligned
     core_delay_ms: float | None = None
     tier: str = "edge"  # core_delay: the destination tier
+    node: str | None = None  # core_delay: that tier's one node (None: the whole tier)
     given_ue: str = "all"  # ue as the file wrote it
     rate: float | None = None  # load: requests/s per endpoint
     utilisation: float | None = None  # load: of each UE's app's capacity (as [workload] utilisation)
@@ -173,6 +174,7 @@ class TimelineEvent:
     relocate: str | None = None  # relocate: the node the UEs' service moves to
     move_s: float = 0.0  # relocate: how long the move takes (modelled: core delays + state at the core's rate)
     state_bytes: int = 0
+    core_rate_mbps: float = 1000.0  # relocate: the rate the state crosses the core at
 
     @property
     def span_s(self) -> float:
@@ -193,7 +195,7 @@ class TimelineEvent:
             what = (f"load {self.rate:g} requests/s per endpoint" if self.rate is not None
                     else f"load utilisation {self.utilisation:g}")
         else:
-            what = f"core delay to {self.tier} {self.core_delay_ms:g} ms one-way"
+            what = f"core delay to {self.node or self.tier} {self.core_delay_ms:g} ms one-way"
         return f"{self.t_s:g} s {self.given_ue}: {what}"
 
     def label(self) -> str:
@@ -206,7 +208,7 @@ class TimelineEvent:
             return f"load {self.rate:g}/s" if self.rate is not None else f"load {self.utilisation:g}"
         if self.kind == "relocate":
             return f"to {self.relocate}"
-        return f"core {self.core_delay_ms:g} ms"
+        return f"{self.node + ' ' if self.node else ''}core {self.core_delay_ms:g} ms"
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ are named and refused."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from continuum.config import link, raw
 from continuum.config.spec import AppSpec, CellSpec, NodeSpec, TimelineEvent
 from continuum.config.validation import Issues
@@ -18,7 +20,7 @@ NOT_YET = {
 }
 WHOSE = {"queue": "an outage (outage_s, handovers)", "interruption_ms": "a recorded drive's handovers (handovers)",
          "phase": "a trace switch (uplink, downlink)",
-         "tier": "a core-delay step (core_delay_ms)"}
+         "tier": "a core-delay step (core_delay_ms)", "node": "a core-delay step (core_delay_ms)"}
 CHANGES = ("outage_s", "handovers", "uplink/downlink", "core_delay_ms", "rate/utilisation", "relocate")
 
 
@@ -28,17 +30,63 @@ def resolve(entries: list[raw.TimelineEntry], nodes: list[NodeSpec], apps: list[
     endpoints = [n.name for n in nodes if n.role == "endpoint"]
     groups = {a.name: a.endpoints for a in apps} if p["workload"] is not None and p["workload"].apps else {}
     members = {m.name for m in cell.members} if cell is not None else set()
-    events = []
+    keyed: list[tuple[str, TimelineEvent]] = []
     for i, e in enumerate(entries):
         key = f"timeline[{i}]"
         if ctx.failed(key):
             continue
         ev = _entry(e, key, endpoints, groups, members, apps, p, total_s, ctx)
         if isinstance(ev, list):  # a recorded drive's handovers: one outage each
-            events += ev
+            keyed += [(key, x) for x in ev]
         elif ev is not None:
-            events.append(ev)
-    return tuple(sorted(events, key=lambda ev: ev.t_s))
+            keyed.append((key, ev))
+    keyed.sort(key=lambda k: k[1].t_s)
+    return _moves_timed(keyed, apps, p, ctx)
+
+
+def _moves_timed(keyed: list[tuple[str, TimelineEvent]], apps: list[AppSpec], p: dict, ctx: Issues) -> tuple[TimelineEvent, ...]:
+    """The events with each relocation's move timed from where the service is then and the core
+    delays then in force (the timeline's earlier relocations and core-delay steps applied): a move
+    from a node to itself, or of UEs whose services are on different nodes, is refused."""
+    core = p.get("core")
+    if core is None or not any(ev.kind == "relocate" for _, ev in keyed):
+        return tuple(ev for _, ev in keyed)
+    tier_ms = {t: _one_way(getattr(core, t)) for t in ("edge", "cloud")}
+    at: dict[str, str] = {}  # UE -> the node serving it
+    for a in apps:
+        for u in a.endpoints:
+            at[u] = f"{a.workload.offload}0"
+    delay: dict[tuple[str, str], float] = {}  # (UE, node) -> one-way ms, where a step changed it
+    out = []
+    for key, ev in keyed:
+        if ev.kind == "core_delay":
+            for u in ev.ues:
+                for n in ([ev.node] if ev.node else [f"{ev.tier}{i}" for i in range(getattr(p["nodes"], ev.tier).count)]):
+                    delay[(u, n)] = float(ev.core_delay_ms or 0.0)
+        if ev.kind != "relocate":
+            out.append(ev)
+            continue
+        target = str(ev.relocate)
+        sources = sorted({at[u] for u in ev.ues if u in at})
+        if len(sources) != 1:
+            ctx.bad(f"{key}.ue", f"at {ev.t_s:g} s these endpoints' services are on {' and '.join(sources) or 'no node'}: "
+                                 "relocate each node's endpoints in an entry of their own")
+            continue
+        source = sources[0]
+        if source == target:
+            ctx.bad(f"{key}.relocate", f"{target} already serves {ev.given_ue} at {ev.t_s:g} s")
+            continue
+        one_way = max(delay.get((u, source), tier_ms[_tier(source)]) + delay.get((u, target), tier_ms[_tier(target)])
+                      for u in ev.ues)
+        move_s = one_way / 1000 + ev.state_bytes * 8 / (ev.core_rate_mbps * 1e6)
+        out.append(dataclasses.replace(ev, move_s=move_s))
+        for u in ev.ues:
+            at[u] = target
+    return tuple(out)
+
+
+def _tier(node: str) -> str:
+    return node.rstrip("0123456789")
 
 
 def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[str, tuple[str, ...]], members: set[str],
@@ -67,7 +115,8 @@ def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[st
     for k, misplaced in (("queue", e.queue != "keep" and e.outage_s is None and e.handovers is None),
                          ("interruption_ms", "interruption_ms" in e.model_fields_set and e.handovers is None),
                          ("phase", e.phase != "restart" and not (e.uplink or e.downlink)),
-                         ("tier", e.tier is not None and e.core_delay_ms is None)):
+                         ("tier", e.tier is not None and e.core_delay_ms is None),
+                         ("node", e.node is not None and e.core_delay_ms is None)):
         if misplaced:
             bad(f"{key}.{k}", f"{k} belongs to {WHOSE[k]}")
             ok = False
@@ -110,7 +159,7 @@ def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[st
         return _handovers(e, key, ues, given_ue, total_s, ctx)
     if e.core_delay_ms is not None:
         tier = _core_delay_tier(e, key, ues, apps, p, ctx)
-        return None if tier is None else TimelineEvent(e.t_s, ues, "core_delay", core_delay_ms=e.core_delay_ms, tier=tier,
+        return None if tier is None else TimelineEvent(e.t_s, ues, "core_delay", core_delay_ms=e.core_delay_ms, tier=tier, node=e.node,
                                                        given_ue=given_ue)
     return TimelineEvent(e.t_s, ues, "trace", uplink=refs.get("uplink"), downlink=refs.get("downlink"), phase=e.phase,
                          given_ue=given_ue)
@@ -141,14 +190,21 @@ def _core_delay_tier(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], apps:
                      ctx: Issues) -> str | None:
     """A core-delay step's tier (the emulator's delay rule for it changes, for these UEs' packets
     from then on), or None when the step cannot be made here (said)."""
-    provider, core = p.get("provider"), p.get("core")
+    provider, core, nodes = p.get("provider"), p.get("core"), p.get("nodes")
+    if e.node is not None:
+        servers = _servers(nodes)
+        if e.node not in servers:
+            ctx.bad(f"{key}.node", f"{e.node!r} is not an edge or cloud node of this file; valid: {', '.join(servers) or 'none'}")
+            return None
+        if e.tier is not None and e.tier != _tier(e.node):
+            ctx.bad(f"{key}.tier", f"{e.node} is a {_tier(e.node)} node: give node or tier, not both")
+            return None
     tiers = sorted({a.workload.offload for a in apps if set(a.endpoints) & set(ues)})
-    tier: str | None = e.tier or (tiers[0] if len(tiers) == 1 else None)
+    tier: str | None = _tier(e.node) if e.node else e.tier or (tiers[0] if len(tiers) == 1 else None)
     if tier is None:
         ctx.bad(f"{key}.tier", f"these endpoints' apps offload to {' and '.join(sorted(tiers)) or 'nothing'}: "
                                "say which tier's delay changes (tier = \"edge\" or \"cloud\")")
         return None
-    nodes = p.get("nodes")
     if nodes is not None and getattr(nodes, tier).count == 0:
         ctx.bad(f"{key}.tier", f"this file has no {tier} node")
         return None
@@ -229,11 +285,11 @@ def _handovers(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], given_ue: s
 def _relocate(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], apps: list[AppSpec], p: dict,
               ctx: Issues) -> TimelineEvent | None:
     """A relocation: the UEs' service (their app's server, with its broker) moves to another edge or
-    cloud node, stop-and-copy. The move's time is modelled: the state crosses the core from the
-    old tier to the new one (their one-way delays) at core_rate_mbps."""
+    cloud node, stop-and-copy. The move's time is modelled (`_moves_timed`): the state crosses the
+    core from the old node to the new one (their one-way delays then) at core_rate_mbps."""
     assert e.relocate is not None
-    nodes, core, w = p.get("nodes"), p.get("core"), p.get("workload")
-    servers = [f"{role}{i}" for role in ("edge", "cloud") for i in range(getattr(nodes, role).count)] if nodes else []
+    nodes, w = p.get("nodes"), p.get("workload")
+    servers = _servers(nodes)
     if e.relocate not in servers:
         ctx.bad(f"{key}.relocate", f"{e.relocate!r} is not an edge or cloud node of this file; valid: {', '.join(servers) or 'none'}")
         return None
@@ -249,19 +305,14 @@ def _relocate(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], apps: list[A
     if w is not None and "container" in (w.runtime,):
         ctx.bad(f"{key}.relocate", "a relocation starts the app's server on its target as a process: use runtime = \"process\"")
         return None
-    offload = {a.workload.offload for a in apps if set(a.endpoints) & set(ues)}
-    source = f"{next(iter(offload))}0" if len(offload) == 1 else None
-    if source == e.relocate:
-        ctx.bad(f"{key}.relocate", f"{e.relocate} already serves these endpoints")
-        return None
-    if core is None or source is None:
-        return None
-    one_way = {t: _one_way(getattr(core, t)) for t in ("edge", "cloud")}
-    target_tier = e.relocate.rstrip("0123456789")
-    move_s = (one_way[source.rstrip("0123456789")] + one_way[target_tier]) / 1000 + e.state_bytes * 8 / (e.core_rate_mbps * 1e6)
     given_ue = e.ue if isinstance(e.ue, str) else ", ".join(e.ue)
-    return TimelineEvent(e.t_s, ues, "relocate", relocate=e.relocate, move_s=move_s, state_bytes=e.state_bytes,
-                         given_ue=given_ue)
+    return TimelineEvent(e.t_s, ues, "relocate", relocate=e.relocate, state_bytes=e.state_bytes,
+                         core_rate_mbps=e.core_rate_mbps, given_ue=given_ue)
+
+
+def _servers(nodes) -> list[str]:
+    """The file's edge and cloud nodes by name."""
+    return [f"{role}{i}" for role in ("edge", "cloud") for i in range(getattr(nodes, role).count)] if nodes else []
 
 
 def _one_way(v: str | float) -> float:

@@ -62,7 +62,7 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
 def timeline_lines(spec: ExperimentSpec, plan: Plan) -> list[str]:
     """[[timeline]] as the emulator's --timeline file: one line per change and UE link,
     times in ms after each trace restart (a repetition's start)."""
-    prefixes = {d.tier: d.prefix for d in plan.core_delays}
+    prefixes = {d.node or d.tier: d.prefix for d in plan.core_delays}
     out = [f"# {spec.source}: [[timeline]] (mahimahi-link --timeline; docs/experiment-file.md)"]
     for e in spec.timeline:
         t = f"{e.t_s * 1000:.3f}"
@@ -74,7 +74,7 @@ def timeline_lines(spec: ExperimentSpec, plan: Plan) -> list[str]:
                 out += [f"{t} {ue} {d}-trace {ref.path} {e.phase}"
                         for d, ref in (("uplink", e.uplink), ("downlink", e.downlink)) if ref is not None]
             elif e.kind == "core_delay":
-                out.append(f"{t} {ue} delay {prefixes[e.tier]} {e.core_delay_ms:.3f}")
+                out.append(f"{t} {ue} delay {prefixes[e.node or e.tier]} {e.core_delay_ms:.3f}")
             # (a load step is the endpoints': launch.endpoint_env)
     return out
 

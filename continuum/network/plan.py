@@ -126,13 +126,17 @@ class Neighbour:
 @dataclass(frozen=True)
 class CoreDelay:
     """One tier's one-way core-network delay: applied by the emulator to
-    traffic to/from `prefix`, or by netem on both ends of the tier's core links."""
+    traffic to/from `prefix`, or by netem on both ends of the tier's core links.
+    A node of its own (`node`): the emulator's rule for that node's /24, which
+    a [[timeline]] step changes apart from its tier's (the first rule that
+    matches a packet applies, so these come before the tiers')."""
 
     tier: str
     prefix: str
     one_way_ms: float
     jitter_ms: float
     netem_devices: tuple[tuple[str, str], ...]  # (namespace, dev)
+    node: str | None = None
 
 
 @dataclass(frozen=True)
@@ -254,6 +258,10 @@ def build(spec: ExperimentSpec) -> Plan:
         if tier:
             devices = tuple(d for n in tier for d in (("core", n.name), (n.name, NODE_IF)))
             delays.append(CoreDelay(role, f"{TIER_NET[role]}.0.0/16", spec.one_way_ms(role), spec.core.jitter_ms, devices))
+    own = sorted({e.node for e in spec.timeline if e.kind == "core_delay" and e.node}, key=lambda n: (n.rstrip("0123456789"), len(n), n))
+    # nodes a timeline steps apart from their tier: the emulator's rule for each, before the tiers'
+    delays[:0] = [CoreDelay(n.role, f"{TIER_NET[n.role]}.{n.index}.0/24", spec.one_way_ms(n.role), spec.core.jitter_ms, (),
+                            node=n.name) for n in map(spec.node, own)]
     nodes += [PlanNode("ran", "ran"), PlanNode("core", "core", forwarding=True)]
     gso = spec.mobile.segmentation == "kernel"
     if gso:  # super-frames reach the emulator whole, and leave it as the kernel's own GRO'd frames

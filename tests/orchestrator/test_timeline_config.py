@@ -226,3 +226,64 @@ def test_a_relocation_is_timed_from_the_core_and_what_it_cannot_move_is_named(tm
     with pytest.raises(ConfigError) as e:
         experiment.load(f, materialize=False, provider="qemu")
     assert "timeline[0].relocate" in str(e.value) and "not tried yet" in str(e.value)
+
+
+def test_a_node_of_its_own_steps_apart_from_its_tier_and_moves_are_timed_from_where_the_service_is(tmp_path):
+    base = QUICKSTART.replace("[nodes.edge]\ncount = 1", "[nodes.edge]\ncount = 2", 1)
+    f = _file(tmp_path, """
+[[timeline]]
+t_s = 1
+node = "edge1"
+core_delay_ms = 3
+[[timeline]]
+t_s = 2
+relocate = "edge1"
+state_bytes = 1000000
+core_rate_mbps = 80
+[[timeline]]
+t_s = 3
+node = "edge0"
+core_delay_ms = 7
+[[timeline]]
+t_s = 4
+relocate = "edge0"
+""", base=base)
+    spec = experiment.load(f, materialize=False)
+    step1, there, step0, back = spec.timeline
+    assert (step1.node, step1.tier, step1.label()) == ("edge1", "edge", "edge1 core 3 ms")
+    # from edge0 (the tier's 0.5 ms) to edge1 (3 ms, stepped), then 8 Mbit at 80 Mbit/s; back: 3 + 7 ms, no state
+    assert there.move_s == pytest.approx(0.0035 + 0.1) and back.move_s == pytest.approx(0.010)
+    p = plan.build(spec)
+    # each stepped node's own rule comes before its tier's (the emulator applies the first that matches)
+    assert p.delay_rules == (("10.202.0.0/24", 0.5), ("10.202.1.0/24", 0.5), ("10.202.0.0/16", 0.5))
+    assert [d.netem_devices for d in p.core_delays[:2]] == [(), ()]
+    lines = link.timeline_lines(spec, p)[1:]
+    assert lines == ["1000.000 endpoint0 delay 10.202.1.0/24 3.000", "3000.000 endpoint0 delay 10.202.0.0/24 7.000"]
+    bad = _file(tmp_path, """
+[[timeline]]
+t_s = 1
+node = "edge5"
+core_delay_ms = 3
+[[timeline]]
+t_s = 2
+node = "edge1"
+tier = "cloud"
+core_delay_ms = 3
+[[timeline]]
+t_s = 3
+node = "edge1"
+outage_s = 1
+[[timeline]]
+t_s = 4
+relocate = "edge1"
+[[timeline]]
+t_s = 5
+relocate = "edge1"
+""", base=base, name="bad.toml")
+    with pytest.raises(ConfigError) as e:
+        experiment.load(bad, materialize=False)
+    by_key = {i.key: i.message for i in e.value.issues}
+    assert "valid: edge0, edge1" in by_key["timeline[0].node"]
+    assert "not both" in by_key["timeline[1].tier"]
+    assert "belongs to a core-delay step" in by_key["timeline[2].node"]
+    assert "edge1 already serves all at 5 s" in by_key["timeline[4].relocate"] and "timeline[3].relocate" not in by_key

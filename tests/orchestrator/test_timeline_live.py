@@ -191,7 +191,7 @@ RELOCATION = """
 [experiment]
 name = "relocation"
 seed = 2
-duration_s = 8
+duration_s = 12
 warmup_s = 1
 output = "{out}"
 
@@ -200,6 +200,7 @@ cpus = 1.0
 memory = "256M"
 
 [nodes.edge]
+count = 2
 cpus = 1.0
 memory = "256M"
 
@@ -226,12 +227,24 @@ min_bytes = 2000
 max_bytes = 4000
 
 [[timeline]]
+t_s = 2
+node = "edge1"          # edge1 alone farther than its tier: 4 ms one-way
+core_delay_ms = 4
+
+[[timeline]]
 t_s = 4
 relocate = "cloud0"
 state_bytes = 2500000   # at 100 Mbit/s: 200 ms, plus 1 + 10 ms across the core
 core_rate_mbps = 100
+
+[[timeline]]
+t_s = 8
+relocate = "edge1"
+state_bytes = 500000    # 40 ms, plus 10 + 4 ms
+core_rate_mbps = 100
 """
 MOVE_S = (1.0 + 10.0) / 1000 + 2_500_000 * 8 / 100e6
+MOVE2_S = (10.0 + 4.0) / 1000 + 500_000 * 8 / 100e6
 
 
 @pytest.fixture(scope="module")
@@ -247,22 +260,30 @@ def relocation_run(tmp_path_factory, root_netns):
 def test_a_relocation_holds_the_requests_of_the_move_then_the_new_node_serves(relocation_run):
     """Stop-and-copy: requests drawn before the move are the edge's, those drawn during it wait at
     the endpoint until its (modelled) end and go to the cloud with every later one; the uplink
-    time rises by the cloud's extra one-way core delay (9 ms)."""
+    time rises by the cloud's extra one-way core delay (9 ms). A second move, to edge1 (stepped to
+    4 ms one-way on its own while edge0 stays at its tier's 1 ms), brings the uplink down by 6 ms."""
     run_dir = relocation_run["run"]
     start = json.loads((run_dir / "manifest.json").read_text())["trace_restarts_unix_ns"][0]
     at, end = start + 4e9, start + (4 + MOVE_S) * 1e9
+    at2, end2 = start + 8e9, start + (8 + MOVE2_S) * 1e9
     df = pd.read_csv(run_dir / "requests.csv")
-    edge = set(pd.read_csv(run_dir / "raw" / "server-edge0.csv")["request_id"])
-    cloud = set(pd.read_csv(run_dir / "raw" / "server-cloud0.csv")["request_id"])
-    before, during, after = df[df["t_drawn"] < at], df[(df["t_drawn"] >= at) & (df["t_drawn"] < end)], df[df["t_drawn"] >= end]
-    assert len(before) >= 30 and len(during) >= 1 and len(after) >= 30, (len(before), len(during), len(after))
-    assert set(before["request_id"]) <= edge and set(during["request_id"]) | set(after["request_id"]) <= cloud
+    served = {n: set(pd.read_csv(run_dir / "raw" / f"server-{n}.csv")["request_id"]) for n in ("edge0", "cloud0", "edge1")}
+    drawn = df["t_drawn"]
+    before, during, mid = df[drawn < at], df[(drawn >= at) & (drawn < end)], df[(drawn >= end) & (drawn < at2)]
+    during2, after = df[(drawn >= at2) & (drawn < end2)], df[drawn >= end2]
+    assert len(before) >= 30 and len(during) >= 1 and len(mid) >= 30 and len(after) >= 30, \
+        (len(before), len(during), len(mid), len(after))
+    assert set(before["request_id"]) <= served["edge0"] and set(during["request_id"]) | set(mid["request_id"]) <= served["cloud0"]
+    assert set(during2["request_id"]) | set(after["request_id"]) <= served["edge1"]
     assert (df["status"] == "ok").all()
     # held until the move's end, then published at once (20 ms: the endpoint's loop and a busy machine)
-    assert ((during["t_published"] >= end) & (during["t_published"] < end + 20e6)).all(), (during["t_published"] - end) / 1e6
-    rise = after["uplink_ms"].median() - before["uplink_ms"].median()
+    for held, until in ((during, end), (during2, end2)):
+        assert ((held["t_published"] >= until) & (held["t_published"] < until + 20e6)).all(), (held["t_published"] - until) / 1e6
+    rise = mid["uplink_ms"].median() - before["uplink_ms"].median()
     assert 0.8 * 9.0 <= rise <= 1.2 * 9.0 + 1.0, rise
+    fall = mid["uplink_ms"].median() - after["uplink_ms"].median()  # 10 ms to the cloud against edge1's own 4 ms
+    assert 0.8 * 6.0 <= fall <= 1.2 * 6.0 + 1.0, fall
     rows = pd.read_csv(run_dir / "timeline.csv")
-    assert rows["change"].tolist() == ["to cloud0"] and rows["across"].iloc[0] >= len(during)
+    assert rows["change"].tolist() == ["edge1 core 4 ms", "to cloud0", "to edge1"] and rows["across"].iloc[1] >= len(during)
     b, a = relocation_run["before"], relocation_run["after"]
     assert a["namespaces"] == b["namespaces"] and a["cgroups"] == b["cgroups"]
