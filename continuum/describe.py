@@ -90,6 +90,12 @@ def _network(spec: ExperimentSpec, plan: netplan.Plan) -> list[str]:
                      + (f", SR every {c.sr_period_slots} slots, k2 {c.k2_slots}, "
                         + (f"periodic BSR every {c.periodic_bsr_slots} slots" if c.periodic_bsr_slots else "a BSR in every transmission")
                         if c.uplink_signalling and c.uplink else ""))
+        if c.sites:
+            lines[-1] = lines[-1].replace("shared cell:", f"{len(c.sites)} shared cells (the first's):", 1)
+        for site in c.sites:
+            chan = [f"{d} channel {t.given}" for d, t in (("uplink", site.uplink_trace), ("downlink", site.downlink_trace)) if t]
+            lines.append(f"  cell {site.name}: uplink {site.uplink or 'private links'}, downlink {site.downlink or 'private links'}, "
+                         f"{site.blocks} blocks" + "".join(f", {x}" for x in chan) + f"; starting here: {', '.join(site.members) or 'none'}")
         for u in c.members:
             lines.append(f"  {u.name:<10} {u.cls}" + (f" SLO {u.slo_ms:g} ms" if u.cls == "lc" else ""))
     return lines

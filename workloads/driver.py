@@ -169,7 +169,7 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     client = mqtt.Client(client_id=f"{s.endpoint}-r{s.repetition}", clean_session=True)
     client.on_message = on_message
     _subscribed(client, s.broker_host, s.broker_port, [(contract.response_topic(s.endpoint), s.qos)])
-    moves = _Moves(s, on_message)
+    moves = _Moves(s, on_message, client)
 
     if s.arrivals == "onoff" and not s.onoff:
         raise SystemExit(f"arrivals = onoff needs its schedule in {contract.Env.ONOFF}")
@@ -219,7 +219,7 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
         req.expire(time.time_ns())
         stop.wait(0.05)
     req.expire(time.time_ns(), everything=True)  # stopped early: still unanswered
-    for c in (client, *moves.clients.values()):
+    for c in dict.fromkeys((client, *moves.clients.values())):
         c.disconnect()  # first: it wakes the network thread, which loop_stop would otherwise wait out (up to 1 s)
         c.loop_stop()
     if smec:
@@ -234,10 +234,12 @@ class _Moves:
     they go, with every later one, to the new node's broker (connected and subscribed at the start,
     so the switch costs no connection). Answers from the old node still arrive."""
 
-    def __init__(self, s: EndpointSettings, on_message) -> None:
+    def __init__(self, s: EndpointSettings, on_message, first: mqtt.Client) -> None:
         epoch = int(s.relocations.get("epoch_ns", 0))
         self.moves = [(epoch + int(t * 1e9), hp, epoch + int(t * 1e9) + int(m * 1e9)) for t, hp, m in s.relocations.get("moves", [])]
-        self.clients: dict[str, mqtt.Client] = {}
+        # a move back to the first node uses the first connection: a second subscription there
+        # would have the broker send every answer twice, each handled by its own network thread
+        self.clients: dict[str, mqtt.Client] = {f"{s.broker_host}:{s.broker_port}": first}
         self.held: list[tuple[dict, bytes]] = []
         self.held_until = 0  # ns: when the held requests go (0: none held)
         self.held_to: mqtt.Client | None = None

@@ -1,5 +1,7 @@
 """[cell]: the shared cell's schedulers, timings and members (each with its
-class, SLO and optionally its own channel traces)."""
+class, SLO and optionally its own channel traces); with [cells.NAME], several
+cells that share [cell]'s settings, each with its schedulers, blocks, the UEs
+that start in it and their channel there."""
 
 from __future__ import annotations
 
@@ -7,16 +9,33 @@ from pathlib import Path
 
 from continuum.config import raw
 from continuum.config.link import trace
-from continuum.config.spec import CellMember, CellSpec, NodeSpec
+from continuum.config.spec import CellMember, CellSite, CellSpec, NodeSpec
 from continuum.traces import TraceRef
 
 
 def cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materialize: bool,
-          by_app: dict[str, tuple[str, float]] | None = None) -> CellSpec | None:
+          by_app: dict[str, tuple[str, float]] | None = None, cells: dict[str, raw.CellSite] | None = None) -> CellSpec | None:
     """Members, classes and timings of the [cell] table; every problem reported.
-    by_app: in a mix, an endpoint's class and SLO come from its app unless [cell.ue.NAME] says."""
+    by_app: in a mix, an endpoint's class and SLO come from its app unless [cell.ue.NAME] says.
+    cells: [cells.NAME], several cells sharing [cell]'s settings (their members: [cell]'s)."""
     by_app = by_app or {}
+    cells = cells or {}
     ok = True
+    shared = c  # as written: a cell's defaults
+    if cells and c.members is not None:
+        bad("cell.members", "with several cells ([cells.NAME]) each cell lists the UEs that start in it: "
+                            "remove cell.members")
+        return None
+    if cells:  # [cell]'s schedulers and blocks: the first cell's (so its checks below are that cell's)
+        first = next(iter(cells.values()))
+        c = c.model_copy(update={"members": [m for site in cells.values() for m in site.members],
+                                 "uplink": first.uplink or c.uplink, "downlink": first.downlink or c.downlink,
+                                 "blocks": first.blocks or c.blocks})
+        for d in ("uplink", "downlink"):
+            kinds = {("private" if (getattr(x, d) or getattr(shared, d)) == "private" else "scheduled") for x in cells.values()}
+            if len(kinds) > 1:
+                bad(f"cells.{d}", f"the {d} is private in some cells and scheduled in others: every cell's {d} is one or the other")
+                ok = False
     if c.uplink == "private" and c.downlink == "private":
         bad("cell", "both directions are private: name a scheduler for cell.uplink or cell.downlink "
                     "(rr, pf, smec; tutti for the uplink), or remove [cell]")
@@ -41,11 +60,12 @@ def cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materializ
     else:
         names = []
         for i, name in enumerate(c.members):
+            where = _where(cells, i) or f"cell.members[{i}]"
             if name not in endpoints + bulk:
-                bad(f"cell.members[{i}]", f"{name!r} is not an endpoint or bulk UE of this file; valid: {', '.join(endpoints + bulk)}")
+                bad(where, f"{name!r} is not an endpoint or bulk UE of this file; valid: {', '.join(endpoints + bulk)}")
                 ok = False
             elif name in names:
-                bad(f"cell.members[{i}]", f"{name!r} is named twice")
+                bad(where, f"{name!r} is named twice" + (": a UE starts in one cell" if cells else ""))
                 ok = False
             else:
                 names.append(name)
@@ -80,6 +100,28 @@ def cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materializ
         app_cls, app_slo = by_app.get(name, (None, None))
         members.append(CellMember(name, "be" if bulk_ue else (u.class_ or app_cls or c.class_), u.slo_ms or app_slo or c.slo_ms,
                                   own["uplink"], own["downlink"]))
+    sites = []
+    for name, x in cells.items():
+        refs: dict[str, TraceRef | None] = {}
+        for d in ("uplink", "downlink"):
+            given = getattr(x, f"{d}_trace")
+            refs[d] = None
+            if given is not None:
+                ref, problem = trace(given, base, "up" if d == "uplink" else "down", materialize)
+                if problem:
+                    bad(f"cells.{name}.{d}_trace", problem)
+                    ok = False
+                refs[d] = ref
+        up, down = x.uplink or shared.uplink, x.downlink or shared.downlink
+        blocks = x.blocks or shared.blocks
+        if c.uplink_signalling and c.sr_grant_blocks > blocks and x.blocks is not None:
+            bad(f"cells.{name}.blocks", f"{blocks} blocks are fewer than cell.sr_grant_blocks ({c.sr_grant_blocks})")
+            ok = False
+        if up == "tutti" and not c.uplink_signalling:
+            bad(f"cells.{name}.uplink", "tutti needs cell.uplink_signalling = true")
+            ok = False
+        sites.append(CellSite(name, None if up == "private" else up, None if down == "private" else down, blocks,
+                              tuple(x.members), refs["uplink"], refs["downlink"]))
     if not ok:
         return None
     return CellSpec(
@@ -88,4 +130,14 @@ def cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materializ
         k2_slots=c.k2_slots, sr_grant_blocks=c.sr_grant_blocks, periodic_bsr_slots=max(1, round(c.periodic_bsr_ms / slot_ms)) if c.periodic_bsr_ms else 0,
         be_starvation_slots=max(1, round(c.be_starvation_ms / slot_ms)), members=tuple(members), bulk_direction=c.bulk.direction,
         pf_alpha=c.pf_alpha, pf_beta=c.pf_beta, pf_window_slots=max(1, round(c.pf_window_ms / slot_ms)),
+        sites=tuple(sites),
     )
+
+
+def _where(cells: dict[str, raw.CellSite], i: int) -> str | None:
+    """The key of the i-th member of several cells' members, all cells' in order (None: one cell)."""
+    for name, x in cells.items():
+        if i < len(x.members):
+            return f"cells.{name}.members[{i}]"
+        i -= len(x.members)
+    return None

@@ -303,6 +303,19 @@ class Cell(Strict):
     bulk: Bulk = Bulk()
 
 
+class CellSite(Strict):
+    """One of several cells ([cells.NAME], docs/cell.md "Several cells"): [cell] holds what
+    they share (the slot clock, signalling, classes, bulk UEs); each cell its own schedulers,
+    blocks, the UEs that start in it and the channel a UE has while in it."""
+
+    uplink: Literal[UplinkScheduler, "private"] | None = None  # default: [cell]'s
+    downlink: Literal[DownlinkScheduler, "private"] | None = None
+    blocks: int | None = Field(default=None, ge=1, le=275)
+    members: list[str] = []  # the UEs that start in this cell
+    uplink_trace: str | None = None  # a UE's channel in this cell (archive name or file); default: its own
+    downlink_trace: str | None = None
+
+
 class Calibration(Strict):
     """How each app's service time on its offload node is measured (docs/calibration.md):
     back to back, in the node's cgroup, at the server's concurrency."""
@@ -342,8 +355,9 @@ class TimelineEntry(Strict):
     relocate: str | None = None
     state_bytes: int = Field(default=0, ge=0, le=10**12)
     core_rate_mbps: float = Field(default=1000.0, gt=0, le=1e6)
-    # The timeline's other changes (issue 39): named here so that the file says which part is not built yet.
-    handover: Any = None
+    # the UEs leave their cell for this one of [cells.NAME]: interruption_ms with nothing delivered, the queue
+    # forwarded (queue = "keep") or lost, then the new cell schedules them with their channel there (phase: aligned)
+    handover: str | None = None
 
 
 class ExperimentFile(Strict):
@@ -354,6 +368,7 @@ class ExperimentFile(Strict):
     core: Core = Core()
     workload: Workload = Workload()
     cell: Cell | None = None
+    cells: dict[str, CellSite] = {}  # [cells.NAME]: several cells, [cell] their shared settings
     # [edge.SECTION]: each table belongs to an edge system (continuum/config/edge.py), checked by its model
     edge: dict[str, Any] = {}
     calibration: Calibration = Calibration()

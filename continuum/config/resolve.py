@@ -62,6 +62,9 @@ def load(path: str | os.PathLike, materialize: bool = True, *, providers: Collec
         if key == "timeline":  # [[timeline]]: an array of tables, each checked on its own
             parsed[key] = _timeline_entries(data.get(key, []), file, issues)
             continue
+        if key == "cells":  # [cells.NAME]: a table of tables, each checked on its own
+            parsed[key] = _cell_sites(data.get(key, {}), file, issues)
+            continue
         if key in data:
             if not isinstance(data[key], dict):
                 issues.append(ConfigIssue(file, key, "expected a table ([" + key + "])"))
@@ -110,6 +113,19 @@ def with_provider(text: str, kind: str, file: str) -> str:
     return out
 
 
+def _cell_sites(data: Any, file: str, issues: list[ConfigIssue]) -> dict[str, raw.CellSite]:
+    """[cells.NAME]'s tables that validate (the others' problems reported as cells.NAME.KEY)."""
+    if not isinstance(data, dict) or not all(isinstance(d, dict) for d in data.values()):
+        issues.append(ConfigIssue(file, "cells", "expected a table of cells ([cells.NAME] once per cell)"))
+        return {}
+    out = {}
+    for name, d in data.items():
+        site = validate_section(raw.CellSite, d, file, f"cells.{name}", issues)
+        if site is not None:
+            out[name] = site
+    return out
+
+
 def _timeline_entries(data: Any, file: str, issues: list[ConfigIssue]) -> list[raw.TimelineEntry]:
     """[[timeline]]'s entries that validate (the others' problems reported as timeline[i].KEY)."""
     if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
@@ -132,8 +148,10 @@ def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: C
     nodes, groups = _nodes(p.get("nodes"), w, ctx)
     slo_ms, urgency_ms = edge.slo_defaults(p["edge"], systems)
     c = None
+    if p["cells"] and p.get("cell") is None:
+        bad("cells", "several cells share [cell]'s settings (slot_us, signalling, classes): add a [cell] table")
     if p.get("cell") is not None and groups is not None:
-        c = resolve_cell(p["cell"], nodes, bad, failed, ctx.base, ctx.materialize, _cell_classes(w, nodes, slo_ms))
+        c = resolve_cell(p["cell"], nodes, bad, failed, ctx.base, ctx.materialize, _cell_classes(w, nodes, slo_ms), p["cells"])
         if c is not None:
             b = p["cell"].bulk
             nodes += [NodeSpec(f"bulk{i}", "bulk", i, b.cpus, raw.parse_memory(b.memory)) for i in range(b.count)]

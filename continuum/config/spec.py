@@ -156,7 +156,7 @@ class TimelineEvent:
 
     t_s: float
     ues: tuple[str, ...]
-    kind: str  # outage | trace | core_delay
+    kind: str  # outage | trace | core_delay | load | relocate | handover
     outage_s: float | None = None
     queue: str = "keep"  # outage: keep | flush
     uplink: TraceRef | None = None  # trace: the new traces (None: that direction unchanged)
@@ -170,6 +170,7 @@ class TimelineEvent:
     utilisation: float | None = None  # load: of each UE's app's capacity (as [workload] utilisation)
     # load: each UE's rate from then on (a utilisation's once the run has calibrated: calibration.apply)
     ue_rates: tuple[tuple[str, float], ...] = ()
+    handover: str | None = None  # handover: the cell the UEs join (outage_s: the interruption; phase: their channel there)
     cause: str = ""  # an outage that is a recorded handover: "handover 12 -> 11 (drive log line 81)"
     relocate: str | None = None  # relocate: the node the UEs' service moves to
     move_s: float = 0.0  # relocate: how long the move takes (modelled: core delays + state at the core's rate)
@@ -188,6 +189,9 @@ class TimelineEvent:
         elif self.kind == "trace":
             dirs = [f"{d} -> {t.given}" for d, t in (("uplink", self.uplink), ("downlink", self.downlink)) if t is not None]
             what = f"trace {', '.join(dirs)} ({'phase-aligned' if self.phase == 'aligned' else 'restarted'})"
+        elif self.kind == "handover":
+            what = (f"handover to cell {self.handover} ({(self.outage_s or 0.0) * 1000:g} ms interruption, queue "
+                    f"{'lost' if self.queue == 'flush' else 'forwarded'})")
         elif self.kind == "relocate":
             what = (f"service moves to {self.relocate} ({self.state_bytes} bytes of state, {self.move_s * 1000:.1f} ms "
                     "modelled; requests drawn meanwhile held)")
@@ -208,6 +212,8 @@ class TimelineEvent:
             return f"load {self.rate:g}/s" if self.rate is not None else f"load {self.utilisation:g}"
         if self.kind == "relocate":
             return f"to {self.relocate}"
+        if self.kind == "handover":
+            return f"handover to {self.handover}"
         return f"{self.node + ' ' if self.node else ''}core {self.core_delay_ms:g} ms"
 
 
@@ -221,9 +227,25 @@ class CellMember:
 
 
 @dataclass(frozen=True)
+class CellSite:
+    """One of several cells: its schedulers and blocks, the UEs that start in it, and the
+    channel a UE has while in it (None: the UE's own)."""
+
+    name: str
+    uplink: str | None
+    downlink: str | None
+    blocks: int
+    members: tuple[str, ...]
+    uplink_trace: TraceRef | None = None
+    downlink_trace: TraceRef | None = None
+
+
+@dataclass(frozen=True)
 class CellSpec:
     """The shared cell, resolved: schedulers (None: that direction stays
-    private), timings in slots, members in the cell's order."""
+    private), timings in slots, members in the cell's order. With several
+    cells ([cells.NAME]: `sites`) these are what they share, the schedulers
+    and blocks the first cell's; a member is in one at a time."""
 
     uplink: str | None
     downlink: str | None
@@ -240,9 +262,22 @@ class CellSpec:
     pf_window_slots: int
     members: tuple[CellMember, ...]
     bulk_direction: str
+    sites: tuple[CellSite, ...] = ()  # several cells (empty: one)
 
     def member(self, name: str) -> CellMember | None:
         return next((m for m in self.members if m.name == name), None)
+
+    def site(self, name: str) -> CellSite | None:
+        return next((s for s in self.sites if s.name == name), None)
+
+    def start(self, member: str) -> CellSite | None:
+        """The cell a member starts in (None: one cell only)."""
+        return next((s for s in self.sites if member in s.members), None)
+
+    def channel(self, member: str, site: CellSite | None, direction: str) -> TraceRef | None:
+        """A member's channel trace in a cell (None: [mobile]'s): the cell's, else its own."""
+        own = self.member(member)
+        return (getattr(site, f"{direction}_trace") if site else None) or (getattr(own, direction) if own else None)
 
 
 @dataclass(frozen=True)

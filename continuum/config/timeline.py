@@ -1,10 +1,9 @@
 """[[timeline]]: the changes an experiment makes while it runs, checked with
 the rest of the file (every problem at once, each under timeline[i].KEY) and
 resolved to TimelineEvents the emulator applies at their times. Built so far:
-outages, trace switches and core-delay steps on the emulated link of
-endpoints with private links, recorded handovers as outages, and the
-endpoints' load steps and relocations; handovers between several cells
-are named and refused."""
+outages, trace switches and core-delay steps on the emulated link,
+recorded handovers as outages, handovers between several cells
+([cells.NAME]), and the endpoints' load steps and relocations."""
 
 from __future__ import annotations
 
@@ -15,13 +14,10 @@ from continuum.config.spec import AppSpec, CellSpec, NodeSpec, TimelineEvent
 from continuum.config.validation import Issues
 from continuum.workloads import REGISTRY as APPS
 
-NOT_YET = {
-    "handover": "a handover between cells (several cells)",
-}
-WHOSE = {"queue": "an outage (outage_s, handovers)", "interruption_ms": "a recorded drive's handovers (handovers)",
+WHOSE = {"queue": "an outage (outage_s, handovers, handover)", "interruption_ms": "a handover (handovers, handover)",
          "phase": "a trace switch (uplink, downlink)",
          "tier": "a core-delay step (core_delay_ms)", "node": "a core-delay step (core_delay_ms)"}
-CHANGES = ("outage_s", "handovers", "uplink/downlink", "core_delay_ms", "rate/utilisation", "relocate")
+CHANGES = ("outage_s", "handovers", "handover", "uplink/downlink", "core_delay_ms", "rate/utilisation", "relocate")
 
 
 def resolve(entries: list[raw.TimelineEntry], nodes: list[NodeSpec], apps: list[AppSpec], cell: CellSpec | None,
@@ -29,13 +25,12 @@ def resolve(entries: list[raw.TimelineEntry], nodes: list[NodeSpec], apps: list[
     """Each entry as an event, in time order (a file's order among equal times)."""
     endpoints = [n.name for n in nodes if n.role == "endpoint"]
     groups = {a.name: a.endpoints for a in apps} if p["workload"] is not None and p["workload"].apps else {}
-    members = {m.name for m in cell.members} if cell is not None else set()
     keyed: list[tuple[str, TimelineEvent]] = []
     for i, e in enumerate(entries):
         key = f"timeline[{i}]"
         if ctx.failed(key):
             continue
-        ev = _entry(e, key, endpoints, groups, members, apps, p, total_s, ctx)
+        ev = _entry(e, key, endpoints, groups, cell, apps, p, total_s, ctx)
         if isinstance(ev, list):  # a recorded drive's handovers: one outage each
             keyed += [(key, x) for x in ev]
         elif ev is not None:
@@ -89,15 +84,12 @@ def _tier(node: str) -> str:
     return node.rstrip("0123456789")
 
 
-def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[str, tuple[str, ...]], members: set[str],
+def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[str, tuple[str, ...]], cell: CellSpec | None,
            apps: list[AppSpec], p: dict, total_s: float | None, ctx: Issues) -> TimelineEvent | list[TimelineEvent] | None:
     bad = ctx.bad
     ok = True
-    for name, what in NOT_YET.items():
-        if getattr(e, name) is not None:
-            bad(f"{key}.{name}", f"{what} is not built yet (issue 39); a timeline changes {', '.join(CHANGES)} today")
-            ok = False
-    given = [k for k, v in (("outage_s", e.outage_s), ("handovers", e.handovers), ("uplink/downlink", e.uplink or e.downlink),
+    given = [k for k, v in (("outage_s", e.outage_s), ("handovers", e.handovers), ("handover", e.handover),
+                            ("uplink/downlink", e.uplink or e.downlink),
                             ("core_delay_ms", e.core_delay_ms), ("rate", e.rate), ("utilisation", e.utilisation),
                             ("relocate", e.relocate))
              if v is not None]
@@ -112,9 +104,9 @@ def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[st
     ues = _ues(e.ue, key, endpoints, groups, bad)
     if ues is None:
         return None
-    for k, misplaced in (("queue", e.queue != "keep" and e.outage_s is None and e.handovers is None),
-                         ("interruption_ms", "interruption_ms" in e.model_fields_set and e.handovers is None),
-                         ("phase", e.phase != "restart" and not (e.uplink or e.downlink)),
+    for k, misplaced in (("queue", e.queue != "keep" and e.outage_s is None and e.handovers is None and e.handover is None),
+                         ("interruption_ms", "interruption_ms" in e.model_fields_set and e.handovers is None and e.handover is None),
+                         ("phase", "phase" in e.model_fields_set and not (e.uplink or e.downlink or e.handover)),
                          ("tier", e.tier is not None and e.core_delay_ms is None),
                          ("node", e.node is not None and e.core_delay_ms is None)):
         if misplaced:
@@ -130,12 +122,8 @@ def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[st
     if e.rate is not None or e.utilisation is not None:  # the endpoints' doing: any endpoint, in a cell or not
         load = _load(e, key, ues, apps, ctx)
         return load if ok else None
-    in_cell = [u for u in ues if u in members]
-    if in_cell:
-        bad(f"{key}.ue", f"{', '.join(in_cell)} {'is' if len(in_cell) == 1 else 'are'} in the shared cell ([cell]), whose "
-                         "links a timeline does not change yet (handovers between cells will); a timeline changes "
-                         "endpoints with private links")
-        ok = False
+    if e.handover is not None:
+        ok = _handover(e, key, ues, cell, bad) and ok
     mobile = p.get("mobile")
     if mobile is not None and mobile.mode == "srsran":
         bad(key, "with mobile.mode = \"srsran\" the real stack is the link: a timeline changes the emulated link")
@@ -157,12 +145,32 @@ def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[st
         return TimelineEvent(e.t_s, ues, "outage", outage_s=e.outage_s, queue=e.queue, given_ue=given_ue)
     if e.handovers is not None:
         return _handovers(e, key, ues, given_ue, total_s, ctx)
+    if e.handover is not None:
+        return TimelineEvent(e.t_s, ues, "handover", handover=e.handover, outage_s=e.interruption_ms / 1000, queue=e.queue,
+                             phase=e.phase if "phase" in e.model_fields_set else "aligned", given_ue=given_ue)
     if e.core_delay_ms is not None:
         tier = _core_delay_tier(e, key, ues, apps, p, ctx)
         return None if tier is None else TimelineEvent(e.t_s, ues, "core_delay", core_delay_ms=e.core_delay_ms, tier=tier, node=e.node,
                                                        given_ue=given_ue)
     return TimelineEvent(e.t_s, ues, "trace", uplink=refs.get("uplink"), downlink=refs.get("downlink"), phase=e.phase,
                          given_ue=given_ue)
+
+
+def _handover(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], cell: CellSpec | None, bad) -> bool:
+    """A handover names one of several cells ([cells.NAME]) and moves members of them."""
+    if cell is None or not cell.sites:
+        bad(f"{key}.handover", "a handover moves UEs between cells: give the cells as [cells.NAME] tables (docs/cell.md)")
+        return False
+    ok = True
+    if cell.site(str(e.handover)) is None:
+        bad(f"{key}.handover", f"no cell is named {e.handover!r}; cells: {', '.join(s.name for s in cell.sites)}")
+        ok = False
+    outside = [u for u in ues if cell.member(u) is None]
+    if outside:
+        bad(f"{key}.ue", f"{', '.join(outside)} {'is' if len(outside) == 1 else 'are'} in no cell (a private link): "
+                         "a handover moves the cells' members")
+        ok = False
+    return ok
 
 
 def _ues(ue: str | list[str], key: str, endpoints: list[str], groups: dict[str, tuple[str, ...]], bad) -> tuple[str, ...] | None:

@@ -20,12 +20,13 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
     m = spec.mobile
     out = [str(binary or mahimahi_link_binary()), "forward"]
     for link in plan.cell_links:
-        own = plan.cell.member(link.name) if plan.cell else None  # a cell member may have its own channel
+        c = plan.cell  # a cell member may have its own channel, or its first cell's
+        own = {d: c.channel(link.name, c.start(link.name), d) if c else None for d in ("uplink", "downlink")}
         if m.uplink is None or m.downlink is None:  # srsRAN is the link: every frame bypasses this placeholder
             up = down = unshaped_trace(logs)
         else:
-            up = own.uplink.path if own and own.uplink else m.uplink.path
-            down = own.downlink.path if own and own.downlink else m.downlink.path
+            up = (own["uplink"] or m.uplink).path
+            down = (own["downlink"] or m.downlink).path
         out.append(f"--link=name={link.name},ue={link.ue_if},core={link.core_if},up={up},down={down}")
     out += [
         f"--uplink-queue={m.uplink_queue}",
@@ -64,8 +65,23 @@ def timeline_lines(spec: ExperimentSpec, plan: Plan) -> list[str]:
     times in ms after each trace restart (a repetition's start)."""
     prefixes = {d.node or d.tier: d.prefix for d in plan.core_delays}
     out = [f"# {spec.source}: [[timeline]] (mahimahi-link --timeline; docs/experiment-file.md)"]
+    c = spec.cell
+    at = {m.name: c.start(m.name) for m in c.members} if c is not None else {}  # each member's cell as the timeline goes
     for e in spec.timeline:
         t = f"{e.t_s * 1000:.3f}"
+        if e.kind == "handover" and c is not None:
+            assert e.outage_s is not None
+            joined = f"{(e.t_s + e.outage_s) * 1000:.3f}"  # its channel there from when it joins
+            to = c.site(str(e.handover))
+            for ue in e.ues:
+                out.append(f"{t} {ue} handover {e.handover} {e.outage_s * 1000:.3f} {e.queue}")
+                for d in ("uplink", "downlink"):
+                    old, new = c.channel(ue, at[ue], d), c.channel(ue, to, d)
+                    if old != new:
+                        path = (new or getattr(spec.mobile, d)).path
+                        out.append(f"{joined} {ue} {d}-trace {path} {e.phase}")
+                at[ue] = to
+            continue
         for ue in e.ues:
             if e.kind == "outage":
                 assert e.outage_s is not None
@@ -95,12 +111,17 @@ def cell_argv(plan: Plan, logs: Path) -> list[str]:
     if c is None:
         return []
     out = []
+    sites = c.sites
     if c.uplink:
-        out.append(f"--uplink-cell={c.uplink}")
+        out.append(f"--uplink-cell={','.join(str(s.uplink) for s in sites) if sites else c.uplink}")
     if c.downlink:
-        out.append(f"--downlink-cell={c.downlink}")
+        out.append(f"--downlink-cell={','.join(str(s.downlink) for s in sites) if sites else c.downlink}")
+    if sites:  # several cells: their names, and where each member starts
+        out += [f"--cells={','.join(s.name for s in sites)}",
+                f"--cell-start={','.join(next(s.name for s in sites if m.name in s.members) for m in c.members)}"]
     out += [f"--cell-members={','.join(m.name for m in c.members)}", f"--cell-slot-us={c.slot_us}",
-            f"--cell-blocks={c.blocks}", f"--cell-be-starvation-slots={c.be_starvation_slots}",
+            f"--cell-blocks={','.join(str(s.blocks) for s in sites) if sites else c.blocks}",
+            f"--cell-be-starvation-slots={c.be_starvation_slots}",
             f"--cell-pf-alpha={c.pf_alpha:g}", f"--cell-pf-beta={c.pf_beta:g}", f"--cell-pf-window-slots={c.pf_window_slots}"]
     out += [f"--cell-class={'be' if m.cls == 'be' else f'lc:{max(1, round(m.slo_ms))}'}" for m in c.members]
     if c.uplink_signalling and c.uplink:
@@ -108,7 +129,7 @@ def cell_argv(plan: Plan, logs: Path) -> list[str]:
                 f"--cell-k2-slots={c.k2_slots}", f"--cell-sr-grant-blocks={c.sr_grant_blocks}"]
         if c.periodic_bsr_slots:
             out.append(f"--cell-periodic-bsr-slots={c.periodic_bsr_slots}")
-    if c.uplink == "tutti":
+    if c.uplink == "tutti" or any(s.uplink == "tutti" for s in sites):
         out.append(f"--cell-notice-port={NOTICE_PORT}")
     out.append(f"--cell-log={logs}/cell-{{dir}}.log")
     return out
@@ -141,11 +162,13 @@ def start(ran: Node, spec: ExperimentSpec, plan: Plan, run_dir: Path, delay_mech
 
 
 def trace_files(spec: ExperimentSpec) -> list[Path]:
-    """Every trace file the emulator reads (the experiment's, and cell members' own)."""
+    """Every trace file the emulator reads (the experiment's, cell members' own, and their cells')."""
     m = spec.mobile
     paths = [t.path for t in (m.uplink, m.downlink) if t is not None]
     for u in (spec.cell.members if spec.cell else ()):
         paths += [t.path for t in (u.uplink, u.downlink) if t is not None]
+    for s in (spec.cell.sites if spec.cell else ()):
+        paths += [t.path for t in (s.uplink_trace, s.downlink_trace) if t is not None]
     for e in spec.timeline:
         paths += [t.path for t in (e.uplink, e.downlink) if t is not None]
     return sorted({Path(p) for p in paths})

@@ -18,6 +18,7 @@ requests say per class of UE.
 from __future__ import annotations
 
 import json
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,19 @@ class CellLog:
     t0_ns: int | None
     slots: pd.DataFrame  # slot, then one column of blocks per member
     starts: pd.DataFrame  # ue (member name), start_slot, detected_slot
+    # several cells: (name, scheduler, blocks) each, each member's first cell, and its handovers
+    # (member, the cell it is in from then on or "-": in none, slot)
+    cells: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)
+    start: list[str] = dataclasses.field(default_factory=list)
+    moves: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)
+
+    def cell_at(self, member: str, slots: np.ndarray) -> np.ndarray:
+        """The cell a member was in at each slot ("-": in none, a handover's interruption)."""
+        out = np.full(len(slots), self.start[self.members.index(member)] if self.start else "", dtype=object)
+        for m, c, at in self.moves:
+            if m == member:
+                out[slots >= at] = c
+        return out
 
     def slot_time_ns(self, slot):
         return (self.t0_ns or 0) + slot * self.slot_ns
@@ -59,6 +73,7 @@ def read_log(path: Path) -> CellLog | None:
     t0 = None
     rows: list[list[int]] = []
     starts: list[tuple[int, int, int]] = []
+    moves: list[tuple[int, str, int]] = []
     with open(path) as f:
         first = f.readline()
         for part in first.split(")", 1)[-1].split():
@@ -74,23 +89,36 @@ def read_log(path: Path) -> CellLog | None:
                 starts.append((int(ue), int(s), int(d)))
             elif line.startswith("t0 "):
                 t0 = int(line.split()[1])
+            elif line.startswith("move "):
+                _, ue, c, at = line.split()
+                moves.append((int(ue), c, int(at)))
     members = head.get("members", "").split(",")
+    cells = [(n, sch, int(b)) for n, sch, b in (x.split(":") for x in head["cells"].split(","))] if head.get("cells") else []
     slots = pd.DataFrame(rows, columns=["slot", *members]) if rows else pd.DataFrame(columns=["slot", *members])
     st = pd.DataFrame(starts, columns=["ue", "start_slot", "detected_slot"])
     st["ue"] = [members[u] for u in st["ue"]]
     return CellLog(direction, head.get("scheduler", "?"), int(head.get("slot_ns", 500000)), int(head.get("blocks", 0)),
-                   members, t0, slots, st)
+                   members, t0, slots, st, cells, head["start"].split(",") if head.get("start") else [],
+                   [(members[u], c, at) for u, c, at in moves])
 
 
-def share_bins(log: CellLog, tl: Timeline, bin_s: float) -> pd.DataFrame:
+def share_bins(log: CellLog, tl: Timeline, bin_s: float, cell: str | None = None) -> pd.DataFrame:
     """Each member's share of the cell's blocks per bin of the run's time axis
-    (slots the cell was idle in, absent from the log, count as unused)."""
+    (slots the cell was idle in, absent from the log, count as unused); with
+    several cells, of `cell`'s blocks, counting each member's blocks while it was there."""
     if log.slots.empty or log.t0_ns is None:
         return pd.DataFrame()
-    t = tl.seconds(log.slot_time_ns(log.slots["slot"].to_numpy(dtype=np.int64)))
+    slot = log.slots["slot"].to_numpy(dtype=np.int64)
+    t = tl.seconds(log.slot_time_ns(slot))
     b = np.floor(t / bin_s).astype(int)
-    per_bin = bin_s * 1e9 / log.slot_ns * log.blocks
-    out = log.slots[log.members].groupby(b).sum() / per_bin
+    blocks = next((n for name, _, n in log.cells if name == cell), log.blocks)
+    per_bin = bin_s * 1e9 / log.slot_ns * blocks
+    got = log.slots[log.members]
+    if cell is not None:
+        got = got.copy()
+        for m in log.members:
+            got.loc[log.cell_at(m, slot) != cell, m] = 0
+    out = got.groupby(b).sum() / per_bin
     out.index = out.index * bin_s
     return out.iloc[1:-1]  # the first and last bins are partial
 

@@ -35,22 +35,34 @@ def planned(spec: ExperimentSpec) -> list[dict]:
     """The manifest's entry: each change as the file gave it, with what the results need."""
     timeouts = {ep: a.workload.timeout_s for a in spec.apps for ep in a.endpoints}
     return [{"t_s": e.t_s, "ues": list(e.ues), "kind": e.kind, "label": e.label(), "describe": e.describe(),
-             "span_s": e.span_s, "timeout_s": max(timeouts.get(u, 0.0) for u in e.ues),
+             "span_s": e.span_s, "log_lines": _log_lines(e), "timeout_s": max(timeouts.get(u, 0.0) for u in e.ues),
              **({"ue_rates": dict(e.ue_rates)} if e.kind == "load" else {}),
              **({"relocate": e.relocate, "move_s": e.move_s, "state_bytes": e.state_bytes} if e.kind == "relocate" else {})}
             for e in spec.timeline]
 
 
-def _at(e: dict, ue: str, rep: int, start: int, log: pd.DataFrame) -> tuple[int | None, float]:
+def _log_lines(e) -> int:
+    """How many lines of links/timeline.log a change writes per UE and repetition."""
+    if e.kind in ENDPOINTS_OWN:
+        return 0
+    return sum(t is not None for t in (e.uplink, e.downlink)) if e.kind == "trace" else 1
+
+
+def _at(e: dict, ue: str, rep: int, start: int, log: pd.DataFrame, plan: list[dict]) -> tuple[int | None, float]:
     """When a change applied for this UE in this repetition, and how late (ms): a link's change
-    from the emulator's log (once per repetition, in order; a repetition stopped early may lack
-    it), a load step or a relocation at its planned time (the endpoints act on the repetition's own epoch)."""
+    from the emulator's log (each repetition's lines at one time in the plan's order; a repetition
+    stopped early may lack them), a load step or a relocation at its planned time (the endpoints
+    act on the repetition's own epoch)."""
     if e["kind"] in ENDPOINTS_OWN:
         return int(start + e["t_s"] * 1e9), np.nan
+    same = [p for p in plan if ue in p["ues"] and np.isclose(p["t_s"], e["t_s"])]
+    per = [p.get("log_lines", 0 if p["kind"] in ENDPOINTS_OWN else 1) for p in same]
+    k = next(i for i, p in enumerate(same) if p is e)
     mine = log[(log["link"] == ue) & np.isclose(log["t_ms"].astype(float), e["t_s"] * 1000)]
-    if len(mine) < rep:
+    at = (rep - 1) * sum(per) + sum(per[:k])
+    if len(mine) <= at:
         return None, np.nan
-    hit = mine.iloc[rep - 1]
+    hit = mine.iloc[at]
     return int(hit["unix_ns"]), hit["late_us"] / 1000
 
 
@@ -83,7 +95,7 @@ def rows(run_dir: Path, df: pd.DataFrame) -> pd.DataFrame | None:
     for rep, start in enumerate(man.get("trace_restarts_unix_ns") or [], 1):
         for e in plan:
             for ue in e["ues"]:
-                at, late = _at(e, ue, rep, start, log)
+                at, late = _at(e, ue, rep, start, log, plan)
                 out.append({"repetition": rep, "t_s": e["t_s"], "change": e["label"], "endpoint": ue,
                             "applied_unix_ns": at, "late_ms": late, **_effect(df, rep, ue, at, e)})
     return pd.DataFrame(out, columns=COLUMNS).astype({"t_s": float, "late_ms": float, "interruption_ms": float})
@@ -138,7 +150,7 @@ def lines(run_dir: Path, origin_ns: int) -> tuple[tuple[float, str], ...]:
     out: dict[tuple[float, str], None] = {}
     for rep, start in enumerate(man.get("trace_restarts_unix_ns") or [], 1):
         for e in plan:
-            times = [t for t in (_at(e, ue, rep, start, log)[0] for ue in e["ues"]) if t is not None]
+            times = [t for t in (_at(e, ue, rep, start, log, plan)[0] for ue in e["ues"]) if t is not None]
             at = min(times) if times else start + e["t_s"] * 1e9
             out[(round((at - origin_ns) / 1e9, 3), e["label"])] = None
     return tuple(out)

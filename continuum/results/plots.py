@@ -407,28 +407,41 @@ def cell_share(run_dir: Path, tl: Timeline, xlim: tuple[float, float], out: Path
     logs = [lg for d in ("uplink", "downlink") if (lg := cell.read_log(run_dir / "links" / f"cell-{d}.log")) is not None]
     if not logs:
         return False
-    fig, axes = plt.subplots(2 * len(logs), 1, figsize=(9, 3.2 * 2 * len(logs)), sharex=True, squeeze=False)
-    for k, lg in enumerate(logs):
-        share, tput = axes[2 * k][0], axes[2 * k + 1][0]
+    panels: list[list[tuple[str | None, str]]] = []
+    for lg in logs:  # a share panel per cell (several cells: each one's, its members' blocks while in it)
+        every = [(name, f"cell {name} ({lg.direction}), scheduler {sched}: {blocks} blocks per {lg.slot_ns / 1e6:g} ms slot "
+                        "(blank: unused; a member's blocks while in it)") for name, sched, blocks in lg.cells]
+        one = [(None, f"{lg.direction} cell, scheduler {lg.scheduler}: {lg.blocks} blocks per {lg.slot_ns / 1e6:g} ms slot "
+                      "(blank: unused)")]
+        panels.append(list(every) if every else list(one))
+    rows = sum(len(p) + 1 for p in panels)
+    fig, axes = plt.subplots(rows, 1, figsize=(9, 3.2 * rows), sharex=True, squeeze=False)
+    row = 0
+    for lg, cells in zip(logs, panels):
         colour = member_colours(lg.members)
-        bins = cell.share_bins(lg, tl, bin_s)
-        if not bins.empty:
-            share.stackplot(bins.index + bin_s / 2, *(bins[m] for m in lg.members), labels=lg.members, step="mid",
-                            colors=[colour[m] for m in lg.members])
-        share.set_ylim(0, 1.05)
-        share.set_ylabel("share of the cell's\nresource blocks")
-        share.set_title(f"{lg.direction} cell, scheduler {lg.scheduler}: {lg.blocks} blocks per {lg.slot_ns / 1e6:g} ms slot "
-                        f"(blank: unused)", fontsize=10)
+        for name, title in cells:
+            share = axes[row][0]
+            row += 1
+            bins = cell.share_bins(lg, tl, bin_s, name)
+            if not bins.empty:
+                share.stackplot(bins.index + bin_s / 2, *(bins[m] for m in lg.members), labels=lg.members, step="mid",
+                                colors=[colour[m] for m in lg.members])
+            share.set_ylim(0, 1.05)
+            share.set_ylabel("share of the cell's\nresource blocks")
+            share.set_title(title, fontsize=10)
+            shade(share, tl, xlim, legend=False)
+            share.grid(alpha=0.3)
+            share.legend(loc="upper left", fontsize=8, ncol=min(6, len(lg.members)))
+        tput = axes[row][0]
+        row += 1
         for m in lg.members:
             b = timeline.link_bins(run_dir / "links" / f"{m}.{lg.direction}.log", tl, bin_s)
             if b is not None and not b.empty:
                 tput.plot(b["t_s"] + bin_s / 2, b["delivered_mbps"], label=m, drawstyle="steps-mid", color=colour[m])
         tput.set_ylabel(f"{lg.direction} delivered\n(Mbit/s, {bin_s:g} s bins)")
         tput.set_ylim(bottom=0)
-        for ax in (share, tput):
-            shade(ax, tl, xlim, legend=False)
-            ax.grid(alpha=0.3)
-        share.legend(loc="upper left", fontsize=8, ncol=min(6, len(lg.members)))
+        shade(tput, tl, xlim, legend=False)
+        tput.grid(alpha=0.3)
     axes[-1][0].set_xlabel(TIME_LABEL)
     fig.tight_layout()
     fig.savefig(out, dpi=110)

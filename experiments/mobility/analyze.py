@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from arms import ARMS, SLO_MS  # noqa: E402
 
 NEAR_S = 1.0  # "around a handover": drawn within this long after it
-COLOURS = {"edge": "tab:blue", "edge-no-outage": "tab:gray", "cloud": "tab:orange", "edge-smec": "tab:green"}
+COLOURS = {"edge": "tab:blue", "edge-no-outage": "tab:gray", "cloud": "tab:orange", "edge-smec": "tab:green",
+           "stay": "tab:brown", "follow": "tab:cyan"}
 
 
 def load(results: Path) -> dict[str, dict]:
@@ -38,13 +39,23 @@ def load(results: Path) -> dict[str, dict]:
         man = json.loads((d / "manifest.json").read_text())
         df = pd.read_csv(d / "requests.csv")
         start = man["trace_restarts_unix_ns"][0]
-        out[arm] = {"run": d, "df": df, "start": start, "offsets": [e["t_s"] for e in man["timeline"]],
-                    "timeline": pd.read_csv(d / "timeline.csv") if (d / "timeline.csv").exists() else None}
+        t = pd.read_csv(d / "timeline.csv") if (d / "timeline.csv").exists() else None
+        out[arm] = {"run": d, "df": df, "start": start,
+                    "offsets": [e["t_s"] for e in man["timeline"] if e["kind"] == "outage"],  # the handovers
+                    "timeline": None if t is None else t[t["change"].str.startswith("handover")],
+                    "moves": None if t is None else t[t["change"].str.startswith("to ")]}
     # the control arm has no timeline: its handovers are the drive's, at the same offsets as the others'
     offsets = next((a["offsets"] for a in out.values() if a["offsets"]), [])
     for a in out.values():
         a["handovers"] = sorted({a["start"] + t * 1e9 for t in (a["offsets"] or offsets)})
     return out
+
+
+def in_first_cell(t_drawn: pd.Series, handovers: list[float]) -> pd.Series:
+    """Whether each request was drawn while the UE was in the drive's first cell: the drive's window
+    hands over between two cells (arms.sites()), so every other period is the first cell's."""
+    i = np.searchsorted(np.asarray(handovers), t_drawn.to_numpy(), side="right")
+    return pd.Series(i % 2 == 0, index=t_drawn.index)
 
 
 def to_nearest(t_drawn: pd.Series, handovers: list[float]) -> pd.Series:
@@ -110,6 +121,39 @@ def figures(arms: dict[str, dict], results: Path) -> None:
     plt.close(fig)
 
 
+def geography_figure(arms: dict[str, dict], results: Path) -> None:
+    """stay and follow (with edge, whose core never changes): each request's downlink time, which a
+    small answer makes the core's one-way delay plus the drive's downlink, over the run."""
+    shown = [arm for arm in ("edge", "stay", "follow") if arm in arms]
+    if "stay" not in shown and "follow" not in shown:
+        return
+    fig, axes = plt.subplots(len(shown), 1, figsize=(10, 2.3 * len(shown)), sharex=True, sharey=True, squeeze=False)
+    for ax, arm in zip(axes[:, 0], shown):
+        a = arms[arm]
+        df = a["df"][(a["df"]["phase"] == "measure") & (a["df"]["status"] == "ok")]
+        x = (df["t_drawn"] - a["start"]) / 1e9
+        ax.plot(x, df["downlink_ms"], ".", ms=3, color=COLOURS[arm], label=f"{arm}: downlink per request")
+        h = [(t - a["start"]) / 1e9 for t in a["handovers"]]
+        edges = [0.0, *h, float(x.max()) if len(x) else 0.0]
+        for k in range(1, len(edges) - 1, 2):  # the other cell's periods
+            ax.axvspan(edges[k], edges[k + 1], color="tab:purple", alpha=0.12, lw=0,
+                       label="UE in the other cell (11)" if k == 1 else None)
+        for b in range(0, int(edges[-1]) + 10, 10):
+            part = df[(x >= b) & (x < b + 10)]["downlink_ms"]
+            if len(part):
+                ax.hlines(part.median(), b, b + 10, color="k", lw=1.2, label="10-s median" if b == 0 else None)
+        ax.set_yscale("log")
+        ax.set_ylabel("downlink (ms)")
+        ax.legend(loc="upper left", fontsize=7, ncol=3)
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("time since the repetition's start (s; warm-up, the first 5 s, left out)")
+    fig.suptitle("Two edge sites, one per cell (modelled core: 0.5 ms to the serving cell's site, 3 ms to the other; "
+                 "latency measured)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(results / "edge_sites.png", dpi=110)
+    plt.close(fig)
+
+
 def summary(arms: dict[str, dict]) -> pd.DataFrame:
     rows = []
     for arm, a in arms.items():
@@ -123,11 +167,19 @@ def summary(arms: dict[str, dict]) -> pd.DataFrame:
             row[f"{label}_median_ms"] = round(float(ok.median()), 1) if len(ok) else None
             row[f"{label}_p99_ms"] = round(float(ok.quantile(0.99)), 1) if len(ok) else None
             row[f"{label}_slo_share"] = round(float(((part["status"] == "ok") & (part["e2e_ms"] <= SLO_MS)).mean()), 3) if len(part) else None
+        # the downlink (a 200-byte answer) shows the core's one-way delay: stay's edge0 is far from the other cell
+        first = in_first_cell(df["t_drawn"], a["handovers"])
+        ok = df["status"] == "ok"
+        for label, part in (("first_cell", df[ok & first]), ("other_cell", df[ok & ~first])):
+            row[f"downlink_median_{label}_ms"] = round(float(part["downlink_ms"].median()), 2) if len(part) else None
         t = a["timeline"]
         row["handovers"] = len(a["handovers"])
         row["outages"] = len(t) if t is not None else 0
         row["interruption_median_ms"] = round(float(t["interruption_ms"].median()), 1) if t is not None else None
         row["interruption_max_ms"] = round(float(t["interruption_ms"].max()), 1) if t is not None else None
+        m = a["moves"]
+        row["moves"] = len(m) if m is not None else 0
+        row["requests_across_moves"] = int(m["across"].sum()) if m is not None and len(m) else 0
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -138,10 +190,11 @@ def main(results: Path) -> int:
         print(f"no runs under {results}/runs: run experiments/mobility/run first", file=sys.stderr)
         return 2
     figures(arms, results)
+    geography_figure(arms, results)
     s = summary(arms)
     s.to_csv(results / "summary.csv", index=False)
     print(s.T.to_string(header=False))
-    print(f"figures: {results / 'latency_over_time.png'}, {results / 'around_handovers.png'}")
+    print(f"figures: {results / 'latency_over_time.png'}, {results / 'around_handovers.png'}, {results / 'edge_sites.png'}")
     return 0
 
 

@@ -387,11 +387,28 @@ pub trait Members<P>: MemberLinks<P> {
     fn run_to(&mut self, i: usize, until: Nanos);
 }
 
-/// The cell's own state: the scheduler, the slot clock, what the gNB knows
-/// of each UE's uplink, and the books. Its members are passed to each call.
+/// One cell among a core's: its scheduler, its resource blocks, the uplink
+/// grants it decided, and how many of its scheduler's detections were taken.
+struct OneCell {
+    sched: Box<dyn Scheduler>,
+    blocks: u32,
+    /// Uplink grants decided, by the slot they are used in.
+    grants: std::collections::VecDeque<(u64, Vec<u32>)>,
+    taken: usize,
+}
+
+/// The cells' own state: their schedulers, the slot clock they share, which
+/// cell serves each member, what the gNB knows of each UE's uplink, and the
+/// books. One cell is the usual case; with several, a member is scheduled by
+/// the cell it is in, and a handover moves it (`detach`, then `attach`).
+/// Members are numbered across the cells, so a scheduler sees every member
+/// and only its own have a backlog and a channel. The members are passed to
+/// each call.
 pub struct CellCore {
     pub cfg: CellConfig,
-    sched: Box<dyn Scheduler>,
+    cells: Vec<OneCell>,
+    /// The cell each member is in (None: in a handover's interruption, in none).
+    of: Vec<Option<usize>>,
     /// The slot being served (allocated at its start).
     slot: u64,
     allocated: bool,
@@ -402,16 +419,25 @@ pub struct CellCore {
     pub blocks_total: Vec<u64>,
     pub log: Option<Vec<SlotRecord>>,
     ul: Vec<UplinkUe>,
-    /// Uplink grants decided, by the slot they are used in.
-    grants: std::collections::VecDeque<(u64, Vec<u32>)>,
+    /// Every scheduler's detected request starts, (ue, start slot, slot detected).
+    detected: Vec<(usize, u64, u64)>,
+    /// Membership changes for the log: (ue, its cell from then on or None, slot).
+    pub moves: Vec<(usize, Option<usize>, u64)>,
 }
 
 impl CellCore {
     pub fn new(members: usize, cfg: CellConfig, sched: Box<dyn Scheduler>) -> Self {
+        CellCore::with_cells(members, cfg, vec![(sched, cfg.blocks)], vec![Some(0); members])
+    }
+
+    /// Several cells on one slot clock, each with its scheduler and blocks; `start[i]`: member i's first cell.
+    pub fn with_cells(members: usize, cfg: CellConfig, cells: Vec<(Box<dyn Scheduler>, u32)>, start: Vec<Option<usize>>) -> Self {
         let n = members;
+        assert_eq!(start.len(), n, "one first cell per member");
         CellCore {
             cfg,
-            sched,
+            cells: cells.into_iter().map(|(sched, blocks)| OneCell { sched, blocks, grants: Default::default(), taken: 0 }).collect(),
+            of: start,
             slot: 0,
             allocated: false,
             served_avg: vec![0.0; n],
@@ -420,22 +446,67 @@ impl CellCore {
             blocks_total: vec![0; n],
             log: None,
             ul: vec![UplinkUe::default(); n],
-            grants: std::collections::VecDeque::new(),
+            detected: Vec::new(),
+            moves: Vec::new(),
         }
     }
 
     pub fn scheduler_name(&self) -> &'static str {
-        self.sched.name()
+        self.cells[0].sched.name()
     }
 
-    /// The edge's notice that UE `ue` started a request, received at `now`.
+    /// The cell member `ue` is in (None: in none, between two).
+    pub fn cell_of(&self, ue: usize) -> Option<usize> {
+        self.of[ue]
+    }
+
+    /// The edge's notice that UE `ue` started a request, received at `now`
+    /// (told to the scheduler of the cell the UE is in).
     pub fn request_started(&mut self, ue: usize, now: Nanos) {
-        self.sched.request_started(ue, now / self.cfg.slot_ns);
+        if let Some(c) = self.of.get(ue).copied().flatten() {
+            self.cells[c].sched.request_started(ue, now / self.cfg.slot_ns);
+            self.gather();
+        }
     }
 
-    /// Request starts the scheduler detected (SMEC): (ue, start slot, slot detected).
+    /// Request starts the schedulers detected (SMEC): (ue, start slot, slot detected).
     pub fn detections(&self) -> &[(usize, u64, u64)] {
-        self.sched.detections()
+        &self.detected
+    }
+
+    /// The schedulers' new detections into `detected`.
+    fn gather(&mut self) {
+        for c in &mut self.cells {
+            let d = c.sched.detections();
+            self.detected.extend_from_slice(&d[c.taken..]);
+            c.taken = d.len();
+        }
+    }
+
+    /// A handover's start: member `ue` leaves its cell at once (call `advance_to` up to then first):
+    /// no cell schedules it, its link sends nothing (its share is none) and what the gNB knew of its
+    /// uplink (reports, an SR, grants not yet used) is gone, until `attach`.
+    pub fn detach<P, M: Members<P>>(&mut self, ue: usize, m: &mut M) {
+        self.of[ue] = None;
+        self.moves.push((ue, None, self.slot));
+        self.ul[ue] = UplinkUe::default();
+        for c in &mut self.cells {
+            for (_, g) in c.grants.iter_mut() {
+                g[ue] = 0;
+            }
+        }
+        self.alloc[ue] = 0;
+        m.link_mut(ue).set_share(0, 1);
+    }
+
+    /// A handover's end: member `ue` joins `cell`, scheduled by it from the next slot on, its
+    /// average served rate new (proportional fair's R) and its uplink unknown (it asks with an SR).
+    pub fn attach<P, M: Members<P>>(&mut self, ue: usize, cell: usize, m: &mut M) {
+        self.detach(ue, m);
+        self.moves.pop();
+        self.of[ue] = Some(cell);
+        self.served_avg[ue] = 0.0;
+        self.moves.push((ue, Some(cell), self.slot));
     }
 
     fn capacity<P>(&self, link: &Link<P>, start: Nanos) -> u64 {
@@ -449,8 +520,9 @@ impl CellCore {
             None => self.allocate_seen(m),
             Some(ul) => self.allocate_signalled(m, ul),
         };
-        let blocks = self.cfg.blocks;
+        self.gather();
         for (i, &o) in out.iter().enumerate() {
+            let blocks = self.of[i].map_or(1, |c| self.cells[c].blocks);
             let l = m.link_mut(i);
             l.set_share(o, blocks);
             self.blocks_total[i] += o as u64;
@@ -460,17 +532,27 @@ impl CellCore {
         self.allocated = true;
     }
 
-    fn views<P, M: Members<P>>(&self, m: &M, slot: u64) -> Vec<UeView> {
+    /// What cell `c`'s scheduler sees at `slot`: its members' queues and channels; every other
+    /// member, and one of its own in an outage (no coverage), with neither.
+    fn views<P, M: Members<P>>(&self, m: &M, slot: u64, c: usize) -> Vec<UeView> {
         let start = slot * self.cfg.slot_ns;
         (0..m.count())
-            .map(|i| UeView {
-                backlog_bytes: m.link(i).queued_bytes(),
-                capacity_bytes: self.capacity(m.link(i), start),
-                served_avg: self.served_avg[i],
-                sr_slot: None,
-                grant_pending: false,
+            .map(|i| {
+                let here = self.of[i] == Some(c) && !m.link(i).dark_at(start);
+                UeView {
+                    backlog_bytes: if here { m.link(i).queued_bytes() } else { 0 },
+                    capacity_bytes: if here { self.capacity(m.link(i), start) } else { 0 },
+                    served_avg: self.served_avg[i],
+                    sr_slot: None,
+                    grant_pending: false,
+                }
             })
             .collect()
+    }
+
+    /// The members of cell `c`, in order.
+    fn members_of(&self, c: usize) -> Vec<usize> {
+        (0..self.of.len()).filter(|&i| self.of[i] == Some(c)).collect()
     }
 
     fn log_slot(&mut self, blocks: &[u32], seen: &[UeView], srs: Vec<usize>) {
@@ -479,34 +561,44 @@ impl CellCore {
         }
     }
 
-    /// The scheduler sees the queues; its allocation applies now.
+    /// The schedulers see the queues; their allocations apply now.
     fn allocate_seen<P, M: Members<P>>(&mut self, m: &M) -> Vec<u32> {
-        let views = self.views(m, self.slot);
-        let blocks = self.cfg.blocks;
-        let mut out = vec![0u32; m.count()];
-        self.sched.allocate(self.slot, &views, blocks, &mut out);
-        let used: u32 = out.iter().sum();
-        assert!(used <= blocks, "{} gave {used} of {blocks} blocks", self.sched.name());
-        // The log shows the scheduler's decision, not the spread below.
-        self.log_slot(&out.clone(), &views, Vec::new());
-        // What nobody backlogged needs: spread over every UE (the remainder
-        // rotating with the slot), so an arrival during the slot can use it.
-        let n = out.len() as u32;
-        let spare = blocks - used;
-        for (i, o) in out.iter_mut().enumerate() {
-            *o += spare / n + u32::from(((i as u64 + self.slot) % n as u64) < (spare % n) as u64);
+        let n = m.count();
+        let (mut out, mut decided, mut seen) = (vec![0u32; n], vec![0u32; n], vec![UeView::default(); n]);
+        for c in 0..self.cells.len() {
+            let views = self.views(m, self.slot, c);
+            let cell = &mut self.cells[c];
+            let blocks = cell.blocks;
+            let mut o = vec![0u32; n];
+            cell.sched.allocate(self.slot, &views, blocks, &mut o);
+            let used: u32 = o.iter().sum();
+            assert!(used <= blocks, "{} gave {used} of {blocks} blocks", cell.sched.name());
+            // What nobody backlogged needs: spread over the cell's members (the remainder
+            // rotating with the slot), so an arrival during the slot can use it.
+            let mine = self.members_of(c);
+            let k = mine.len() as u64;
+            let spare = (blocks - used) as u64;
+            for (r, &i) in mine.iter().enumerate() {
+                decided[i] = o[i];
+                seen[i] = views[i];
+                out[i] = o[i] + (spare / k + u64::from((r as u64 + self.slot) % k < spare % k)) as u32;
+            }
         }
+        // The log shows the schedulers' decisions, not the spread.
+        self.log_slot(&decided, &seen, Vec::new());
         out
     }
 
-    /// The scheduler sees reports; it decides grants for k2 slots ahead, and
+    /// The schedulers see reports; each decides grants for k2 slots ahead, and
     /// this slot uses the grants decided k2 slots ago.
     fn allocate_signalled<P, M: Members<P>>(&mut self, m: &M, ul: UplinkSignalling) -> Vec<u32> {
         let s = self.slot;
         let n = m.count();
-        let blocks = self.cfg.blocks;
         let mut srs = Vec::new();
         for i in 0..n {
+            if self.of[i].is_none() || m.link(i).dark_at(s * self.cfg.slot_ns) {
+                continue; // out of every cell, or of coverage: no SR reaches a gNB
+            }
             let u = &mut self.ul[i];
             if m.link(i).queued_bytes() > 0 && u.reported == 0 && u.in_flight == 0 && !u.sr_received {
                 u.sr_pending = true;
@@ -519,40 +611,52 @@ impl CellCore {
             }
         }
         let target = s + ul.k2_slots;
-        let mut views = self.views(m, target);
-        for (v, u) in views.iter_mut().zip(&self.ul) {
-            let sr_bytes = v.capacity_bytes * ul.sr_grant_blocks as u64 / blocks as u64;
-            v.backlog_bytes = if u.reported > 0 { u.reported } else if u.sr_received { sr_bytes.max(1) } else { 0 };
-            v.sr_slot = if u.sr_received { u.sr_slot } else { None };
-            v.grant_pending = u.in_flight > 0;
+        let (mut now_all, mut seen) = (vec![0u32; n], vec![UeView::default(); n]);
+        for u in &mut self.ul {
+            u.granted_now = 0;
         }
-        let mut decided = vec![0u32; n];
-        self.sched.allocate(target, &views, blocks, &mut decided);
-        assert!(decided.iter().sum::<u32>() <= blocks, "{} over-allocated", self.sched.name());
-        for i in 0..n {
-            if decided[i] > 0 {
-                let bytes = views[i].capacity_bytes * decided[i] as u64 / blocks as u64;
-                let u = &mut self.ul[i];
-                u.reported = u.reported.saturating_sub(bytes);
-                u.in_flight += bytes;
-                u.sr_received = false;
-                u.sr_slot = None;
+        for c in 0..self.cells.len() {
+            let mine = self.members_of(c);
+            let mut views = self.views(m, target, c);
+            let blocks = self.cells[c].blocks;
+            for &i in &mine {
+                let (v, u) = (&mut views[i], &self.ul[i]);
+                let sr_bytes = v.capacity_bytes * ul.sr_grant_blocks as u64 / blocks as u64;
+                v.backlog_bytes = if u.reported > 0 { u.reported } else if u.sr_received { sr_bytes.max(1) } else { 0 };
+                v.sr_slot = if u.sr_received { u.sr_slot } else { None };
+                v.grant_pending = u.in_flight > 0;
+            }
+            let cell = &mut self.cells[c];
+            let mut decided = vec![0u32; n];
+            cell.sched.allocate(target, &views, blocks, &mut decided);
+            assert!(decided.iter().sum::<u32>() <= blocks, "{} over-allocated", cell.sched.name());
+            for i in 0..n {
+                if decided[i] > 0 {
+                    let bytes = views[i].capacity_bytes * decided[i] as u64 / blocks as u64;
+                    let u = &mut self.ul[i];
+                    u.reported = u.reported.saturating_sub(bytes);
+                    u.in_flight += bytes;
+                    u.sr_received = false;
+                    u.sr_slot = None;
+                }
+            }
+            cell.grants.push_back((target, decided));
+            while cell.grants.front().is_some_and(|(t, _)| *t < s) {
+                cell.grants.pop_front(); // decided for slots skipped while the cell was idle (all zero)
+            }
+            let now = match cell.grants.front() {
+                Some((t, _)) if *t == s => cell.grants.pop_front().map(|(_, g)| g).unwrap_or_default(),
+                _ => vec![0; n],
+            };
+            let cap = self.views(m, s, c);
+            for &i in &mine {
+                now_all[i] = now[i];
+                seen[i] = views[i];
+                self.ul[i].granted_now = cap[i].capacity_bytes * now[i] as u64 / blocks as u64;
             }
         }
-        self.grants.push_back((target, decided));
-        while self.grants.front().is_some_and(|(t, _)| *t < s) {
-            self.grants.pop_front(); // decided for slots skipped while the cell was idle (all zero)
-        }
-        let now = match self.grants.front() {
-            Some((t, _)) if *t == s => self.grants.pop_front().map(|(_, g)| g).unwrap_or_default(),
-            _ => vec![0; n],
-        };
-        let cap = self.views(m, s);
-        for i in 0..n {
-            self.ul[i].granted_now = cap[i].capacity_bytes * now[i] as u64 / blocks as u64;
-        }
-        self.log_slot(&now, &views, srs);
-        now
+        self.log_slot(&now_all, &seen, srs);
+        now_all
     }
 
     fn close_slot<P, M: Members<P>>(&mut self, m: &M) {
@@ -587,10 +691,10 @@ impl CellCore {
         self.allocated = false;
     }
 
-    /// Nothing queued, granted or signalled: nothing to schedule.
+    /// Nothing queued in a cell, granted or signalled: nothing to schedule.
     pub fn idle<P, M: MemberLinks<P>>(&self, m: &M) -> bool {
-        (0..m.count()).all(|i| m.link(i).queued_packets() == 0)
-            && self.grants.iter().all(|(_, g)| g.iter().all(|&b| b == 0))
+        (0..m.count()).all(|i| self.of[i].is_none() || m.link(i).queued_packets() == 0)
+            && self.cells.iter().all(|c| c.grants.iter().all(|(_, g)| g.iter().all(|&b| b == 0)))
             && self.ul.iter().all(|u| !u.sr_pending && !u.sr_received && u.reported == 0 && u.in_flight == 0)
     }
 
@@ -793,6 +897,59 @@ mod tests {
         }
         cell.advance_to(seconds * 1_000_000_000, &mut sinks);
         sinks
+    }
+
+    /// Three saturating UEs at 48 Mbit/s, two in cell 0 and one in cell 1; at 1 s UE 1 hands
+    /// over to cell 1 (50 ms with nothing sent, then cell 1's); bytes per UE before, during, after.
+    fn handover_thirds(cfg: CellConfig) -> ([u64; 3], [u64; 3], [u64; 3], Cell<u32>) {
+        let t = trace(&"1\n".repeat(4));
+        let core = CellCore::with_cells(3, cfg, vec![(scheduler("rr").unwrap(), 51), (scheduler("rr").unwrap(), 25)], vec![Some(0), Some(0), Some(1)]);
+        let mut cell = Cell { core, links: (0..3).map(|_| link(&t)).collect() };
+        let mut sinks: Vec<Rec> = (0..3).map(|_| Rec::default()).collect();
+        let step = 100_000;
+        let (leave, join, end) = (1_000_000_000, 1_050_000_000, 2_050_000_000);
+        let mut marks = Vec::new();
+        for k in 0..=(end / step) {
+            let now = k * step;
+            cell.advance_to(now, &mut sinks);
+            if now == leave || now == join {
+                marks.push(sinks.iter().map(|s| s.bytes).collect::<Vec<_>>());
+                let mut m = Owned { links: &mut cell.links, sinks: &mut sinks };
+                if now == leave {
+                    cell.core.detach(1, &mut m);
+                    cell.links[1].outage(join, false, &mut sinks[1]);
+                } else {
+                    cell.core.attach(1, 1, &mut m);
+                }
+            }
+            for ue in 0..3 {
+                if cell.links[ue].queued_bytes() < 200_000 {
+                    cell.enqueue(ue, 1500, 0, now, &mut sinks);
+                }
+            }
+        }
+        let last: Vec<u64> = sinks.iter().map(|s| s.bytes).collect();
+        let d = |a: &[u64], b: &[u64]| [0, 1, 2].map(|i| b[i] - a[i]);
+        (marks[0].clone().try_into().unwrap(), d(&marks[0], &marks[1]), d(&marks[1], &last), cell)
+    }
+
+    #[test]
+    fn a_handover_moves_a_ue_from_one_cells_share_to_the_others() {
+        for cfg in [CellConfig::default(), CellConfig { uplink: Some(UplinkSignalling::default()), ..Default::default() }] {
+            let (before, during, after, cell) = handover_thirds(cfg);
+            let mbps = |b: u64, s: f64| b as f64 * 8.0 / s / 1e6;
+            // before: cell 0 halved between UEs 0 and 1, cell 1 all UE 2's
+            let (r0, r1, r2) = (mbps(before[0], 1.0), mbps(before[1], 1.0), mbps(before[2], 1.0));
+            assert!((r0 / r1 - 1.0).abs() < 0.05 && (r2 / (r0 + r1) - 1.0).abs() < 0.05, "before: {r0:.1} {r1:.1} {r2:.1} Mbit/s");
+            // during the interruption UE 1 sends nothing; UE 0 has cell 0 to itself from the next slot on
+            assert_eq!(during[1], 0, "UE 1 sent during the interruption");
+            assert!(mbps(during[0], 0.05) > 0.9 * 48.0, "UE 0 alone in cell 0: {:.1} Mbit/s", mbps(during[0], 0.05));
+            // after: UE 0 alone in cell 0, UEs 1 and 2 halve cell 1
+            let (a0, a1, a2) = (mbps(after[0], 1.0), mbps(after[1], 1.0), mbps(after[2], 1.0));
+            assert!(a0 > 0.95 * 48.0 && (a1 / a2 - 1.0).abs() < 0.05 && ((a1 + a2) / a0 - 1.0).abs() < 0.05, "after: {a0:.1} {a1:.1} {a2:.1} Mbit/s");
+            assert_eq!(cell.core.cell_of(1), Some(1));
+            assert_eq!(cell.core.moves.iter().map(|&(ue, to, _)| (ue, to)).collect::<Vec<_>>(), vec![(1, None), (1, Some(1))]);
+        }
     }
 
     #[test]

@@ -120,19 +120,30 @@ fn cell_members(c: &Common, links: &[LinkArg]) -> Vec<usize> {
     }
 }
 
-fn cell_spec(c: &Common, scheduler: &str, uplink: bool, links: &[LinkArg]) -> mahimahi_link::forward::CellSpec {
+/// Each of a list given once per cell, or once for every cell (checked before).
+fn per_cell<T: Clone>(v: &[T], cells: usize) -> Vec<T> {
+    if v.len() == 1 { vec![v[0].clone(); cells] } else { v.to_vec() }
+}
+
+fn cell_spec(c: &Common, schedulers: &[String], uplink: bool, links: &[LinkArg]) -> mahimahi_link::forward::CellSpec {
     use mahimahi_link::cell::{CellConfig, UeClass, UplinkSignalling};
+    use mahimahi_link::forward::Site;
     let slot_ns = c.cell_slot_us * 1000;
     let classes = c.cell_classes.iter().map(|k| match *k {
         UeClass::LatencyCritical { slo_slots: ns } => UeClass::LatencyCritical { slo_slots: ns.div_ceil(slot_ns) },
         be => be,
     }).collect();
     let uplink_signalling: Option<UplinkSignalling> = (uplink && c.cell_uplink_signalling).then_some(c.cell_signalling);
+    let n = c.cell_names.len();
+    let (schedulers, blocks) = (per_cell(schedulers, n), per_cell(&c.cell_blocks, n));
+    let sites: Vec<Site> = (0..n).map(|k| Site { name: c.cell_names[k].clone(), scheduler: schedulers[k].clone(), blocks: blocks[k] }).collect();
+    let start = c.cell_start.iter().flatten().map(|name| c.cell_names.iter().position(|m| m == name).unwrap_or(0)).collect();
     mahimahi_link::forward::CellSpec {
-        cfg: CellConfig { slot_ns, blocks: c.cell_blocks, uplink: uplink_signalling,
+        sites,
+        start,
+        cfg: CellConfig { slot_ns, blocks: blocks[0], uplink: uplink_signalling,
                           avg_slots: c.cell_pf_window_slots.map_or(CellConfig::default().avg_slots, |w| w as f64) },
         pf: c.cell_pf,
-        scheduler: scheduler.into(),
         classes,
         log_path: c.cell_log.clone(),
         members: cell_members(c, links),
@@ -185,10 +196,30 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
         if c.cell_classes.len() > members {
             errors.push(format!("--cell-class: {} classes for {members} cell members", c.cell_classes.len()));
         }
-        if c.cell_uplink_signalling && c.cell_signalling.sr_grant_blocks > c.cell_blocks {
-            errors.push(format!("--cell-sr-grant-blocks: {} is more than the cell's {} blocks", c.cell_signalling.sr_grant_blocks, c.cell_blocks));
+        let cells = c.cell_names.len();
+        let mut seen = std::collections::HashSet::new();
+        if let Some(n) = c.cell_names.iter().find(|n| !seen.insert(*n)) {
+            errors.push(format!("--cells: {n:?} named twice"));
         }
-        let tutti = c.uplink_cell.as_deref() == Some("tutti");
+        for (opt, count) in [("--uplink-cell", c.uplink_cell.as_ref().map(Vec::len)), ("--downlink-cell", c.downlink_cell.as_ref().map(Vec::len)),
+                             ("--cell-blocks", Some(c.cell_blocks.len()))] {
+            if count.is_some_and(|k| k != 1 && k != cells) {
+                errors.push(format!("{opt}: {} values for {cells} cell(s) (--cells): give one for every cell, or one per cell", count.unwrap_or(0)));
+            }
+        }
+        if let Some(start) = &c.cell_start {
+            if start.len() != members {
+                errors.push(format!("--cell-start: {} cells for {members} cell members: one per member, in --cell-members' order", start.len()));
+            }
+            for s in start.iter().filter(|s| !c.cell_names.contains(s)) {
+                errors.push(format!("--cell-start: no cell is named {s:?}; cells (--cells): {}", c.cell_names.join(", ")));
+            }
+        }
+        let fewest = c.cell_blocks.iter().copied().min().unwrap_or(0);
+        if c.cell_uplink_signalling && c.cell_signalling.sr_grant_blocks > fewest {
+            errors.push(format!("--cell-sr-grant-blocks: {} is more than a cell's {fewest} blocks", c.cell_signalling.sr_grant_blocks));
+        }
+        let tutti = c.uplink_cell.iter().flatten().any(|s| s == "tutti");
         if tutti != c.cell_notice_port.is_some() {
             errors.push(if tutti { "--uplink-cell=tutti needs --cell-notice-port=PORT (where the edge's request notices go)".to_string() }
                         else { "--cell-notice-port: only for --uplink-cell=tutti".to_string() });
@@ -199,8 +230,9 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
         if c.uplink_cell.is_some() && c.downlink_cell.is_some() && c.cell_log.as_ref().is_some_and(|p| !p.contains("{dir}")) {
             return Err(vec!["--cell-log: with a cell in each direction the file name must contain {dir}".into()]);
         }
-    } else if !c.cell_classes.is_empty() || c.cell_uplink_signalling || c.cell_log.is_some() || c.cell_members.is_some() || c.cell_notice_port.is_some() {
-        return Err(vec!["--cell-class, --cell-log, --cell-members, --cell-notice-port and --cell-uplink-signalling need --uplink-cell or --downlink-cell".into()]);
+    } else if !c.cell_classes.is_empty() || c.cell_uplink_signalling || c.cell_log.is_some() || c.cell_members.is_some() || c.cell_notice_port.is_some()
+        || c.cell_start.is_some() || c.cell_names.len() > 1 {
+        return Err(vec!["--cell-class, --cell-log, --cell-members, --cell-notice-port, --cell-uplink-signalling, --cells and --cell-start need --uplink-cell or --downlink-cell".into()]);
     }
     if p.links.len() > 1 {
         for (opt, v) in [("--uplink-log", &p.common.up_log), ("--downlink-log", &p.common.down_log)] {
@@ -347,14 +379,14 @@ fn simulate(p: Parsed) -> Result<i32, Vec<String>> {
         None => Vec::new(),
         Some(path) => mahimahi_link::timeline::load(path)?,
     };
-    if changes.iter().any(|e| matches!(e.change, Change::Delay { .. })) {
-        return Err(vec!["simulate --timeline: a delay change needs forward mode's core delay rules".into()]);
+    if changes.iter().any(|e| matches!(e.change, Change::Delay { .. } | Change::Handover { .. })) {
+        return Err(vec!["simulate --timeline: a delay change needs forward mode's core delay rules, a handover its cells".into()]);
     }
     changes.reverse(); // popped in time order
     let apply = |link: &mut Link<u64>, at: u64, c: &Change, out: &mut dyn Write| match c {
         Change::Outage { duration, flush } => link.outage(at + duration, *flush, &mut SimSink { out }),
         Change::Trace { trace, aligned, .. } => link.switch_trace(trace.clone(), *aligned),
-        Change::Delay { .. } => {}
+        Change::Delay { .. } | Change::Handover { .. } => {}
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

@@ -116,11 +116,16 @@ pub struct Common {
     pub coalesce_us: u64,
     pub gso: bool,
     pub ring_frames: Option<usize>,
-    /// Shared cell per direction (forward mode): the scheduler's name.
-    pub uplink_cell: Option<String>,
-    pub downlink_cell: Option<String>,
+    /// Shared cells per direction (forward mode): the scheduler of each cell (one: every cell's).
+    pub uplink_cell: Option<Vec<String>>,
+    pub downlink_cell: Option<Vec<String>>,
     pub cell_slot_us: u64,
-    pub cell_blocks: u32,
+    /// Resource blocks of each cell (one: every cell's).
+    pub cell_blocks: Vec<u32>,
+    /// The cells' names (--cells; default one cell, "cell").
+    pub cell_names: Vec<String>,
+    /// Each member's first cell by name, in the members' order (None: the first cell).
+    pub cell_start: Option<Vec<String>>,
     pub cell_uplink_signalling: bool,
     /// One per --link, in order (default be).
     pub cell_classes: Vec<crate::cell::UeClass>,
@@ -198,7 +203,7 @@ fn parse_prob(key: &str, v: &str) -> Result<f64, String> {
 /// Parse everything after the mode word. `allowed_simulate` enables --queue.
 pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
     let mut errors = Vec::new();
-    let mut c = Common { seed: 1, stats_interval_ms: 100, batch_us: 1000, threads: 1, coalesce_us: 100, cell_slot_us: 500, cell_blocks: 51, cell_be_starvation_slots: 40, ..Default::default() };
+    let mut c = Common { seed: 1, stats_interval_ms: 100, batch_us: 1000, threads: 1, coalesce_us: 100, cell_slot_us: 500, cell_blocks: vec![51], cell_names: vec!["cell".into()], cell_be_starvation_slots: 40, ..Default::default() };
     let mut positional = Vec::new();
     let mut links = Vec::new();
     let mut command = Vec::new();
@@ -296,18 +301,42 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             }
             "--stats-interval-ms" => val.parse().ok().filter(|v| *v > 0).map(|v| c.stats_interval_ms = v).ok_or_else(|| format!("--stats-interval-ms: {val:?} is not a positive integer")),
             "--link" => LinkArg::parse(&val).map(|l| links.push(l)),
-            "--uplink-cell" | "--downlink-cell" => match val.as_str() {
-                "rr" | "pf" | "smec" => {
-                    if key == "--uplink-cell" { c.uplink_cell = Some(val) } else { c.downlink_cell = Some(val) }
+            "--uplink-cell" | "--downlink-cell" => {
+                let mut out = Vec::new();
+                let mut bad = None;
+                for v in val.split(',').map(str::trim) {
+                    match v {
+                        "rr" | "pf" | "smec" => out.push(v.to_string()),
+                        "tutti" if key == "--uplink-cell" => out.push(v.to_string()),
+                        "tutti" => bad = Some(format!("{key}: tutti learns uplink request starts from the edge; it schedules the uplink only (valid here: rr, pf, smec)")),
+                        _ => bad = Some(format!("{key}: {v:?} is not a scheduler; valid: rr, pf, smec, tutti (uplink); several cells: one per cell, separated by ','")),
+                    }
+                }
+                match bad {
+                    Some(e) => Err(e),
+                    None if key == "--uplink-cell" => {
+                        c.uplink_cell = Some(out);
+                        Ok(())
+                    }
+                    None => {
+                        c.downlink_cell = Some(out);
+                        Ok(())
+                    }
+                }
+            }
+            "--cells" => {
+                let names: Vec<String> = val.split(',').map(|n| n.trim().to_string()).collect();
+                if names.iter().any(|n| n.is_empty() || n == "-" || n.contains(char::is_whitespace)) {
+                    Err(format!("--cells: {val:?}: give the cells' names separated by ',' (no empty name, no space, not \"-\")"))
+                } else {
+                    c.cell_names = names;
                     Ok(())
                 }
-                "tutti" if key == "--uplink-cell" => {
-                    c.uplink_cell = Some(val);
-                    Ok(())
-                }
-                "tutti" => Err(format!("{key}: tutti learns uplink request starts from the edge; it schedules the uplink only (valid here: rr, pf, smec)")),
-                _ => Err(format!("{key}: {val:?} is not a scheduler; valid: rr, pf, smec, tutti (uplink)")),
-            },
+            }
+            "--cell-start" => {
+                c.cell_start = Some(val.split(',').map(|n| n.trim().to_string()).collect());
+                Ok(())
+            }
             "--cell-members" => {
                 let names: Vec<String> = val.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
                 if names.is_empty() {
@@ -331,7 +360,8 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
                 Ok(())
             }
             "--cell-slot-us" => val.parse().ok().filter(|v| (125..=1000).contains(v)).map(|v| c.cell_slot_us = v).ok_or_else(|| format!("--cell-slot-us: {val:?} is not an integer 125..=1000")),
-            "--cell-blocks" => val.parse().ok().filter(|v| (1..=275).contains(v)).map(|v| c.cell_blocks = v).ok_or_else(|| format!("--cell-blocks: {val:?} is not an integer 1..=275")),
+            "--cell-blocks" => val.split(',').map(|v| v.trim().parse().ok().filter(|v| (1..=275).contains(v))).collect::<Option<Vec<u32>>>()
+                .map(|v| c.cell_blocks = v).ok_or_else(|| format!("--cell-blocks: {val:?} is not an integer 1..=275 (several cells: one per cell, separated by ',')")),
             "--cell-class" => match val.as_str() {
                 "be" => {
                     c.cell_classes.push(crate::cell::UeClass::BestEffort);

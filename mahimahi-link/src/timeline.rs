@@ -14,12 +14,18 @@
 //! AT_MS LINK uplink-trace PATH restart|aligned
 //! AT_MS LINK downlink-trace PATH restart|aligned
 //! AT_MS LINK delay PREFIX MS
+//! AT_MS LINK handover CELL INTERRUPTION_MS keep|flush
 //! ```
 //!
 //! LINK is a `--link` name or `*` (every link). `delay` sets the one-way core
 //! delay of an existing `--delay` rule (by its prefix) for that link's packets
 //! from then on (a packet already delayed keeps its release time, and packets
-//! never overtake one another).
+//! never overtake one another). `handover` moves a shared cell's member (one
+//! LINK, not `*`) to another of its direction's cells (`--cells`): it leaves
+//! its cell at once, nothing is delivered either way for the interruption
+//! (an outage; its queue forwarded, kept, or lost, flushed), then the new
+//! cell schedules it. Its channel stays its link's trace: a trace switch at
+//! the same time gives it the new cell's.
 
 use crate::packet::Prefix;
 use crate::trace::Trace;
@@ -32,6 +38,7 @@ pub enum Change {
     Outage { duration: Nanos, flush: bool },
     Trace { up: bool, trace: Arc<Trace>, path: String, aligned: bool },
     Delay { prefix: Prefix, delay_ns: u64 },
+    Handover { cell: String, interruption: Nanos, flush: bool },
 }
 
 #[derive(Clone, Debug)]
@@ -63,7 +70,8 @@ pub fn parse(name: &str, text: &str, trace: impl Fn(&str) -> Result<Trace, Strin
         match parse_line(line, &trace) {
             Ok(e) => events.push(e),
             Err(why) => errors.push(format!("{name}:{}: {why} (in {line:?}); expected AT_MS LINK outage DURATION_MS keep|flush, \
-                                             AT_MS LINK uplink-trace|downlink-trace PATH restart|aligned, or AT_MS LINK delay PREFIX MS", i + 1)),
+                                             AT_MS LINK uplink-trace|downlink-trace PATH restart|aligned, AT_MS LINK delay PREFIX MS, \
+                                             or AT_MS LINK handover CELL INTERRUPTION_MS keep|flush", i + 1)),
         }
     }
     if !errors.is_empty() {
@@ -81,6 +89,14 @@ fn ms(s: &str, what: &str) -> Result<Nanos, String> {
     Ok((v * 1e6).round() as Nanos)
 }
 
+fn flushed(fate: &str) -> Result<bool, String> {
+    match fate {
+        "keep" => Ok(false),
+        "flush" => Ok(true),
+        other => Err(format!("the queue's fate {other:?} is neither keep nor flush")),
+    }
+}
+
 fn parse_line(line: &str, trace: &impl Fn(&str) -> Result<Trace, String>) -> Result<Event, String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     if words.len() < 4 {
@@ -94,12 +110,13 @@ fn parse_line(line: &str, trace: &impl Fn(&str) -> Result<Trace, String>) -> Res
             if duration == 0 {
                 return Err("an outage of 0 ms".into());
             }
-            let flush = match *fate {
-                "keep" => false,
-                "flush" => true,
-                other => return Err(format!("the queue's fate {other:?} is neither keep nor flush")),
-            };
-            Change::Outage { duration, flush }
+            Change::Outage { duration, flush: flushed(fate)? }
+        }
+        ("handover", [cell, d, fate]) => {
+            if link.is_none() {
+                return Err("a handover moves one link: name it, not *".into());
+            }
+            Change::Handover { cell: cell.to_string(), interruption: ms(d, "the interruption")?, flush: flushed(fate)? }
         }
         (kind @ ("uplink-trace" | "downlink-trace"), [path @ .., mode]) if !path.is_empty() => {
             let aligned = match *mode {
@@ -141,9 +158,12 @@ mod tests {
 
     #[test]
     fn every_bad_line_is_named_with_its_number() {
-        let text = "x ue0 outage 5 keep\n10 ue0 outage 0 keep\n10 ue0 outage 5 lose\n10 ue0 uplink-trace missing.trace restart\n10 ue0 teleport 3 4\n10 ue0 delay 10.0.0.0/8\n";
+        let text = "x ue0 outage 5 keep\n10 ue0 outage 0 keep\n10 ue0 outage 5 lose\n10 ue0 uplink-trace missing.trace restart\n10 ue0 teleport 3 4\n10 ue0 delay 10.0.0.0/8\n10 * handover b 50 keep\n10 ue0 handover b 50 forward\n";
         let errors = parse("f.txt", text, traces).unwrap_err();
-        assert_eq!(errors.len(), 6, "{errors:?}");
+        assert_eq!(errors.len(), 8, "{errors:?}");
+        assert!(errors[6].contains("name it, not *") && errors[7].contains("neither keep nor flush"));
+        let ok = parse("f.txt", "10 ue0 handover b 50 flush\n", traces).unwrap();
+        assert!(matches!(&ok[0].change, Change::Handover { cell, interruption: 50_000_000, flush: true } if cell == "b"));
         for (i, e) in errors.iter().enumerate() {
             assert!(e.starts_with(&format!("f.txt:{}: ", i + 1)), "{e}");
         }

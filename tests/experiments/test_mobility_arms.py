@@ -30,7 +30,26 @@ def test_each_arm_is_the_drive_with_only_its_difference(tmp_path, arm):
     assert spec.workload.offload == ("cloud" if arm == "cloud" else "edge")
     assert spec.workload.arrivals == "poisson" and spec.duration_s == 265 and spec.output == tmp_path / "runs"
     assert ("smec" in spec.edge) == (arm == "edge-smec")
-    assert len(spec.timeline) == (0 if arm == "edge-no-outage" else 10)  # the drive's handovers in its first 270 s
+    outages = [e for e in spec.timeline if e.kind == "outage"]
+    assert len(outages) == (0 if arm == "edge-no-outage" else 10)  # the drive's handovers in its first 270 s
+    steps = [e for e in spec.timeline if e.kind == "core_delay"]
+    moves = [e for e in spec.timeline if e.kind == "relocate"]
+    if arm not in ("stay", "follow"):
+        assert not steps and not moves
+        return
+    # one edge node per cell of the drive (12, then 11); edge1 far from the start, then at each
+    # handover the old cell's site far and the new one's near
+    assert len(spec.role("edge")) == 2 and spec.core.edge_ms == arms.NEAR_MS
+    assert [(e.t_s, e.node, e.core_delay_ms) for e in steps[:3]] == [(0, "edge1", arms.FAR_MS), (77, "edge0", arms.FAR_MS),
+                                                                    (77, "edge1", arms.NEAR_MS)]
+    assert len(steps) == 1 + 2 * 10
+    if arm == "stay":
+        assert not moves
+        return
+    # the service follows the UE to the new cell's site, back and forth, each move timed from
+    # the far site's 3 ms and the near one's 0.5 ms plus 10 MB at 1 Gbit/s
+    assert [e.relocate for e in moves] == ["edge1", "edge0"] * 5 and [e.t_s for e in moves] == [e.t_s for e in outages]
+    assert all(e.move_s == pytest.approx((arms.FAR_MS + arms.NEAR_MS) / 1000 + 0.08) for e in moves)
     with pytest.raises(SystemExit):
         arms.arm("", "teleport", "x")
 

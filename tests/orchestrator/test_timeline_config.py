@@ -60,7 +60,7 @@ t_s = 2
     by_key = {i.key: i.message for i in e.value.issues}
     assert "past the repetition's end" in by_key["timeline[0].t_s"] and "35 s" in by_key["timeline[0].t_s"]
     assert by_key["timeline[1]"] == "one change per entry: outage_s and core_delay_ms given"
-    assert "not built yet" in by_key["timeline[2].handover"]
+    assert "[cells.NAME]" in by_key["timeline[2].handover"]
     assert "valid: all, endpoint0" in by_key["timeline[3].ue"]
     assert "no-such-trace" in by_key["timeline[4].uplink"] and "an outage" in by_key["timeline[4].queue"]
     assert "greater than 0" in by_key["timeline[5].outage_s"] and "unknown key" in by_key["timeline[5].colour"]
@@ -111,10 +111,11 @@ def _without_cell(mix: str) -> str:
 
 
 def test_what_a_timeline_cannot_change_yet_is_refused_by_name(tmp_path):
-    cell = _file(tmp_path, "[[timeline]]\nt_s = 5\noutage_s = 1\n", base=(REPO / "configs" / "smec-mix.toml").read_text())
-    with pytest.raises(ConfigError) as e:
-        experiment.load(cell, materialize=False)
-    assert "in the shared cell" in str(e.value)
+    # a shared cell's member may lose coverage (the cell gives it no blocks while dark: the emulator's test)
+    cell = _file(tmp_path, "[[timeline]]\nt_s = 5\noutage_s = 1\nue = \"endpoint0\"\n",
+                 base=(REPO / "configs" / "smec-mix.toml").read_text())
+    spec = experiment.load(cell, materialize=False)
+    assert link.timeline_lines(spec, plan.build(spec))[1:] == ["5000.000 endpoint0 outage 1000.000 keep"]
     qemu = _file(tmp_path, "[[timeline]]\nt_s = 5\ncore_delay_ms = 9\n", name="q.toml")
     with pytest.raises(ConfigError) as e:
         experiment.load(qemu, materialize=False, provider="qemu")
@@ -287,3 +288,77 @@ relocate = "edge1"
     assert "not both" in by_key["timeline[1].tier"]
     assert "belongs to a core-delay step" in by_key["timeline[2].node"]
     assert "edge1 already serves all at 5 s" in by_key["timeline[4].relocate"] and "timeline[3].relocate" not in by_key
+
+
+def test_changes_at_one_time_find_their_own_log_lines_in_every_repetition():
+    """The stay/follow arms step two nodes' delays at each handover's instant: each planned change
+    takes its own line of each repetition's group, in the plan's order (a two-direction trace switch two)."""
+    plan = [{"t_s": 1.0, "ues": ["endpoint0"], "kind": "outage", "log_lines": 1},
+            {"t_s": 1.0, "ues": ["endpoint0"], "kind": "relocate", "log_lines": 0},
+            {"t_s": 1.0, "ues": ["endpoint0"], "kind": "trace", "log_lines": 2},
+            {"t_s": 1.0, "ues": ["endpoint0"], "kind": "core_delay", "log_lines": 1}]
+    log = pd.DataFrame({"unix_ns": range(100, 108), "t_ms": [1000.0] * 8, "late_us": [float(i) for i in range(8)],
+                        "link": ["endpoint0"] * 8, "change": ["x"] * 8})
+    got = [[events._at(e, "endpoint0", rep, 0, log, plan) for e in plan] for rep in (1, 2)]
+    assert [[a for a, _ in r] for r in got] == [[100, 1_000_000_000, 101, 103], [104, 1_000_000_000, 105, 107]]
+    assert events._at(plan[3], "endpoint0", 3, 0, log, plan) == (None, pytest.approx(float("nan"), nan_ok=True))
+
+
+CELLS = (REPO / "configs" / "mobility-cells.toml").read_text()
+
+
+def test_several_cells_become_the_emulators_cells_and_a_handover_its_lines(tmp_path):
+    f = _file(tmp_path, "", base=CELLS.replace('members = ["bulk1"]',
+                                               'members = ["bulk1"]\nblocks = 25\nuplink_trace = "slow.trace"'))
+    spec = experiment.load(f, materialize=False)
+    c = spec.cell
+    assert c is not None and [(s.name, s.uplink, s.blocks, s.members) for s in c.sites] == [
+        ("a", "pf", 51, ("endpoint0", "bulk0")), ("b", "smec", 25, ("bulk1",))]
+    assert [m.name for m in c.members] == ["endpoint0", "bulk0", "bulk1"] and c.uplink == "pf"
+    p = plan.build(spec)
+    argv = link.argv(spec, p, tmp_path, tmp_path / "stats.json", "mahimahi-link", binary=Path("mml"))
+    assert {"--uplink-cell=pf,smec", "--cells=a,b", "--cell-start=a,a,b", "--cell-blocks=51,25"} <= set(argv), argv
+    assert not any(a.startswith("--downlink-cell") for a in argv)
+    # bulk1 starts in b: its link's uplink is b's channel; the others' [mobile]'s
+    ups = {a.split("name=")[1].split(",")[0]: a.split("up=")[1].split(",")[0] for a in argv if a.startswith("--link=")}
+    assert ups["bulk1"] == str(tmp_path / "slow.trace") and ups["endpoint0"] == str(spec.mobile.uplink.path)
+    # the handover's line, and at the join (15.03 s) the uplink channel of b; back in a, [mobile]'s again
+    lines = link.timeline_lines(spec, p)[1:]
+    assert lines == ["15000.000 endpoint0 handover b 30.000 keep",
+                     f"15030.000 endpoint0 uplink-trace {tmp_path / 'slow.trace'} aligned",
+                     "35000.000 endpoint0 handover a 30.000 flush",
+                     f"35030.000 endpoint0 uplink-trace {spec.mobile.uplink.path} aligned"]
+    assert spec.timeline[0].describe() == "15 s endpoint0: handover to cell b (30 ms interruption, queue forwarded)"
+    assert events.planned(spec)[0]["log_lines"] == 1 and spec.timeline[0].span_s == pytest.approx(0.03)
+
+
+def test_what_several_cells_and_a_handover_cannot_be_is_named(tmp_path):
+    bad = _file(tmp_path, """
+[[timeline]]
+t_s = 20
+ue = "endpoint0"
+handover = "c"
+[[timeline]]
+t_s = 21
+handover = "a"
+phase = "restart"
+queue = "flush"
+""", base=CELLS.replace('members = ["bulk1"]', 'members = ["bulk1", "endpoint0"]\ndownlink = "pf"'))
+    with pytest.raises(ConfigError) as e:
+        experiment.load(bad, materialize=False)
+    by_key = {i.key: i.message for i in e.value.issues}
+    assert "named twice: a UE starts in one cell" in by_key["cells.b.members[1]"]
+    assert "private in some cells and scheduled in others" in by_key["cells.downlink"]
+    # without [cells], a handover has nowhere to go
+    alone = _file(tmp_path, '[[timeline]]\nt_s = 5\nhandover = "b"\n', name="alone.toml")
+    with pytest.raises(ConfigError) as e:
+        experiment.load(alone, materialize=False)
+    assert "[cells.NAME]" in str(e.value) and "timeline[0].handover" in str(e.value)
+    nocell = _file(tmp_path, '[cells.a]\nmembers = ["endpoint0"]\n', name="nocell.toml")
+    with pytest.raises(ConfigError) as e:
+        experiment.load(nocell, materialize=False)
+    assert "add a [cell] table" in str(e.value)
+    ok = _file(tmp_path, '[[timeline]]\nt_s = 20\nue = "endpoint0"\nhandover = "c"\n', base=CELLS, name="c.toml")
+    with pytest.raises(ConfigError) as e:
+        experiment.load(ok, materialize=False)
+    assert "no cell is named 'c'; cells: a, b" in str(e.value)

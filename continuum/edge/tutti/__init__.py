@@ -27,7 +27,8 @@ class Tutti(EdgeSystem):
     switch = "cell.uplink"
 
     def resolve(self, table: Any, draft: Draft, ctx: Issues) -> bool | None:
-        return True if draft.cell is not None and draft.cell.uplink == "tutti" else None
+        c = draft.cell  # one cell's uplink, or any of several cells'
+        return True if c is not None and (c.uplink == "tutti" or any(s.uplink == "tutti" for s in c.sites)) else None
 
     def describe(self, settings: bool, spec: ExperimentSpec) -> list[str]:
         return [f"Tutti's notice agent on {spec.offload_node.name}: each request's arrival told to the RAN "

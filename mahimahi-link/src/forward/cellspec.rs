@@ -6,11 +6,23 @@ use crate::cell::{CellConfig, CellCore, MemberLinks, Members, Scheduler, Smec, U
 use crate::link::Link;
 use crate::Nanos;
 
-/// One direction's shared cell.
+/// One cell of a direction: its name (the timeline's handovers name it), scheduler and blocks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Site {
+    pub name: String,
+    pub scheduler: String,
+    pub blocks: u32,
+}
+
+/// One direction's shared cells (usually one): they share one slot clock,
+/// each member is in one at a time.
 #[derive(Clone)]
 pub struct CellSpec {
+    /// The slot clock and the uplink signalling (its `blocks`: the first cell's).
     pub cfg: CellConfig,
-    pub scheduler: String,
+    pub sites: Vec<Site>,
+    /// Each member's first cell (an index into `sites`), in the members' order.
+    pub start: Vec<usize>,
     /// One per member (fewer: the rest best effort).
     pub classes: Vec<UeClass>,
     pub log_path: Option<String>,
@@ -24,13 +36,31 @@ impl CellSpec {
     pub(super) fn build(&self) -> Result<CellCore, String> {
         let mut classes = self.classes.clone();
         classes.resize(self.members.len(), UeClass::BestEffort);
-        let sched: Box<dyn Scheduler> = match self.scheduler.as_str() {
-            "smec" => Box::new(Smec::new(classes, self.be_starvation_slots)),
-            "tutti" => Box::new(Smec::tutti(classes, self.be_starvation_slots)),
-            "pf" => Box::new(self.pf),
-            name => crate::cell::scheduler(name)?,
-        };
-        Ok(CellCore::new(self.members.len(), self.cfg, sched))
+        let mut cells = Vec::new();
+        for site in &self.sites {
+            let sched: Box<dyn Scheduler> = match site.scheduler.as_str() {
+                "smec" => Box::new(Smec::new(classes.clone(), self.be_starvation_slots)),
+                "tutti" => Box::new(Smec::tutti(classes.clone(), self.be_starvation_slots)),
+                "pf" => Box::new(self.pf),
+                name => crate::cell::scheduler(name)?,
+            };
+            cells.push((sched, site.blocks));
+        }
+        let start = (0..self.members.len()).map(|i| Some(self.start.get(i).copied().unwrap_or(0))).collect();
+        Ok(CellCore::with_cells(self.members.len(), self.cfg, cells, start))
+    }
+
+    /// The cell named `name` (an index into `sites`).
+    pub fn site(&self, name: &str) -> Option<usize> {
+        self.sites.iter().position(|s| s.name == name)
+    }
+
+    /// How the cell log's header names the scheduler(s): "pf", or "a:pf:51,b:rr:25" for several cells.
+    pub fn describe(&self) -> String {
+        match self.sites.as_slice() {
+            [one] => one.scheduler.clone(),
+            many => many.iter().map(|s| format!("{}:{}:{}", s.name, s.scheduler, s.blocks)).collect::<Vec<_>>().join(","),
+        }
     }
 }
 

@@ -299,8 +299,14 @@ impl Forwarder {
 
     /// Hand gathered log lines to the writer thread; report a write error.
     pub(super) fn flush_logs(&mut self) -> Result<(), String> {
-        for (cell, log) in self.cells.iter_mut().zip(self.cell_logs.iter_mut()) {
-            let (Some(cell), Some((out, written))) = (cell.as_mut(), log.as_mut()) else { continue };
+        for ((cell, log), spec) in self.cells.iter_mut().zip(self.cell_logs.iter_mut()).zip(self.cfg.cells.iter()) {
+            let (Some(cell), Some((out, written)), Some(spec)) = (cell.as_mut(), log.as_mut(), spec.as_ref()) else {
+                if let Some(c) = cell.as_mut() {
+                    c.moves.clear(); // no log: nobody reads them
+                }
+                continue;
+            };
+            let names: Vec<String> = spec.sites.iter().map(|s| s.name.clone()).collect();
             let mut text = String::new();
             for r in cell.log.as_mut().map(std::mem::take).unwrap_or_default() {
                 let _ = write!(text, "{}", r.slot);
@@ -323,6 +329,9 @@ impl Forwarder {
                 let _ = writeln!(text, "start {ue} {start} {at}");
             }
             *written = cell.detections().len();
+            for (ue, to, slot) in std::mem::take(&mut cell.moves) {
+                let _ = writeln!(text, "move {ue} {} {slot}", to.map_or("-".to_string(), |c| names[c].clone()));
+            }
             out.append(text.into_bytes());
         }
         for l in &mut self.links {

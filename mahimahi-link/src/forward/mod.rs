@@ -33,7 +33,7 @@ mod stats;
 mod threads;
 mod timed;
 
-pub use cellspec::CellSpec;
+pub use cellspec::{CellSpec, Site};
 pub use frame::Frame;
 use cellspec::CellMembers;
 use frame::{assemble, Pkt};
@@ -346,8 +346,10 @@ impl Forwarder {
             let names: Vec<&str> = spec.members.iter().map(|&li| cfg.links[li].name.as_str()).collect();
             let mut f = std::fs::File::create(&path).map_err(|e| format!("--cell-log: cannot create {path}: {e}"))?;
             use std::io::Write as _;
-            writeln!(f, "# mahimahi-link cell ({dir}) scheduler={} slot_ns={} blocks={} members={}\n# slot BLOCKS... | seen BYTES... [| sr UE...]  (one column per member, in this order)\n# start UE START_SLOT DETECTED_SLOT\n# t0 UNIX_NS (when slot 0 began)",
-                     spec.scheduler, spec.cfg.slot_ns, spec.cfg.blocks, names.join(","))
+            let start: Vec<&str> = (0..names.len()).map(|i| spec.sites[spec.start.get(i).copied().unwrap_or(0)].name.as_str()).collect();
+            let cells = if spec.sites.len() > 1 { format!(" cells={} start={}", spec.describe(), start.join(",")) } else { String::new() };
+            writeln!(f, "# mahimahi-link cell ({dir}) scheduler={} slot_ns={} blocks={} members={}{cells}\n# slot BLOCKS... | seen BYTES... [| sr UE...]  (one column per member, in this order)\n# start UE START_SLOT DETECTED_SLOT\n# move UE CELL|- SLOT (a handover: the UE leaves its cell, then joins CELL)\n# t0 UNIX_NS (when slot 0 began)",
+                     spec.sites[0].scheduler, spec.cfg.slot_ns, spec.cfg.blocks, names.join(","))
                 .map_err(|e| format!("--cell-log: cannot write {path}: {e}"))?;
             core.log = Some(Vec::new());
             cell_logs[k] = Some((writer.register(&path, f), 0));

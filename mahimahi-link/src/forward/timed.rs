@@ -12,6 +12,10 @@ enum Applied {
     Outage { duration: Nanos, flush: bool },
     Trace { up: bool, trace: Arc<Trace>, aligned: bool },
     Delay { rule: usize, delay_ns: Nanos },
+    /// A handover's start: the member leaves its cells (per direction) and its link is dark until `until`.
+    Leave { until: Nanos, flush: bool },
+    /// ... and its end: it joins the cell of this index in each direction that has cells.
+    Join { cells: [Option<usize>; 2] },
 }
 
 pub(super) struct Timed {
@@ -42,10 +46,16 @@ impl Timed {
                         Some(rule) => Applied::Delay { rule, delay_ns: *delay_ns },
                         None => continue, // checked before: cannot happen
                     },
+                    Change::Handover { cell, interruption, flush } => {
+                        let cells = [0, 1].map(|k| cfg.cells[k].as_ref().and_then(|c| c.site(cell)));
+                        events.push((e.at + interruption, li, Applied::Join { cells }, format!("joins {cell}")));
+                        Applied::Leave { until: e.at + interruption, flush: *flush }
+                    }
                 };
                 events.push((e.at, li, change, e.text.clone()));
             }
         }
+        events.sort_by_key(|e| e.0); // stable: a handover's end after what the file has at its time
         let log = match (&cfg.timeline_log, events.is_empty()) {
             (Some(p), false) => Some(
                 std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("--timeline-log: cannot open {p}: {e}"))?,
@@ -65,23 +75,35 @@ impl Timed {
     }
 }
 
-/// Every event's link and delay prefix exist, and no event touches a shared
-/// cell's member (a cell serves its members' links slot by slot: a change of
-/// one member's trace or an outage of it is a handover's business, not yet here).
+/// Every event's link and delay prefix exist, and a handover moves a shared
+/// cell's member to a cell of its direction(s) that it is not already bound
+/// to at the start (a member's outage and trace switch act on its link, which
+/// the cell schedules: a dark member gets no blocks, a switched one its new channel).
 pub fn check(cfg: &ForwardConfig) -> Result<(), Vec<String>> {
     let mut errors = Vec::new();
-    let members: Vec<usize> = cfg.cells.iter().flatten().flat_map(|c| c.members.iter().copied()).collect();
     for e in &cfg.timeline {
-        match &e.link {
+        let at = e.at as f64 / 1e6;
+        let li = match &e.link {
             Some(n) => match cfg.links.iter().position(|l| l.name == *n) {
-                None => errors.push(format!("--timeline: {} ({}): no --link is named {n:?}", e.at as f64 / 1e6, e.text)),
-                Some(li) if members.contains(&li) => {
-                    errors.push(format!("--timeline: {} ({}): link {n:?} is a member of a shared cell, whose links a timeline does not change", e.at as f64 / 1e6, e.text))
+                None => {
+                    errors.push(format!("--timeline: {at} ({}): no --link is named {n:?}", e.text));
+                    None
                 }
-                Some(_) => {}
+                found => found,
             },
-            None if !members.is_empty() => errors.push(format!("--timeline: {} ({}): `*` includes the shared cell's members, whose links a timeline does not change", e.at as f64 / 1e6, e.text)),
-            None => {}
+            None => None,
+        };
+        if let (Change::Handover { cell, .. }, Some(li)) = (&e.change, li) {
+            let dirs: Vec<&super::CellSpec> = cfg.cells.iter().flatten().filter(|c| c.members.contains(&li)).collect();
+            if dirs.is_empty() {
+                errors.push(format!("--timeline: {at} ({}): link {:?} is in no shared cell (--cell-members)", e.text, cfg.links[li].name));
+            }
+            for c in dirs {
+                if c.site(cell).is_none() {
+                    let names: Vec<&str> = c.sites.iter().map(|s| s.name.as_str()).collect();
+                    errors.push(format!("--timeline: {at} ({}): no cell is named {cell:?}; cells (--cells): {}", e.text, names.join(", ")));
+                }
+            }
         }
         if let Change::Delay { prefix, .. } = &e.change {
             if !cfg.delays.iter().any(|d| d.prefix == *prefix) {
@@ -103,21 +125,40 @@ impl Forwarder {
             let (rel, li, change, text) = self.timed.events[self.timed.next].clone();
             self.timed.next += 1;
             self.advance(li, at, deps);
-            let l = &mut self.links[li];
+            self.advance_cell(true, at); // a member's link is the cell's to run: to this instant, too
+            self.advance_cell(false, at);
             match change {
                 Applied::Outage { duration, flush } => {
+                    let l = &mut self.links[li];
                     for d in [&mut l.up, &mut l.down] {
                         let mut sink = LogSink { log: d.log.as_mut(), out: deps };
                         d.link.outage(at + duration, flush, &mut sink);
                     }
                 }
                 Applied::Trace { up, trace, aligned } => {
+                    let l = &mut self.links[li];
                     let d = if up { &mut l.up } else { &mut l.down };
                     d.batch_ns = batch_window(&trace, self.cfg.batch_ns);
                     d.link.switch_trace(trace, aligned);
                 }
-                Applied::Delay { rule, delay_ns } => l.delay_ns[rule] = delay_ns,
+                Applied::Delay { rule, delay_ns } => self.links[li].delay_ns[rule] = delay_ns,
+                Applied::Leave { until, flush } => {
+                    for up in [true, false] {
+                        self.move_member(li, up, None);
+                    }
+                    let l = &mut self.links[li];
+                    for d in [&mut l.up, &mut l.down] {
+                        let mut sink = LogSink { log: d.log.as_mut(), out: deps };
+                        d.link.outage(until, flush, &mut sink);
+                    }
+                }
+                Applied::Join { cells } => {
+                    for (k, up) in [(0, true), (1, false)] {
+                        self.move_member(li, up, cells[k]);
+                    }
+                }
             }
+            let l = &self.links[li];
             if let Some(f) = self.timed.log.as_mut() {
                 use std::io::Write as _;
                 // UNIX_NS (when it applied, on the link's clock) T_MS (after the restart) LATE_US (the loop's) LINK CHANGE
@@ -127,11 +168,34 @@ impl Forwarder {
         }
     }
 
-    /// A trace restart: every link back as the command line made it, and the
-    /// timeline from its start (the caller restarts the traces after this).
+    /// Link `li` leaves its cell in one direction (`to` None) or joins cell `to` there
+    /// (nothing where that direction has no cells or the link is not a member).
+    fn move_member(&mut self, li: usize, up: bool, to: Option<usize>) {
+        let k = usize::from(!up);
+        let (Some(ue), Some(mut cell), Some(spec)) = (self.member_of[k][li], self.cells[k].take(), self.cfg.cells[k].as_ref()) else { return };
+        let mut out = Vec::new();
+        let mut m = CellMembers { links: &mut self.links, members: &spec.members, up, out: &mut out };
+        match to {
+            None => cell.detach(ue, &mut m),
+            Some(c) => cell.attach(ue, c, &mut m),
+        }
+        self.cells[k] = Some(cell);
+    }
+
+    /// A trace restart: every link back as the command line made it (and every cell member
+    /// in its first cell), and the timeline from its start (the caller restarts the traces after this).
     pub(super) fn rearm_timeline(&mut self, at: Nanos) {
         if self.timed.is_empty() {
             return;
+        }
+        for (k, up) in [(0, true), (1, false)] {
+            let Some(spec) = self.cfg.cells[k].clone() else { continue };
+            for (ue, &li) in spec.members.iter().enumerate() {
+                let first = spec.start.get(ue).copied().unwrap_or(0);
+                if self.cells[k].as_ref().is_some_and(|c| c.cell_of(ue) != Some(first)) {
+                    self.move_member(li, up, Some(first));
+                }
+            }
         }
         for (li, l) in self.links.iter_mut().enumerate() {
             let spec = &self.cfg.links[li];
