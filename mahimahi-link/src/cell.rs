@@ -902,8 +902,12 @@ mod tests {
     /// Three saturating UEs at 48 Mbit/s, two in cell 0 and one in cell 1; at 1 s UE 1 hands
     /// over to cell 1 (50 ms with nothing sent, then cell 1's); bytes per UE before, during, after.
     fn handover_thirds(cfg: CellConfig) -> ([u64; 3], [u64; 3], [u64; 3], Cell<u32>) {
+        handover_thirds_with(cfg, scheduler("rr").unwrap())
+    }
+
+    fn handover_thirds_with(cfg: CellConfig, second: Box<dyn Scheduler>) -> ([u64; 3], [u64; 3], [u64; 3], Cell<u32>) {
         let t = trace(&"1\n".repeat(4));
-        let core = CellCore::with_cells(3, cfg, vec![(scheduler("rr").unwrap(), 51), (scheduler("rr").unwrap(), 25)], vec![Some(0), Some(0), Some(1)]);
+        let core = CellCore::with_cells(3, cfg, vec![(scheduler("rr").unwrap(), 51), (second, 25)], vec![Some(0), Some(0), Some(1)]);
         let mut cell = Cell { core, links: (0..3).map(|_| link(&t)).collect() };
         let mut sinks: Vec<Rec> = (0..3).map(|_| Rec::default()).collect();
         let step = 100_000;
@@ -931,6 +935,16 @@ mod tests {
         let last: Vec<u64> = sinks.iter().map(|s| s.bytes).collect();
         let d = |a: &[u64], b: &[u64]| [0, 1, 2].map(|i| b[i] - a[i]);
         (marks[0].clone().try_into().unwrap(), d(&marks[0], &marks[1]), d(&marks[1], &last), cell)
+    }
+
+    #[test]
+    fn after_a_handover_the_new_cells_smec_puts_the_latency_critical_ue_first() {
+        for cfg in [CellConfig::default(), CellConfig { uplink: Some(UplinkSignalling::default()), ..Default::default() }] {
+            // UE 1 (latency-critical, always backlogged) joins cell 1 (SMEC) where UE 2 is best effort
+            let classes = vec![UeClass::BestEffort, UeClass::LatencyCritical { slo_slots: 200 }, UeClass::BestEffort];
+            let (_, _, after, _) = handover_thirds_with(cfg, Box::new(Smec::new(classes, 40)));
+            assert!(after[1] > 4 * after[2], "signalling {}: u1 {} u2 {}", cfg.uplink.is_some(), after[1], after[2]);
+        }
     }
 
     #[test]

@@ -75,7 +75,7 @@ def test_a_handover_moves_a_ue_to_another_cell_and_its_scheduler(mml, tmp_path, 
     links = [f"--link=name=u{i},ue=ue{i},core=c{i},up={trace},down={trace}" for i in range(UES)]
     emu = subprocess.Popen(["ip", "netns", "exec", ran, str(mml), "forward", *links, "--uplink-cell=rr,smec", "--cells=a,b",
                             "--cell-start=a,a,b", "--cell-class=lc:100", "--cell-class=be", "--cell-class=be",
-                            f"--cell-log={tmp_path}/cell-{{dir}}.log", f"--uplink-log={tmp_path}/{{name}}.up.log",
+                            f"--cell-log={tmp_path}/cell-{{dir}}.log", f"--uplink-log={tmp_path}/{{name}}.up.log", f"--downlink-log={tmp_path}/{{name}}.down.log",
                             f"--timeline={tmp_path}/timeline.txt", f"--timeline-log={tmp_path}/applied.log", f"--stats={stats}"],
                            stderr=subprocess.PIPE, text=True)
     servers: list[subprocess.Popen] = []
@@ -135,10 +135,15 @@ def test_a_handover_moves_a_ue_to_another_cell_and_its_scheduler(mml, tmp_path, 
     assert 0.8 <= u0 / u1 <= 1.25, (u0, u1, u2)
     # what u0's link did: nothing left in either interruption; the first handover forwarded its
     # queue (no drop), the second lost it (one drop of everything queued, at the change)
-    _, _, _, dep, drops = parse_log(tmp_path / "u0.up.log")
+    _, opp, _, dep, drops = parse_log(tmp_path / "u0.up.log")
+    _, down_opp, _, _, _ = parse_log(tmp_path / "u0.down.log")
     ms = [(int(a[0]) - t0) / 1e6 for a in applied]
     for start, end in ((ms[0], ms[1]), (ms[2], ms[3])):
         assert not [d for d in dep if start + 3 < d[0] < end - 3], f"u0 sent during the interruption {start:.0f}-{end:.0f} ms"
+        # dark both ways (an outage: no delivery opportunity at all, in the downlink too, which has no cell here)
+        for what, o in (("uplink", opp), ("downlink", down_opp)):
+            assert not [x for x in o if start + 3 < x[0] < end - 3], f"u0's {what} had opportunities in {start:.0f}-{end:.0f} ms"
+        assert [x for x in down_opp if end + 3 < x[0] < end + 20], "u0's downlink has its opportunities back after the interruption"
     print("u0's drops (ms, packets, bytes):", drops, "changes at (ms):", [round(m, 1) for m in ms])
     # (the link log counts whole ms from the emulator's start, the cell log's t0 is read off another clock: 3 ms slack)
     assert len(drops) == 1 and abs(drops[0][0] - ms[2]) <= 3 and drops[0][1] > 20, (drops, ms)

@@ -308,8 +308,8 @@ CELLS = (REPO / "configs" / "mobility-cells.toml").read_text()
 
 
 def test_several_cells_become_the_emulators_cells_and_a_handover_its_lines(tmp_path):
-    f = _file(tmp_path, "", base=CELLS.replace('members = ["bulk1"]',
-                                               'members = ["bulk1"]\nblocks = 25\nuplink_trace = "slow.trace"'))
+    f = _file(tmp_path, "", base=CELLS.replace('uplink_trace = "const-12mbps"', 'blocks = 25\nuplink_trace = "slow.trace"')
+                                     .replace('[cells.b]\nuplink = "pf"', '[cells.b]\nuplink = "smec"'))
     spec = experiment.load(f, materialize=False)
     c = spec.cell
     assert c is not None and [(s.name, s.uplink, s.blocks, s.members) for s in c.sites] == [

@@ -12,8 +12,8 @@ enum Applied {
     Outage { duration: Nanos, flush: bool },
     Trace { up: bool, trace: Arc<Trace>, aligned: bool },
     Delay { rule: usize, delay_ns: Nanos },
-    /// A handover's start: the member leaves its cells (per direction) and its link is dark until `until`.
-    Leave { until: Nanos, flush: bool },
+    /// A handover's start: the member leaves its cells (per direction) and its link is dark for `duration`.
+    Leave { duration: Nanos, flush: bool },
     /// ... and its end: it joins the cell of this index in each direction that has cells.
     Join { cells: [Option<usize>; 2] },
 }
@@ -49,7 +49,7 @@ impl Timed {
                     Change::Handover { cell, interruption, flush } => {
                         let cells = [0, 1].map(|k| cfg.cells[k].as_ref().and_then(|c| c.site(cell)));
                         events.push((e.at + interruption, li, Applied::Join { cells }, format!("joins {cell}")));
-                        Applied::Leave { until: e.at + interruption, flush: *flush }
+                        Applied::Leave { duration: *interruption, flush: *flush }
                     }
                 };
                 events.push((e.at, li, change, e.text.clone()));
@@ -142,14 +142,14 @@ impl Forwarder {
                     d.link.switch_trace(trace, aligned);
                 }
                 Applied::Delay { rule, delay_ns } => self.links[li].delay_ns[rule] = delay_ns,
-                Applied::Leave { until, flush } => {
+                Applied::Leave { duration, flush } => {
                     for up in [true, false] {
                         self.move_member(li, up, None);
                     }
                     let l = &mut self.links[li];
                     for d in [&mut l.up, &mut l.down] {
                         let mut sink = LogSink { log: d.log.as_mut(), out: deps };
-                        d.link.outage(until, flush, &mut sink);
+                        d.link.outage(at + duration, flush, &mut sink);
                     }
                 }
                 Applied::Join { cells } => {
