@@ -350,6 +350,8 @@ class TimelineEntry(Strict):
     # outage of interruption_ms at its recorded time (t_s on: those at or after it), its queue by `queue`
     handovers: str | None = None
     interruption_ms: float = Field(default=50.0, gt=0, le=10000)
+    # handovers: each moves the UEs to the cell of the log's new cell ID ([cells.ID]) instead of an outage of their link
+    to_cells: bool = False
     # the UEs' service moves to this edge or cloud node: stop-and-copy, state_bytes over the core (modelled:
     # the two tiers' one-way delays plus state_bytes at core_rate_mbps), requests drawn meanwhile held
     relocate: str | None = None

@@ -190,8 +190,8 @@ class TimelineEvent:
             dirs = [f"{d} -> {t.given}" for d, t in (("uplink", self.uplink), ("downlink", self.downlink)) if t is not None]
             what = f"trace {', '.join(dirs)} ({'phase-aligned' if self.phase == 'aligned' else 'restarted'})"
         elif self.kind == "handover":
-            what = (f"handover to cell {self.handover} ({(self.outage_s or 0.0) * 1000:g} ms interruption, queue "
-                    f"{'lost' if self.queue == 'flush' else 'forwarded'})")
+            what = ((f"{self.cause}: " if self.cause else "") + f"handover to cell {self.handover} "
+                    f"({(self.outage_s or 0.0) * 1000:g} ms interruption, queue {'lost' if self.queue == 'flush' else 'forwarded'})")
         elif self.kind == "relocate":
             what = (f"service moves to {self.relocate} ({self.state_bytes} bytes of state, {self.move_s * 1000:.1f} ms "
                     "modelled; requests drawn meanwhile held)")
@@ -213,7 +213,7 @@ class TimelineEvent:
         if self.kind == "relocate":
             return f"to {self.relocate}"
         if self.kind == "handover":
-            return f"handover to {self.handover}"
+            return self.cause.split(" (")[0] if self.cause else f"handover to {self.handover}"
         return f"{self.node + ' ' if self.node else ''}core {self.core_delay_ms:g} ms"
 
 

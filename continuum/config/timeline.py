@@ -14,7 +14,7 @@ from continuum.config.spec import AppSpec, CellSpec, NodeSpec, TimelineEvent
 from continuum.config.validation import Issues
 from continuum.workloads import REGISTRY as APPS
 
-WHOSE = {"queue": "an outage (outage_s, handovers, handover)", "interruption_ms": "a handover (handovers, handover)",
+WHOSE = {"to_cells": "a recorded drive's handovers (handovers)", "queue": "an outage (outage_s, handovers, handover)", "interruption_ms": "a handover (handovers, handover)",
          "phase": "a trace switch (uplink, downlink)",
          "tier": "a core-delay step (core_delay_ms)", "node": "a core-delay step (core_delay_ms)"}
 CHANGES = ("outage_s", "handovers", "handover", "uplink/downlink", "core_delay_ms", "rate/utilisation", "relocate")
@@ -108,7 +108,8 @@ def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[st
                          ("interruption_ms", "interruption_ms" in e.model_fields_set and e.handovers is None and e.handover is None),
                          ("phase", "phase" in e.model_fields_set and not (e.uplink or e.downlink or e.handover)),
                          ("tier", e.tier is not None and e.core_delay_ms is None),
-                         ("node", e.node is not None and e.core_delay_ms is None)):
+                         ("node", e.node is not None and e.core_delay_ms is None),
+                         ("to_cells", e.to_cells and e.handovers is None)):
         if misplaced:
             bad(f"{key}.{k}", f"{k} belongs to {WHOSE[k]}")
             ok = False
@@ -144,7 +145,7 @@ def _entry(e: raw.TimelineEntry, key: str, endpoints: list[str], groups: dict[st
     if e.outage_s is not None:
         return TimelineEvent(e.t_s, ues, "outage", outage_s=e.outage_s, queue=e.queue, given_ue=given_ue)
     if e.handovers is not None:
-        return _handovers(e, key, ues, given_ue, total_s, ctx)
+        return _handovers(e, key, ues, given_ue, total_s, cell, ctx)
     if e.handover is not None:
         return TimelineEvent(e.t_s, ues, "handover", handover=e.handover, outage_s=e.interruption_ms / 1000, queue=e.queue,
                              phase=e.phase if "phase" in e.model_fields_set else "aligned", given_ue=given_ue)
@@ -257,10 +258,11 @@ def _load(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], apps: list[AppSp
 
 
 def _handovers(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], given_ue: str, total_s: float | None,
-               ctx: Issues) -> list[TimelineEvent] | None:
+               cell: CellSpec | None, ctx: Issues) -> list[TimelineEvent] | None:
     """A recorded drive's handovers as outages at their times on the entry's traces' clock (which
     restarts with every repetition, as the traces do), those at or after t_s within the repetition;
-    a drive shorter than the repetition loops, as its traces do."""
+    a drive shorter than the repetition loops, as its traces do. With to_cells, each is a handover
+    to the cell named by the log's new cell ID ([cells.ID]), the UEs starting in the drive's first."""
     from continuum.tracearchive import convert, drive, fetch, index
 
     assert e.handovers is not None
@@ -279,15 +281,34 @@ def _handovers(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], given_ue: s
         ctx.bad(f"{key}.handovers", str(err))
         return None
     end = total_s if total_s is not None else float(d.duration_s)
-    out = []
-    for loop in range(int(end // d.duration_s) + 1):
-        for h in d.handovers:
-            t = loop * d.duration_s + h.t_s
-            if e.t_s <= t < end:
-                out.append(TimelineEvent(float(t), ues, "outage", outage_s=e.interruption_ms / 1000, queue=e.queue,
-                                         given_ue=given_ue,
-                                         cause=f"handover {h.source} -> {h.target} (drive log line {h.line})"))
-    return out
+    due = [(loop * d.duration_s + h.t_s, h) for loop in range(int(end // d.duration_s) + 1) for h in d.handovers
+           if e.t_s <= loop * d.duration_s + h.t_s < end]
+    if e.to_cells and not _drive_cells(e, key, ues, [h for _, h in due], cell, ctx):
+        return None
+    return [TimelineEvent(float(t), ues, "handover" if e.to_cells else "outage", outage_s=e.interruption_ms / 1000,
+                          queue=e.queue, given_ue=given_ue, handover=str(h.target) if e.to_cells else None,
+                          phase="aligned", cause=f"handover {h.source} -> {h.target} (drive log line {h.line})")
+            for t, h in due]
+
+
+def _drive_cells(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], due: list, cell: CellSpec | None, ctx: Issues) -> bool:
+    """to_cells: a [cells.ID] for every cell the drive serves the UEs from, and the UEs starting in its first."""
+    if cell is None or not cell.sites:
+        ctx.bad(f"{key}.to_cells", "the drive's handovers move UEs between cells: give each cell the log names as "
+                                   "[cells.ID] (docs/cell.md)")
+        return False
+    ids = list(dict.fromkeys([due[0].source, *(h.target for h in due)])) if due else []
+    missing = [i for i in ids if cell.site(str(i)) is None]
+    if missing:
+        ctx.bad(f"{key}.to_cells", f"the drive serves the UEs from cell(s) {', '.join(map(str, ids))}; no [cells.ID] "
+                                   f"for {', '.join(map(str, missing))} (cells here: {', '.join(s.name for s in cell.sites)})")
+        return False
+    wrong = [u for u in ues if (s := cell.start(u)) is None or (ids and s.name != str(ids[0]))]
+    if wrong:
+        ctx.bad(f"{key}.ue", f"{', '.join(wrong)} must start in the drive's first cell, {ids[0] if ids else '?'} "
+                             f"([cells.{ids[0] if ids else 'ID'}] members), and be a cell member")
+        return False
+    return True
 
 
 def _relocate(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], apps: list[AppSpec], p: dict,

@@ -362,3 +362,30 @@ queue = "flush"
     with pytest.raises(ConfigError) as e:
         experiment.load(ok, materialize=False)
     assert "no cell is named 'c'; cells: a, b" in str(e.value)
+
+
+def test_a_recorded_drives_handovers_move_the_ue_between_the_cells_the_log_names(tmp_path):
+    if not (REPO.parent / "shared" / "traces" / "irish-5g").is_dir():
+        pytest.skip(f"the Irish 5G dataset is not under {REPO.parent / 'shared' / 'traces'} (clone beside ../shared)")
+    drive = (REPO / "configs" / "mobility-drive.toml").read_text()
+    cells = ('\n[cell]\ndownlink = "private"\n\n[cells.12]\nuplink = "pf"\nmembers = ["endpoint0"]\n\n'
+             '[cells.11]\nuplink = "smec"\nmembers = []\n')
+    f = _file(tmp_path, cells, base=drive.replace('queue = "keep"', 'queue = "keep"\nto_cells = true'))
+    spec = experiment.load(f, materialize=False)
+    # the same five recorded changes of serving cell as mobility-drive's outages, now moves between cells 12 and 11
+    assert [(e.t_s, e.kind, e.handover) for e in spec.timeline] == [
+        (77.0, "handover", "11"), (79.0, "handover", "12"), (123.0, "handover", "11"), (126.0, "handover", "12"),
+        (131.0, "handover", "11")]
+    assert spec.timeline[0].label() == "handover 12 -> 11" and spec.timeline[0].phase == "aligned"
+    assert link.timeline_lines(spec, plan.build(spec))[1] == "77000.000 endpoint0 handover 11 50.000 keep"
+    missing = _file(tmp_path, cells.replace("[cells.11]", "[cells.13]"), name="m.toml",
+                    base=drive.replace('queue = "keep"', 'queue = "keep"\nto_cells = true'))
+    with pytest.raises(ConfigError) as e:
+        experiment.load(missing, materialize=False)
+    assert "no [cells.ID] for 11" in str(e.value)
+    in_11 = cells.replace('uplink = "pf"\nmembers = ["endpoint0"]', 'uplink = "pf"\nmembers = []').replace(
+        'uplink = "smec"\nmembers = []', 'uplink = "smec"\nmembers = ["endpoint0"]')
+    wrong = _file(tmp_path, in_11, name="w.toml", base=drive.replace('queue = "keep"', 'queue = "keep"\nto_cells = true'))
+    with pytest.raises(ConfigError) as e:
+        experiment.load(wrong, materialize=False)
+    assert "must start in the drive's first cell, 12" in str(e.value)
