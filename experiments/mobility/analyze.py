@@ -94,7 +94,7 @@ def figures(arms: dict[str, dict], results: Path) -> None:
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("time since the repetition's start (s; the drive's clock; warm-up: the first 5 s, left out)")
     fig.suptitle("W1 on a recorded 5G drive: every request's end-to-end latency (measured)")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.985))
     fig.savefig(results / "latency_over_time.png", dpi=110)
     plt.close(fig)
 
