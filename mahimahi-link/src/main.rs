@@ -217,7 +217,8 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
         }
         let fewest = c.cell_blocks.iter().copied().min().unwrap_or(0);
         if c.cell_uplink_signalling && c.cell_signalling.sr_grant_blocks > fewest {
-            errors.push(format!("--cell-sr-grant-blocks: {} is more than a cell's {fewest} blocks", c.cell_signalling.sr_grant_blocks));
+            let whose = if c.cell_blocks.len() == 1 { "the cell's" } else { "a cell's" };
+            errors.push(format!("--cell-sr-grant-blocks: {} is more than {whose} {fewest} blocks", c.cell_signalling.sr_grant_blocks));
         }
         let tutti = c.uplink_cell.iter().flatten().any(|s| s == "tutti");
         if tutti != c.cell_notice_port.is_some() {

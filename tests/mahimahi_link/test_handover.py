@@ -147,3 +147,20 @@ def test_a_handover_moves_a_ue_to_another_cell_and_its_scheduler(mml, tmp_path, 
     print("u0's drops (ms, packets, bytes):", drops, "changes at (ms):", [round(m, 1) for m in ms])
     # (the link log counts whole ms from the emulator's start, the cell log's t0 is read off another clock: 3 ms slack)
     assert len(drops) == 1 and abs(drops[0][0] - ms[2]) <= 3 and drops[0][1] > 20, (drops, ms)
+
+
+def test_a_handover_to_no_such_cell_or_of_a_private_link_is_refused_before_anything_starts(mml, tmp_path):
+    trace = constant_trace(tmp_path / "12.trace", 12)
+    (tmp_path / "timeline.txt").write_text("100 u0 handover c 50 keep\n200 u1 handover b 50 keep\n300 * handover b 50 keep\n")
+    links = [f"--link=name=u{i},ue=x{i},core=y{i},up={trace},down={trace}" for i in range(2)]
+    p = subprocess.run([str(mml), "forward", *links, "--uplink-cell=rr,pf", "--cells=a,b", "--cell-members=u0",
+                        f"--timeline={tmp_path}/timeline.txt"], capture_output=True, text=True, timeout=10)
+    assert p.returncode != 0
+    for needle in ("a handover moves one link: name it, not *",):
+        assert needle in p.stderr, p.stderr
+    (tmp_path / "timeline.txt").write_text("100 u0 handover c 50 keep\n200 u1 handover b 50 keep\n")
+    p = subprocess.run([str(mml), "forward", *links, "--uplink-cell=rr,pf", "--cells=a,b", "--cell-members=u0",
+                        f"--timeline={tmp_path}/timeline.txt"], capture_output=True, text=True, timeout=10)
+    assert p.returncode != 0
+    for needle in ('no cell is named "c"; cells (--cells): a, b', 'link "u1" is in no shared cell'):
+        assert needle in p.stderr, p.stderr

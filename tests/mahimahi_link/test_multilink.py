@@ -183,6 +183,14 @@ def test_cell_options_are_checked_before_anything_starts(mml, tmp_path):
     assert "it schedules the uplink only" in p.stderr, p.stderr
     p = subprocess.run([str(mml), "forward", *links, "--cell-notice-port=47000"], capture_output=True, text=True, timeout=10)
     assert "need --uplink-cell or --downlink-cell" in p.stderr, p.stderr
+    # several cells: a value per cell or one for all, every member's first cell named
+    p = subprocess.run([str(mml), "forward", *links, "--cells=a,b,a", "--uplink-cell=rr,pf", "--cell-blocks=51,25,10,5",
+                        "--cell-start=a,c,b"], capture_output=True, text=True, timeout=10)
+    for needle in ('--cells: "a" named twice', "--uplink-cell: 2 values for 3 cell(s)", "--cell-blocks: 4 values for 3 cell(s)",
+                   "--cell-start: 3 cells for 2 cell members", '--cell-start: no cell is named "c"'):
+        assert needle in p.stderr, p.stderr
+    p = subprocess.run([str(mml), "forward", *links, "--cells=a,b"], capture_output=True, text=True, timeout=10)
+    assert "need --uplink-cell or --downlink-cell" in p.stderr, p.stderr
 
 
 def _ping_median_ms(ns: str, dst: str, count: int = 100) -> float:
