@@ -162,14 +162,15 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     def on_message(_c, _u, m) -> None:
         t = time.time_ns()
         header, result = contract.unpack(m.payload)
-        if smec:
-            smec.response_arrived(header)
+        timing = moves.timing_of(header.get("request_id"), smec)
+        if timing:
+            timing.response_arrived(header)
         req.answered(header, result, len(m.payload), t)
 
     client = mqtt.Client(client_id=f"{s.endpoint}-r{s.repetition}", clean_session=True)
     client.on_message = on_message
     _subscribed(client, s.broker_host, s.broker_port, [(contract.response_topic(s.endpoint), s.qos)])
-    moves = _Moves(s, on_message, client)
+    moves = _Moves(s, on_message, client, smec)
 
     if s.arrivals == "onoff" and not s.onoff:
         raise SystemExit(f"arrivals = onoff needs its schedule in {contract.Env.ONOFF}")
@@ -182,7 +183,7 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     while not stop.is_set():
         # The next send is one gap after the last at the current rate; congestion control
         # may change the rate while we wait, so the wait is re-planned every 100 ms.
-        moves.release(time.time_ns(), req, smec)  # a relocation's held requests, once the service is there
+        moves.release(time.time_ns(), req)  # a relocation's held requests, once the service is there
         rate = cc.rate if cc else s.rate
         if steps is not None:  # [[timeline]] load steps (not with cc or bursts: the file's checks)
             due = steps.after(last_send, unit_gap)
@@ -205,8 +206,8 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
             if held:  # drawn while the service moves: it waits at the endpoint for the move's end
                 moves.hold(row, payload)
             else:
-                moves.release(time.time_ns(), req, smec)  # those held before it go first
-                _publish(to, s, req, smec, row, payload)
+                moves.release(time.time_ns(), req)  # those held before it go first
+                _publish(to, s, req, moves.timing_for(to, row), row, payload)
             seq += 1
         unit_gap = rng.exponential(1.0) if s.arrivals in ("poisson", "onoff") else 1.0  # in units of 1/rate
         req.expire(time.time_ns())
@@ -214,7 +215,7 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     # Every request gets its full timeout for an answer (held ones once the move is over).
     while moves.held and not stop.is_set():
         stop.wait(max(0.0, min(0.05, (moves.held_until - time.time_ns()) / 1e9)))
-        moves.release(time.time_ns(), req, smec)
+        moves.release(time.time_ns(), req)
     while req.pending and not stop.is_set():
         req.expire(time.time_ns())
         stop.wait(0.05)
@@ -222,8 +223,8 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     for c in dict.fromkeys((client, *moves.clients.values())):
         c.disconnect()  # first: it wakes the network thread, which loop_stop would otherwise wait out (up to 1 s)
         c.loop_stop()
-    if smec:
-        smec.close()
+    for timing in moves.timings():
+        timing.close()
     req.close()
     return 0
 
@@ -232,9 +233,11 @@ class _Moves:
     """[[timeline]] relocations, stop-and-copy: from a move's start until its end (the state's
     transfer, modelled by the orchestrator) requests are drawn as usual but held here; at the end
     they go, with every later one, to the new node's broker (connected and subscribed at the start,
-    so the switch costs no connection). Answers from the old node still arrive."""
+    so the switch costs no connection). Answers from the old node still arrive. With SMEC's timing
+    (its early drops and budgets), the endpoint's timing client follows the service too: one per
+    node, each request's answer given to the client its request went with."""
 
-    def __init__(self, s: EndpointSettings, on_message, first: mqtt.Client) -> None:
+    def __init__(self, s: EndpointSettings, on_message, first: mqtt.Client, smec=None) -> None:
         epoch = int(s.relocations.get("epoch_ns", 0))
         self.moves = [(epoch + int(t * 1e9), hp, epoch + int(t * 1e9) + int(m * 1e9)) for t, hp, m in s.relocations.get("moves", [])]
         # a move back to the first node uses the first connection: a second subscription there
@@ -251,6 +254,30 @@ class _Moves:
                 _subscribed(c, host, int(port), [(contract.response_topic(s.endpoint), s.qos)])
                 self.clients[hp] = c
         self.s = s
+        # SMEC's timing client per node (its port: the first one's), and which one each request went with
+        self.smec: dict[int, object] = {id(first): smec} if smec else {}
+        if smec:
+            port = int(os.environ[contract.Env.SMEC_EDGE].rpartition(":")[2])
+            from smec_edge.api import Client
+
+            for hp, c in self.clients.items():
+                if id(c) not in self.smec:
+                    self.smec[id(c)] = Client(hp.rpartition(":")[0], port)
+        self.sent_with: dict[str, object] = {}
+
+    def timing_for(self, client: mqtt.Client, row: dict):
+        """The SMEC timing client of the node this request goes to (None: no SMEC)."""
+        timing = self.smec.get(id(client))
+        if timing is not None:
+            self.sent_with[row["request_id"]] = timing
+        return timing
+
+    def timing_of(self, rid: str | None, first):
+        """The timing client an answer's request went with."""
+        return self.sent_with.pop(rid, first) if rid is not None and self.sent_with else first
+
+    def timings(self) -> list:
+        return list(dict.fromkeys(self.smec.values()))
 
     def client_at(self, t: int, first: mqtt.Client) -> tuple[mqtt.Client, bool]:
         """Where a request drawn at t goes, and whether it waits for a move in progress."""
@@ -266,10 +293,10 @@ class _Moves:
     def hold(self, row: dict, payload: bytes) -> None:
         self.held.append((row, payload))
 
-    def release(self, now: int, req: "_Requests", smec) -> None:
+    def release(self, now: int, req: "_Requests") -> None:
         if self.held and now >= self.held_until and self.held_to is not None:
             for row, payload in self.held:
-                _publish(self.held_to, self.s, req, smec, row, payload)
+                _publish(self.held_to, self.s, req, self.timing_for(self.held_to, row), row, payload)
             self.held = []
 
 

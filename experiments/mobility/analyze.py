@@ -26,7 +26,7 @@ from arms import ARMS, SLO_MS  # noqa: E402
 
 NEAR_S = 1.0  # "around a handover": drawn within this long after it
 COLOURS = {"edge": "tab:blue", "edge-no-outage": "tab:gray", "cloud": "tab:orange", "edge-smec": "tab:green",
-           "stay": "tab:brown", "follow": "tab:cyan"}
+           "stay": "tab:brown", "follow": "tab:cyan", "stay-smec": "tab:olive", "follow-smec": "tab:pink"}
 
 
 def load(results: Path) -> dict[str, dict]:
@@ -103,7 +103,7 @@ def figures(arms: dict[str, dict], results: Path) -> None:
         df = a["df"][(a["df"]["phase"] == "measure") & (a["df"]["status"] == "ok")]
         s = to_nearest(df["t_drawn"], a["handovers"])
         near = df[(s > -2) & (s < 4)]
-        what = " (answered only: its early drops count in summary.csv)" if arm == "edge-smec" else ""
+        what = " (answered only: its early drops count in summary.csv)" if "smec" in arm else ""
         ax.plot(s[near.index], near["e2e_ms"], ".", ms=4, alpha=0.5, color=COLOURS[arm], label=arm + what)
         bins = np.floor(s[near.index] / 0.5) * 0.5
         med = near["e2e_ms"].groupby(bins).median()
@@ -124,7 +124,7 @@ def figures(arms: dict[str, dict], results: Path) -> None:
 def geography_figure(arms: dict[str, dict], results: Path) -> None:
     """stay and follow (with edge, whose core never changes): each request's downlink time, which a
     small answer makes the core's one-way delay plus the drive's downlink, over the run."""
-    shown = [arm for arm in ("edge", "stay", "follow") if arm in arms]
+    shown = [arm for arm in ("edge", "stay", "follow", "stay-smec", "follow-smec") if arm in arms]
     if "stay" not in shown and "follow" not in shown:
         return
     fig, axes = plt.subplots(len(shown), 1, figsize=(10, 2.3 * len(shown)), sharex=True, sharey=True, squeeze=False)

@@ -30,6 +30,10 @@ ARMS = {
     "edge-smec": f'\n[edge.manager]\nkind = "smec"\nmode = "quota"\nunit_cpus = 0.25\nmax_cpus = 1.0\nslo_ms = {SLO_MS}\n',
     "stay": "",  # two edge sites, the service stays on edge0 (geography: geography())
     "follow": "",  # ... and follows the UE to the new cell's site at each handover
+    # the same two under SMEC's timing and early drops (mode off: its manager daemon, which moves CPU
+    # quota on the offload node, does not move with a service)
+    "stay-smec": f'\n[edge.manager]\nkind = "smec"\nmode = "off"\nslo_ms = {SLO_MS}\n',
+    "follow-smec": f'\n[edge.manager]\nkind = "smec"\nmode = "off"\nslo_ms = {SLO_MS}\n',
 }
 
 
@@ -77,10 +81,10 @@ def arm(text: str, name: str, output: str) -> str:
         text = text.replace('edge = "base_edge"', 'edge = "base_edge"\ncloud = "eu_central_1"', 1)
     if name == "edge-no-outage":
         text = text[:text.index("[[timeline]]")]
-    if name in ("stay", "follow"):
+    if name.startswith(("stay", "follow")):
         text = text.replace("[nodes.edge]\ncpus = 1.0", f"[nodes.edge]\ncount = {len(sites())}  # one per cell\ncpus = 1.0", 1)
         text = text.replace('edge = "base_edge"', 'edge = %g  # base_edge: the serving cell\'s site' % NEAR_MS, 1)
-        text += geography(name == "follow")
+        text += geography(name.startswith("follow"))
     return text + ARMS[name]
 
 

@@ -223,7 +223,11 @@ def test_a_relocation_is_timed_from_the_core_and_what_it_cannot_move_is_named(tm
                  base=base + '\n[edge.manager]\nkind = "smec"\nslo_ms = 100\n', name="smec.toml")
     with pytest.raises(ConfigError) as e:
         experiment.load(smec, materialize=False)
-    assert "edge system" in str(e.value)
+    assert "SMEC's edge manager daemon (mode = 'quota')" in str(e.value) and 'mode = "off"' in str(e.value)
+    # SMEC's timing and early drops live in each server: they move with the service
+    timing = _file(tmp_path, '[[timeline]]\nt_s = 5\nrelocate = "cloud0"\n',
+                   base=base + '\n[edge.manager]\nkind = "smec"\nmode = "off"\nslo_ms = 100\n', name="timing.toml")
+    assert experiment.load(timing, materialize=False).timeline[0].relocate == "cloud0"
     with pytest.raises(ConfigError) as e:
         experiment.load(f, materialize=False, provider="qemu")
     assert "timeline[0].relocate" in str(e.value) and "not tried yet" in str(e.value)

@@ -226,6 +226,11 @@ timeout_s = 5
 min_bytes = 2000
 max_bytes = 4000
 
+[edge.manager]          # SMEC's timing and early drops in each server: they follow the service
+kind = "smec"
+mode = "off"
+slo_ms = 2000
+
 [[timeline]]
 t_s = 2
 node = "edge1"          # edge1 alone farther than its tier: 4 ms one-way
@@ -285,5 +290,17 @@ def test_a_relocation_holds_the_requests_of_the_move_then_the_new_node_serves(re
     assert 0.8 * 6.0 <= fall <= 1.2 * 6.0 + 1.0, fall
     rows = pd.read_csv(run_dir / "timeline.csv")
     assert rows["change"].tolist() == ["edge1 core 4 ms", "to cloud0", "to edge1"] and rows["across"].iloc[1] >= len(during)
+    # SMEC's timing followed the service: each node's server estimated the network time of the requests
+    # it served (from the endpoint's timing client for that node), and the cloud's estimate is higher
+    # by about what the uplink and downlink measured
+    for n in ("edge0", "cloud0", "edge1"):
+        assert len(pd.read_csv(run_dir / "raw" / f"smec-{n}.csv")) > 0, n
+    measured = df[df["phase"] == "measure"]
+    for part in (before, mid, after):
+        got = measured[measured["request_id"].isin(part["request_id"])]["network_est_ms"]
+        assert got.notna().mean() >= 0.9, got.describe()
+    est = [measured[measured["request_id"].isin(p["request_id"])]["network_est_ms"].median() for p in (before, mid)]
+    true = [measured[measured["request_id"].isin(p["request_id"])]["network_true_ms"].median() for p in (before, mid)]
+    assert 0.7 * (true[1] - true[0]) <= est[1] - est[0] <= 1.3 * (true[1] - true[0]) + 1.0, (est, true)
     b, a = relocation_run["before"], relocation_run["after"]
     assert a["namespaces"] == b["namespaces"] and a["cgroups"] == b["cgroups"]
