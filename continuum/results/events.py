@@ -111,7 +111,7 @@ def _effect(df: pd.DataFrame, rep: int, ue: str, at: int | None, e: dict) -> dic
     end = at + e["span_s"] * 1e9
     # in flight at the change (drawn before it, not answered before it, not given up before it) or drawn while it lasted
     gave_up = r["t_drawn"] + e["timeout_s"] * 1e9
-    answered_before = (r["status"] == "ok") & (r["t_received"] <= at)
+    answered_before = r["status"].isin(["ok", "early_drop"]) & (r["t_received"] <= at)  # an early drop is an answer too
     across = r[(r["t_drawn"] <= end) & ~answered_before & ((r["status"] == "ok") | (gave_up > at))]
     counts = across["status"].value_counts()
     return {"interruption_ms": (after.min() - at) / 1e6 if len(after) else np.nan, "across": len(across),

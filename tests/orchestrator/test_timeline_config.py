@@ -393,3 +393,16 @@ def test_a_recorded_drives_handovers_move_the_ue_between_the_cells_the_log_names
     with pytest.raises(ConfigError) as e:
         experiment.load(wrong, materialize=False)
     assert "must start in the drive's first cell, 12" in str(e.value)
+
+
+def test_a_request_dropped_early_before_a_change_is_not_across_it():
+    """SMEC's early drop answers the endpoint (status early_drop, a t_received): one answered before
+    a change is not in flight at it (the follow-smec arm counted 47 requests across its moves)."""
+    s = 1_000_000_000
+    df = pd.DataFrame({"repetition": [1, 1, 1], "endpoint": ["endpoint0"] * 3, "status": ["early_drop", "early_drop", "ok"],
+                       "t_drawn": [1 * s, 9 * s, 9 * s], "t_received": [1 * s + s // 10, 10 * s + s // 10, 10 * s + s // 5]})
+    e = {"span_s": 0.5, "timeout_s": 10.0}
+    got = events._effect(df, 1, "endpoint0", 10 * s, e)
+    # the first was dropped (answered) long before the change at 10 s; the other two were in flight at it
+    assert (got["across"], got["early_drop"], got["answered"]) == (2, 1, 1)
+    assert got["interruption_ms"] == pytest.approx(200.0)
