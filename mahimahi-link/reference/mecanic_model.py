@@ -61,7 +61,7 @@ class Queue:
     pr: int = 0
     last_enqueue: int = -1  # the enqueue counter when last used (-1: never)
     packets: deque = field(default_factory=deque)
-    tokens: float = 0.0  # bits
+    tokens: int = 0  # bits x 1e9 (integers: exact, as in the Rust stage)
     tokens_at: int = 0  # ns
 
 
@@ -71,16 +71,18 @@ class Result:
     drops: list  # (t_ns, flow, seq, why): "no queue" | "full"
 
 
-BUCKET_BITS = 1500 * 8  # a queue's token bucket: one maximum-size packet deep
+BUCKET = 1500 * 8 * 10**9  # a queue's token bucket, in bits x 1e9: one maximum-size packet deep
 
 
-def simulate(arrivals: list[tuple[int, str, int]], rules: dict[str, Rule], rate_bps: float, queues: int = 20,
-             queue_rate_bps: float | None = None, queue_packets: int = 1000) -> Result:
-    """arrivals: (t_ns, flow, size_bytes), in time order; every flow has a rule."""
+def simulate(arrivals: list[tuple[int, str, int]], rules: dict[str, Rule], rate_bps: int, queues: int = 20,
+             queue_rate_bps: int | None = None, queue_packets: int = 1000) -> Result:
+    """arrivals: (t_ns, flow, size_bytes), in time order; every flow has a rule. Rates in bit/s
+    (integers: every time is exact, a transmission's rounded up to the next ns)."""
+    rate_bps, queue_rate_bps = int(rate_bps), None if queue_rate_bps is None else int(queue_rate_bps)
     pool = [Queue() for _ in range(queues)]
     if queue_rate_bps is not None:
         for q in pool:
-            q.tokens = BUCKET_BITS
+            q.tokens = BUCKET
     seqs: dict[str, int] = {}
     departures, drops = [], []
     enqueues = 0
@@ -91,7 +93,7 @@ def simulate(arrivals: list[tuple[int, str, int]], rules: dict[str, Rule], rate_
 
     def refill(q: Queue, t: int) -> None:
         if queue_rate_bps is not None:
-            q.tokens = min(BUCKET_BITS, q.tokens + (t - q.tokens_at) * queue_rate_bps / 1e9)
+            q.tokens = min(BUCKET, q.tokens + (t - q.tokens_at) * queue_rate_bps)
             q.tokens_at = t
 
     def may_go(q: Queue, t: int) -> bool:
@@ -100,15 +102,15 @@ def simulate(arrivals: list[tuple[int, str, int]], rules: dict[str, Rule], rate_
         if queue_rate_bps is None:
             return True
         refill(q, t)
-        return q.tokens >= q.packets[0].size * 8 - 1e-6
+        return q.tokens >= q.packets[0].size * 8 * 10**9
 
     def ready_at(q: Queue, t: int) -> int:
         """When a non-empty queue's head is within its cap."""
         if queue_rate_bps is None:
             return t
         refill(q, t)
-        missing = q.packets[0].size * 8 - q.tokens
-        return t if missing <= 1e-6 else t + int(-(-missing * 1e9 // queue_rate_bps))
+        missing = q.packets[0].size * 8 * 10**9 - q.tokens
+        return t if missing <= 0 else t + -(-missing // queue_rate_bps)
 
     while True:
         # arrivals up to now
@@ -144,9 +146,9 @@ def simulate(arrivals: list[tuple[int, str, int]], rules: dict[str, Rule], rate_
                 q = pool[k]
                 p = q.packets.popleft()
                 if queue_rate_bps is not None:
-                    q.tokens -= p.size * 8
+                    q.tokens -= p.size * 8 * 10**9
                 last_served = k
-                busy_until = now + int(round(p.size * 8 * 1e9 / rate_bps))
+                busy_until = now + -(-p.size * 8 * 10**9 // rate_bps)
                 departures.append((busy_until, p.flow, p.seq, p.size, k))
                 if not q.packets:
                     q.pr = 0  # released

@@ -6,6 +6,7 @@
 //! - [`queue`]: mm-link's queue disciplines;
 //! - [`link`]: the emulation core of one direction, driven by an injected clock;
 //! - [`cell`]: a shared cell: UEs' links splitting resource blocks slot by slot (MAC schedulers);
+//! - [`mecanic`]: MECaNIC's ingress queueing (the edge stage's core: priorities, ranges, aging);
 //! - [`mmlog`]: mm-link's log format;
 //! - [`packet`]: frame parsing, bypass filter and core-delay rules;
 //! - [`timeline`]: changes to links at set times (outages, trace switches, delays);
@@ -32,6 +33,7 @@ pub mod cell;
 pub mod forward;
 pub mod gso;
 pub mod link;
+pub mod mecanic;
 pub mod mmlog;
 pub mod options;
 pub mod packet;

@@ -42,6 +42,7 @@ fn run(args: &[String]) -> Result<i32, Vec<String>> {
         Some("validate") => validate(&rest[1..]),
         Some("simulate") => simulate(options::parse(&rest[1..], true)?),
         Some("simulate-cell") => simulate_cell(options::parse_cell(&rest[1..])?),
+        Some("simulate-mecanic") => simulate_mecanic(&rest[1..]),
         Some("forward") => forward(options::parse(&rest[1..], false)?, args),
         Some(_) => shell_mode(options::parse(rest, false)?, args),
     }
@@ -364,6 +365,88 @@ fn simulate_cell(sim: options::CellSim) -> Result<i32, Vec<String>> {
     for (ue, start, at) in cell.detections() {
         let _ = writeln!(w, "r {ue} {start} {at}");
     }
+    Ok(0)
+}
+
+/// MECaNIC's queueing under a virtual clock (issue 40): what reference/mecanic_model.py is compared with.
+/// Options --queues=N (20) --rate-bps=R --queue-rate-bps=Q (uncapped) --queue-packets=K (1000) and a
+/// --rule=FLOW:LO:HI:PR:PL per flow; stdin "ARRIVAL_NS FLOW SIZE" lines; prints "d DONE_NS FLOW SEQ SIZE
+/// QUEUE" per packet to the host and "x ARRIVAL_NS FLOW SEQ noqueue|full" per drop.
+fn simulate_mecanic(args: &[String]) -> Result<i32, Vec<String>> {
+    use mahimahi_link::mecanic::{Config, Drop, Rule, Stage, MAX_PACKET};
+    let mut cfg = Config { queues: 20, rate_bps: 0, queue_rate_bps: None, queue_packets: 1000 };
+    let mut rules: HashMap<String, Rule> = HashMap::new();
+    let mut errors = Vec::new();
+    for a in args {
+        let (k, v) = a.split_once('=').unwrap_or((a.as_str(), ""));
+        let num = |what: &str| v.parse::<u64>().ok().filter(|n| *n > 0).ok_or(format!("{k}: {v:?} is not a positive integer ({what})"));
+        match k {
+            "--queues" => num("queues").map(|n| cfg.queues = n as usize),
+            "--rate-bps" => num("bit/s").map(|n| cfg.rate_bps = n),
+            "--queue-rate-bps" => num("bit/s").map(|n| cfg.queue_rate_bps = Some(n)),
+            "--queue-packets" => num("packets").map(|n| cfg.queue_packets = n as usize),
+            "--rule" => {
+                let f: Vec<&str> = v.split(':').collect();
+                match f.as_slice() {
+                    [name, lo, hi, pr, pl] => match (lo.parse(), hi.parse(), pr.parse(), pl.parse()) {
+                        (Ok(lo), Ok(hi), Ok(pr), Ok(pl)) if lo <= hi => {
+                            rules.insert(name.to_string(), Rule { lo, hi, pr, pl });
+                            Ok(())
+                        }
+                        _ => Err(format!("--rule={v}: LO <= HI, PR and PL must be integers")),
+                    },
+                    _ => Err(format!("--rule={v}: expected FLOW:LO:HI:PR:PL")),
+                }
+            }
+            _ => Err(format!("simulate-mecanic: unknown option {a:?}")),
+        }
+        .unwrap_or_else(|e| errors.push(e));
+    }
+    if cfg.rate_bps == 0 {
+        errors.push("simulate-mecanic: --rate-bps=R is required".into());
+    }
+    if let Some((name, r)) = rules.iter().find(|(_, r)| r.hi >= cfg.queues) {
+        errors.push(format!("--rule={name}: queue {} is past the pool's {} queues", r.hi, cfg.queues));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut stage: Stage<(String, u64)> = Stage::new(cfg);
+    let mut arrivals = Vec::new();
+    for (n, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.map_err(|e| vec![e.to_string()])?;
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let bad = |why: &str| vec![format!("stdin:{}: {why}; expected \"ARRIVAL_NS FLOW SIZE\"", n + 1)];
+        let [t, flow, size] = f.as_slice() else { return Err(bad("three fields")) };
+        let (Ok(t), Ok(size)) = (t.parse::<u64>(), size.parse::<u32>()) else { return Err(bad("integers")) };
+        if !rules.contains_key(*flow) || size == 0 || size > MAX_PACKET || arrivals.last().is_some_and(|(l, _, _)| *l > t) {
+            return Err(bad("a flow with a --rule, a size 1..=1500, times non-decreasing"));
+        }
+        arrivals.push((t, flow.to_string(), size));
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut seqs: HashMap<String, u64> = HashMap::new();
+    let (mut i, mut now) = (0usize, 0u64);
+    loop {
+        while i < arrivals.len() && arrivals[i].0 <= now {
+            let (t, flow, size) = &arrivals[i];
+            let seq = seqs.entry(flow.clone()).or_insert(0);
+            if let Err(why) = stage.enqueue(rules[flow], *size, (flow.clone(), *seq)) {
+                let _ = writeln!(out, "x {t} {flow} {seq} {}", if why == Drop::NoQueue { "noqueue" } else { "full" });
+            }
+            *seq += 1;
+            i += 1;
+        }
+        if let Some((done, k, (flow, seq), size)) = stage.dequeue(now) {
+            let _ = writeln!(out, "d {done} {flow} {seq} {size} {k}");
+        }
+        match [arrivals.get(i).map(|a| a.0), stage.next_event(now)].into_iter().flatten().min() {
+            Some(t) => now = now.max(t),
+            None => break,
+        }
+    }
+    out.flush().map_err(|e| vec![e.to_string()])?;
     Ok(0)
 }
 

@@ -28,6 +28,9 @@ usage:
       --sr-period-slots=N (20), --k2-slots=N (4), --sr-grant-blocks=N (2),
       --periodic-bsr-slots=N (default: a BSR in every transmission), --be-starvation-slots=N (40),
       --pf-alpha=X (1), --pf-beta=X (1), --pf-window-slots=N (100): pf's r^alpha / R^beta
+  mahimahi-link simulate-mecanic --rate-bps=R --rule=FLOW:LO:HI:PR:PL... [--queues=N] [--queue-rate-bps=Q] [--queue-packets=K]
+      MECaNIC's ingress queueing under a virtual clock (issue 40): stdin \"ARRIVAL_NS FLOW SIZE\";
+      prints \"d DONE_NS FLOW SEQ SIZE QUEUE\" per packet to the host, \"x ARRIVAL_NS FLOW SEQ noqueue|full\" per drop
   mahimahi-link validate TRACE...
       check trace files with mm-link's rules; print capacity
 
