@@ -276,9 +276,19 @@ pub struct Class {
     pub rule: Rule,
 }
 
+/// What the classifier reads of a frame.
+pub struct Dissected<'a> {
+    pub proto: u8,
+    pub src: std::net::IpAddr,
+    pub dst: std::net::IpAddr,
+    pub ports: Option<(u16, u16)>,
+    /// The transport payload (after the TCP or UDP header; empty for other protocols).
+    pub payload: &'a [u8],
+}
+
 /// An Ethernet frame's IP protocol, addresses, ports and transport payload (IPv4, or IPv6 with no
 /// extension header; None for anything else and for fragments past the first).
-pub fn dissect(frame: &[u8]) -> Option<(u8, std::net::IpAddr, std::net::IpAddr, Option<(u16, u16)>, &[u8])> {
+pub fn dissect(frame: &[u8]) -> Option<Dissected<'_>> {
     let m = crate::packet::parse(frame)?;
     let ip = &frame[crate::packet::ETH_HLEN..];
     let (proto, l4) = match m.src {
@@ -295,7 +305,7 @@ pub fn dissect(frame: &[u8]) -> Option<(u8, std::net::IpAddr, std::net::IpAddr, 
         17 if l4.len() >= 8 => &l4[8..],
         _ => &[][..],
     };
-    Some((proto, m.src, m.dst, m.ports, payload))
+    Some(Dissected { proto, src: m.src, dst: m.dst, ports: m.ports, payload })
 }
 
 impl Keyword {
@@ -326,7 +336,7 @@ impl Keyword {
 
 /// The first class whose rule the frame matches (None: unclassified, the stage's default class).
 pub fn classify<'a>(classes: &'a [Class], frame: &[u8]) -> Option<&'a Class> {
-    let (proto, src, dst, ports, payload) = dissect(frame)?;
+    let Dissected { proto, src, dst, ports, payload } = dissect(frame)?;
     let within = |range: Option<(u16, u16)>, port: Option<u16>| range.is_none_or(|(a, b)| port.is_some_and(|p| a <= p && p <= b));
     classes.iter().find(|c| {
         let w = &c.when;
