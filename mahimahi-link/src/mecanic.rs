@@ -422,3 +422,92 @@ mod classify_tests {
         assert!(classify(&flag, &frame(17, [10, 202, 0, 2], 1, &[0, 0])).is_none()); // too short: no match
     }
 }
+
+/// A class from the command line: `NAME:LO:HI:PR:PL` then `,KEY=VALUE` conditions, each optional:
+/// `proto=tcp|udp|N`, `src=PREFIX`, `dst=PREFIX`, `sport=P[-Q]`, `dport=P[-Q]`, and one keyword:
+/// `raw=OFFSET:HEX[/MASKHEX]`, `mqtt=TOPIC_PREFIX` or `http=PATH_PREFIX`.
+pub fn parse_class(spec: &str) -> Result<Class, String> {
+    let bad = |why: String| format!("{spec:?}: {why}; expected NAME:LO:HI:PR:PL[,proto=tcp|udp][,src=PREFIX][,dst=PREFIX][,sport=P[-Q]][,dport=P[-Q]][,raw=OFFSET:HEX[/MASK]|,mqtt=TOPIC|,http=PATH]");
+    let mut parts = spec.split(',');
+    let head: Vec<&str> = parts.next().unwrap_or("").split(':').collect();
+    let [name, lo, hi, pr, pl] = head.as_slice() else { return Err(bad("the class needs NAME:LO:HI:PR:PL".into())) };
+    let int = |what: &str, v: &str| v.parse::<u64>().map_err(|_| bad(format!("{what} {v:?} is not a non-negative integer")));
+    let (lo, hi) = (int("LO", lo)? as usize, int("HI", hi)? as usize);
+    if name.is_empty() || lo > hi {
+        return Err(bad("a name, and LO <= HI".into()));
+    }
+    let rule = Rule { lo, hi, pr: int("PR", pr)? as u32, pl: int("PL", pl)? };
+    let hex = |v: &str| -> Result<Vec<u8>, String> {
+        if v.is_empty() || !v.len().is_multiple_of(2) {
+            return Err(bad(format!("{v:?} is not hex bytes")));
+        }
+        (0..v.len()).step_by(2).map(|i| u8::from_str_radix(&v[i..i + 2], 16).map_err(|_| bad(format!("{v:?} is not hex bytes")))).collect()
+    };
+    let ports = |v: &str| -> Result<(u16, u16), String> {
+        let (a, b) = v.split_once('-').unwrap_or((v, v));
+        match (a.parse::<u16>(), b.parse::<u16>()) {
+            (Ok(a), Ok(b)) if a <= b => Ok((a, b)),
+            _ => Err(bad(format!("ports {v:?}: P or P-Q, P <= Q"))),
+        }
+    };
+    let mut when = Match::default();
+    for cond in parts {
+        let (k, v) = cond.split_once('=').ok_or_else(|| bad(format!("{cond:?} is not KEY=VALUE")))?;
+        let keyword = |when: &Match| if when.keyword.is_some() { Err(bad("one keyword per class".into())) } else { Ok(()) };
+        match k {
+            "proto" => when.proto = Some(match v { "tcp" => 6, "udp" => 17, n => n.parse().map_err(|_| bad(format!("proto {n:?}: tcp, udp or a number")))? }),
+            "src" => when.src = Some(crate::packet::Prefix::parse(v).map_err(bad)?),
+            "dst" => when.dst = Some(crate::packet::Prefix::parse(v).map_err(bad)?),
+            "sport" => when.sport = Some(ports(v)?),
+            "dport" => when.dport = Some(ports(v)?),
+            "raw" => {
+                keyword(&when)?;
+                let (off, bytes) = v.split_once(':').ok_or_else(|| bad(format!("raw={v}: OFFSET:HEX[/MASK]")))?;
+                let (bytes, mask) = bytes.split_once('/').map_or((bytes, None), |(b, m)| (b, Some(m)));
+                let bytes = hex(bytes)?;
+                let mask = mask.map_or(Ok(vec![0xff; bytes.len()]), hex)?;
+                if mask.len() != bytes.len() {
+                    return Err(bad("the mask has as many bytes as the pattern".into()));
+                }
+                when.keyword = Some(Keyword::Raw { offset: int("OFFSET", off)? as usize, bytes, mask });
+            }
+            "mqtt" => {
+                keyword(&when)?;
+                when.keyword = Some(Keyword::MqttTopic(v.as_bytes().to_vec()));
+            }
+            "http" => {
+                keyword(&when)?;
+                when.keyword = Some(Keyword::HttpPath(v.as_bytes().to_vec()));
+            }
+            other => return Err(bad(format!("unknown condition {other:?}"))),
+        }
+    }
+    Ok(Class { name: name.to_string(), when, rule })
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::*;
+
+    #[test]
+    fn a_class_from_the_command_line_and_every_problem_named() {
+        let c = parse_class("urllc:0:19:5:200,proto=udp,dst=10.202.0.0/16,dport=5000-5010,raw=4:55524700/ffffff00").unwrap();
+        assert_eq!((c.name.as_str(), c.rule), ("urllc", Rule { lo: 0, hi: 19, pr: 5, pl: 200 }));
+        assert_eq!((c.when.proto, c.when.dport), (Some(17), Some((5000, 5010))));
+        assert_eq!(c.when.keyword, Some(Keyword::Raw { offset: 4, bytes: vec![0x55, 0x52, 0x47, 0], mask: vec![0xff, 0xff, 0xff, 0] }));
+        assert_eq!(parse_class("v:0:9:3:50,mqtt=video/").unwrap().when.keyword, Some(Keyword::MqttTopic(b"video/".to_vec())));
+        for (spec, why) in [
+            ("x:0:9:3", "NAME:LO:HI:PR:PL"),
+            ("x:9:0:3:5", "LO <= HI"),
+            ("x:0:9:3:5,proto=sctp", "tcp, udp or a number"),
+            ("x:0:9:3:5,dport=9-1", "P <= Q"),
+            ("x:0:9:3:5,raw=0:zz", "not hex"),
+            ("x:0:9:3:5,raw=0:ab/ffff", "as many bytes"),
+            ("x:0:9:3:5,mqtt=a,http=/b", "one keyword"),
+            ("x:0:9:3:5,colour=red", "unknown condition"),
+        ] {
+            let e = parse_class(spec).unwrap_err();
+            assert!(e.contains(why) && e.contains(spec), "{spec}: {e}");
+        }
+    }
+}
