@@ -87,31 +87,18 @@ def cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materializ
     for name in names:
         u = c.ue.get(name, raw.CellUe())
         bulk_ue = name in bulk
-        own: dict[str, TraceRef | None] = {}
-        for d in ("uplink", "downlink"):
-            given = getattr(u, d)
-            own[d] = None
-            if given is not None:
-                ref, problem = trace(given, base, "up" if d == "uplink" else "down", materialize)
-                if problem:
-                    bad(f"cell.ue.{name}.{d}", problem)
-                    ok = False
-                own[d] = ref
+        own = _channels({d: (f"cell.ue.{name}.{d}", getattr(u, d)) for d in ("uplink", "downlink")}, base, materialize, bad)
+        ok = ok and own is not None
+        own = own or {}
         app_cls, app_slo = by_app.get(name, (None, None))
         members.append(CellMember(name, "be" if bulk_ue else (u.class_ or app_cls or c.class_), u.slo_ms or app_slo or c.slo_ms,
-                                  own["uplink"], own["downlink"]))
+                                  own.get("uplink"), own.get("downlink")))
     sites = []
     for name, x in cells.items():
-        refs: dict[str, TraceRef | None] = {}
-        for d in ("uplink", "downlink"):
-            given = getattr(x, f"{d}_trace")
-            refs[d] = None
-            if given is not None:
-                ref, problem = trace(given, base, "up" if d == "uplink" else "down", materialize)
-                if problem:
-                    bad(f"cells.{name}.{d}_trace", problem)
-                    ok = False
-                refs[d] = ref
+        refs = _channels({d: (f"cells.{name}.{d}_trace", getattr(x, f"{d}_trace")) for d in ("uplink", "downlink")},
+                         base, materialize, bad)
+        ok = ok and refs is not None
+        refs = refs or {}
         up, down = x.uplink or shared.uplink, x.downlink or shared.downlink
         blocks = x.blocks or shared.blocks
         if c.uplink_signalling and c.sr_grant_blocks > blocks and x.blocks is not None:
@@ -121,7 +108,7 @@ def cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materializ
             bad(f"cells.{name}.uplink", "tutti needs cell.uplink_signalling = true")
             ok = False
         sites.append(CellSite(name, None if up == "private" else up, None if down == "private" else down, blocks,
-                              tuple(x.members), refs["uplink"], refs["downlink"]))
+                              tuple(x.members), refs.get("uplink"), refs.get("downlink")))
     if not ok:
         return None
     return CellSpec(
@@ -132,6 +119,23 @@ def cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materializ
         pf_alpha=c.pf_alpha, pf_beta=c.pf_beta, pf_window_slots=max(1, round(c.pf_window_ms / slot_ms)),
         sites=tuple(sites),
     )
+
+
+def _channels(given: dict[str, tuple[str, str | None]], base: Path, materialize: bool,
+              bad) -> dict[str, TraceRef | None] | None:
+    """Each direction's channel trace as given ({direction: (its key, archive name or file, or None)}),
+    resolved like [mobile]'s; None when one is bad (said under its key)."""
+    out: dict[str, TraceRef | None] = {}
+    ok = True
+    for d, (key, name) in given.items():
+        out[d] = None
+        if name is not None:
+            ref, problem = trace(name, base, "up" if d == "uplink" else "down", materialize)
+            if problem:
+                bad(key, problem)
+                ok = False
+            out[d] = ref
+    return out if ok else None
 
 
 def _where(cells: dict[str, raw.CellSite], i: int) -> str | None:

@@ -269,3 +269,30 @@ def parse_log(path: Path):
         else:
             raise ValueError(f"{path}: unknown event {line!r}")
     return header, opp, arr, dep, drop
+
+
+def ue_lab(prefix: str, n: int):
+    """n UE namespaces, each with one link (ue0 there, ue{i}/c{i} in ran, core{i} in core:
+    100.100.i.1 and .2), offloads off; all removed after, and checked gone. A fixture's body."""
+    tag = f"{prefix}{os.getpid() % 100000}"
+    ran, core = f"{tag}r", f"{tag}c"
+    ues = [f"{tag}u{i}" for i in range(n)]
+    try:
+        for ns in (ran, core, *ues):
+            sh("ip", "netns", "add", ns)
+            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+        for i, ue in enumerate(ues):
+            sh("ip", "link", "add", "ue0", "netns", ue, "type", "veth", "peer", "name", f"ue{i}", "netns", ran)
+            sh("ip", "link", "add", f"core{i}", "netns", core, "type", "veth", "peer", "name", f"c{i}", "netns", ran)
+            for ns, dev, ip in ((ue, "ue0", f"100.100.{i}.1"), (core, f"core{i}", f"100.100.{i}.2")):
+                sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", dev)
+                sh("ip", "-n", ns, "link", "set", dev, "up")
+                sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", "tx", "off")
+            for dev in (f"ue{i}", f"c{i}"):
+                sh("ip", "-n", ran, "link", "set", dev, "up")
+        yield ran, core, ues
+    finally:
+        for ns in (ran, core, *ues):
+            sh("ip", "netns", "del", ns, check=False)
+        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert tag not in left

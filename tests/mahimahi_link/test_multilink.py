@@ -4,7 +4,6 @@ with its own queue, logs named per link and statistics per link."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from netlab import constant_trace, parse_log, sh, undisturbed, wait_listening, wait_stats
+from netlab import constant_trace, parse_log, ue_lab, undisturbed, wait_listening, wait_stats
 
 pytestmark = pytest.mark.usefixtures("root_netns")
 
@@ -33,28 +32,7 @@ def _two_uploads(core: str, ues: list[str]) -> list[float]:
 
 @pytest.fixture
 def two_ue_lab(mml, tmp_path):
-    tag = f"mmlm{os.getpid() % 100000}"
-    ran, core = f"{tag}r", f"{tag}c"
-    ues = [f"{tag}u{i}" for i in range(2)]
-    try:
-        for ns in (ran, core, *ues):
-            sh("ip", "netns", "add", ns)
-            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
-        for i, ue in enumerate(ues):
-            sh("ip", "link", "add", "ue0", "netns", ue, "type", "veth", "peer", "name", f"ue{i}", "netns", ran)
-            sh("ip", "link", "add", f"core{i}", "netns", core, "type", "veth", "peer", "name", f"c{i}", "netns", ran)
-            for ns, dev, ip in ((ue, "ue0", f"100.100.{i}.1"), (core, f"core{i}", f"100.100.{i}.2")):
-                sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", dev)
-                sh("ip", "-n", ns, "link", "set", dev, "up")
-                sh("ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", "tx", "off")
-            for dev in (f"ue{i}", f"c{i}"):
-                sh("ip", "-n", ran, "link", "set", dev, "up")
-        yield ran, core, ues
-    finally:
-        for ns in (ran, core, *ues):
-            sh("ip", "netns", "del", ns, check=False)
-        left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        assert tag not in left
+    yield from ue_lab("mmlm", 2)
 
 
 @pytest.mark.parametrize("threads", [2])  # one thread: every other test here and in test_live.py

@@ -21,6 +21,13 @@ REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = (REPO / "configs" / "quickstart.toml").read_text()
 
 
+def _problems(path: Path) -> dict[str, str]:
+    """Every problem a file's load names, by key (the load must fail)."""
+    with pytest.raises(ConfigError) as e:
+        experiment.load(path, materialize=False)
+    return {i.key: i.message for i in e.value.issues}
+
+
 def _file(tmp_path: Path, extra: str, base: str = QUICKSTART, name: str = "t.toml") -> Path:
     (tmp_path / "slow.trace").write_text("6\n")
     p = tmp_path / name
@@ -55,9 +62,7 @@ colour = "red"
 [[timeline]]
 t_s = 2
 """)
-    with pytest.raises(ConfigError) as e:
-        experiment.load(bad, materialize=False)
-    by_key = {i.key: i.message for i in e.value.issues}
+    by_key = _problems(bad)
     assert "past the repetition's end" in by_key["timeline[0].t_s"] and "35 s" in by_key["timeline[0].t_s"]
     assert by_key["timeline[1]"] == "one change per entry: outage_s and core_delay_ms given"
     assert "[cells.NAME]" in by_key["timeline[2].handover"]
@@ -214,9 +219,7 @@ def test_a_relocation_is_timed_from_the_core_and_what_it_cannot_move_is_named(tm
     assert move.span_s == move.move_s and move.label() == "to cloud0"
     bad = _file(tmp_path, '[[timeline]]\nt_s = 5\nrelocate = "edge0"\n[[timeline]]\nt_s = 6\nrelocate = "cloud3"\n'
                           '[[timeline]]\nt_s = 7\noutage_s = 1\nstate_bytes = 5\n', base=base, name="bad.toml")
-    with pytest.raises(ConfigError) as e:
-        experiment.load(bad, materialize=False)
-    by_key = {i.key: i.message for i in e.value.issues}
+    by_key = _problems(bad)
     assert "already serves" in by_key["timeline[0].relocate"] and "valid: edge0, cloud0" in by_key["timeline[1].relocate"]
     assert "belongs to a relocation" in by_key["timeline[2].state_bytes"]
     smec = _file(tmp_path, '[[timeline]]\nt_s = 5\nrelocate = "cloud0"\n',
@@ -285,9 +288,7 @@ relocate = "edge1"
 t_s = 5
 relocate = "edge1"
 """, base=base, name="bad.toml")
-    with pytest.raises(ConfigError) as e:
-        experiment.load(bad, materialize=False)
-    by_key = {i.key: i.message for i in e.value.issues}
+    by_key = _problems(bad)
     assert "valid: edge0, edge1" in by_key["timeline[0].node"]
     assert "not both" in by_key["timeline[1].tier"]
     assert "belongs to a core-delay step" in by_key["timeline[2].node"]
@@ -348,9 +349,7 @@ handover = "a"
 phase = "restart"
 queue = "flush"
 """, base=CELLS.replace('members = ["bulk1"]', 'members = ["bulk1", "endpoint0"]\ndownlink = "pf"'))
-    with pytest.raises(ConfigError) as e:
-        experiment.load(bad, materialize=False)
-    by_key = {i.key: i.message for i in e.value.issues}
+    by_key = _problems(bad)
     assert "named twice: a UE starts in one cell" in by_key["cells.b.members[1]"]
     assert "private in some cells and scheduled in others" in by_key["cells.downlink"]
     # without [cells], a handover has nowhere to go
