@@ -98,24 +98,31 @@ def figures(arms: dict[str, dict], results: Path) -> None:
     fig.savefig(results / "latency_over_time.png", dpi=110)
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(9, 4.2))
-    for arm, a in arms.items():
-        df = a["df"][(a["df"]["phase"] == "measure") & (a["df"]["status"] == "ok")]
-        s = to_nearest(df["t_drawn"], a["handovers"])
-        near = df[(s > -2) & (s < 4)]
-        what = " (answered only: its early drops count in summary.csv)" if "smec" in arm else ""
-        ax.plot(s[near.index], near["e2e_ms"], ".", ms=4, alpha=0.5, color=COLOURS[arm], label=arm + what)
-        bins = np.floor(s[near.index] / 0.5) * 0.5
-        med = near["e2e_ms"].groupby(bins).median()
-        ax.step(med.index, med.values, where="post", color=COLOURS[arm], lw=1.5)
-    ax.axvspan(0, 0.05, color="tab:purple", alpha=0.3, label="the handover's 50-ms outage")
-    ax.axhline(SLO_MS, color="0.3", ls=":", lw=1, label=f"SLO {SLO_MS} ms")
-    ax.set_yscale("log")
-    ax.set_xlabel("time from the nearest handover to the request's drawing (s), pooled over the handovers")
-    ax.set_ylabel("end-to-end (ms)")
-    ax.set_title("Around the handovers (measured): requests (dots), 0.5-s bin medians (steps)", fontsize=10)
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
+    # one panel per comparison (eight arms on one axis hide each other): where the service runs, and
+    # whether it follows the UE (the edge arm in both, as the reference)
+    groups = [[a for a in ("edge", "edge-no-outage", "cloud", "edge-smec") if a in arms],
+              [a for a in ("edge", "stay", "follow", "stay-smec", "follow-smec") if a in arms]]
+    groups = [g for g in groups if g]
+    fig, axes = plt.subplots(len(groups), 1, figsize=(9, 4.0 * len(groups)), sharex=True, sharey=True, squeeze=False)
+    for ax, group in zip(axes[:, 0], groups):
+        for arm in group:
+            a = arms[arm]
+            df = a["df"][(a["df"]["phase"] == "measure") & (a["df"]["status"] == "ok")]
+            s = to_nearest(df["t_drawn"], a["handovers"])
+            near = df[(s > -2) & (s < 4)]
+            what = " (answered only: its early drops count in summary.csv)" if "smec" in arm else ""
+            ax.plot(s[near.index], near["e2e_ms"], ".", ms=4, alpha=0.5, color=COLOURS[arm], label=arm + what)
+            bins = np.floor(s[near.index] / 0.5) * 0.5
+            med = near["e2e_ms"].groupby(bins).median()
+            ax.step(med.index, med.values, where="post", color=COLOURS[arm], lw=1.5)
+        ax.axvspan(0, 0.05, color="tab:purple", alpha=0.3, label="the handover's 50-ms outage")
+        ax.axhline(SLO_MS, color="0.3", ls=":", lw=1, label=f"SLO {SLO_MS} ms")
+        ax.set_yscale("log")
+        ax.set_ylabel("end-to-end (ms)")
+        ax.legend(fontsize=7, loc="upper right")
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("time from the nearest handover to the request's drawing (s), pooled over the handovers")
+    axes[0, 0].set_title("Around the handovers (measured): requests (dots), 0.5-s bin medians (steps)", fontsize=10)
     fig.tight_layout()
     fig.savefig(results / "around_handovers.png", dpi=110)
     plt.close(fig)
