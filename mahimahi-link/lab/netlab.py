@@ -62,6 +62,58 @@ with open(out, "w") as f:
 """
 
 
+# A UDP flow whose rate steps: "START_S:DURATION_S:PPS,..." phases. Each datagram carries its
+# sequence number, its send time (CLOCK_MONOTONIC, one clock across namespaces) and, every MARK-th
+# one (MARK > 0), the bytes MARKER at payload offset 16: an L7 keyword for a classifier.
+FLOW_SEND = r"""
+import socket, sys, time
+dst, port, phases, size = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+mark, marker = int(sys.argv[5]), sys.argv[6].encode()
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+plan = [tuple(float(x) for x in p.split(":")) for p in phases.split(",") if p]
+payload = bytearray(size)
+seq, t0 = 0, time.monotonic()
+for start, duration, pps in plan:
+    if pps <= 0:
+        continue
+    n = int(duration * pps)
+    for i in range(n):
+        due = t0 + start + i / pps
+        while True:
+            d = due - time.monotonic()
+            if d <= 0: break
+            time.sleep(min(d, 0.002))
+        payload[0:8] = seq.to_bytes(8, "big")
+        payload[8:16] = time.monotonic_ns().to_bytes(8, "big")
+        payload[16:16 + len(marker)] = marker if mark and seq % mark == mark - 1 else bytes(len(marker))
+        s.sendto(payload, (dst, port))
+        seq += 1
+print(seq, flush=True)
+"""
+
+# Receives a FLOW_SEND flow until `idle` seconds pass without a datagram: one row per datagram,
+# "RECV_NS SEQ SENT_NS MARKED".
+FLOW_RECV = r"""
+import socket, sys, time
+port, idle, out, marker = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4].encode()
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
+s.bind(("0.0.0.0", port))
+print("ready", flush=True)
+s.settimeout(60)
+rows = []
+try:
+    while True:
+        data = s.recv(65536)
+        rows.append((time.monotonic_ns(), int.from_bytes(data[:8], "big"), int.from_bytes(data[8:16], "big"), int(data[16:16 + len(marker)] == marker)))
+        s.settimeout(idle)
+except socket.timeout:
+    pass
+with open(out, "w") as f:
+    f.writelines(f"{t} {i} {sent} {m}\n" for t, i, sent, m in rows)
+"""
+
 def wait_until(probe, proc: subprocess.Popen | None, timeout: float, what: str):
     """Poll probe() until it returns something truthy (returned); fail if proc
     exits first or after timeout. Readiness, not a guessed sleep."""

@@ -110,7 +110,50 @@ fn config(c: &Common, link_args: &[LinkArg], links: Vec<LinkSpec>, argv: &[Strin
         stats_share: None,
         timeline: Vec::new(),
         timeline_log: c.timeline_log.clone(),
+        nics: c.nics.clone(),
+        nic_classes: c.nic_classes.clone(),
+        nic_default: c.nic_default,
+        nic_log: c.nic_log.clone(),
     }
+}
+
+/// The edge ingress stages' options, each problem named.
+fn check_nics(c: &Common) -> Result<(), Vec<String>> {
+    let mut errors = Vec::new();
+    if c.nics.is_empty() {
+        if !c.nic_classes.is_empty() || c.nic_log.is_some() || c.nic_default != mahimahi_link::mecanic::DEFAULT_RULE {
+            errors.push("--nic-class, --nic-default and --nic-log need --nic".to_string());
+        }
+        return if errors.is_empty() { Ok(()) } else { Err(errors) };
+    }
+    if c.threads > 1 {
+        errors.push("--nic: the stages are shared by every link, so they need one forwarding thread (leave out --threads)".into());
+    }
+    if c.gso {
+        errors.push("--nic: the stages take MTU-sized packets (leave out --gso)".into());
+    }
+    if c.nics.len() > 1 && c.nic_log.as_ref().is_some_and(|p| !p.contains("{name}")) {
+        errors.push("--nic-log: with several stages the file name must contain {name}".into());
+    }
+    let mut seen = std::collections::HashSet::new();
+    for n in &c.nics {
+        if !seen.insert(&n.name) {
+            errors.push(format!("--nic: {:?} named twice", n.name));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for k in &c.nic_classes {
+        if !seen.insert(&k.name) || k.name == "default" {
+            errors.push(format!("--nic-class: {:?} named twice (\"default\" is the unmatched packets')", k.name));
+        }
+        if !k.name.chars().all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch)) {
+            errors.push(format!("--nic-class: {:?}: a name of letters, digits, -, _ and . (it is a column of the log)", k.name));
+        }
+        for n in c.nics.iter().filter(|n| !n.plain && k.rule.hi >= n.cfg.queues) {
+            errors.push(format!("--nic-class={}: queue {} is past stage {}'s {} queues (0..{})", k.name, k.rule.hi, n.name, n.cfg.queues, n.cfg.queues - 1));
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(errors) }
 }
 
 /// The links in the cells: those --cell-members names (checked before), else all.
@@ -236,6 +279,7 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
         || c.cell_start.is_some() || c.cell_names.len() > 1 {
         return Err(vec!["--cell-class, --cell-log, --cell-members, --cell-notice-port, --cell-uplink-signalling, --cells and --cell-start need --uplink-cell or --downlink-cell".into()]);
     }
+    check_nics(c)?;
     if p.links.len() > 1 {
         for (opt, v) in [("--uplink-log", &p.common.up_log), ("--downlink-log", &p.common.down_log)] {
             if v.as_ref().is_some_and(|s| !s.contains("{name}")) {

@@ -37,6 +37,10 @@ pub struct Rule {
     pub pl: u64,
 }
 
+/// The unmatched packets' rule by default: any queue (the range is cut to the pool), no claim
+/// on a held queue, the lowest latency priority that still ages.
+pub const DEFAULT_RULE: Rule = Rule { lo: 0, hi: usize::MAX, pr: 0, pl: 1 };
+
 /// The largest packet a queue's token bucket holds (and so the largest the stage takes).
 pub const MAX_PACKET: u32 = 1500;
 const BUCKET: u128 = MAX_PACKET as u128 * 8 * 1_000_000_000;
@@ -274,6 +278,12 @@ pub struct Class {
     pub name: String,
     pub when: Match,
     pub rule: Rule,
+}
+
+impl Default for Rule {
+    fn default() -> Rule {
+        DEFAULT_RULE
+    }
 }
 
 /// What the classifier reads of a frame.

@@ -91,6 +91,22 @@ options (shell and forward):
                                         AT_MS LINK delay PREFIX MS (LINK: a --link name or *)
   --timeline-log=FILE                   each applied change: UNIX_NS T_MS LATE_US LINK CHANGE
 
+edge ingress stages (forward mode; MECaNIC, issue 40; one forwarding thread, no --gso):
+  --nic=NAME,prefix=P,rate-bps=R[,queues=N][,queue-packets=K][,queue-rate-bps=Q][,plain]
+                                        uplink frames to P, past the core delay, queue in a stage whose
+                                        path to the host carries R bit/s: MECaNIC's pool of N queues
+                                        (default 20) of K packets (64), each capped at Q, or with
+                                        plain one FIFO of K packets (repeatable: one per node)
+  --nic-class=NAME:LO:HI:PR:PL[,COND...]
+                                        a class (first match wins): queue range LO..HI, reliability
+                                        priority PR, latency priority PL; conditions proto=tcp|udp|N,
+                                        src=, dst=PREFIX, sport=, dport=P[-Q], and one keyword:
+                                        raw=OFFSET:HEX[/MASK], mqtt=TOPIC_PREFIX, http=PATH_PREFIX
+  --nic-default=LO:HI:PR:PL             the unmatched packets' rule (default 0:N-1:0:1)
+  --nic-log=FILE                        per packet: ARRIVAL_NS DONE_NS CLASS QUEUE SIZE N, or
+                                        ARRIVAL_NS x CLASS full|noqueue SIZE N (N: its arrival's
+                                        number; {name}: the stage)
+
 signals (shell and forward): SIGINT, SIGTERM or SIGHUP stop; SIGUSR2 starts every link's trace
 over from its first line at that instant (queues kept), e.g. when an experiment's measurement
 begins, so the trace's phase does not depend on how long the set-up took
@@ -150,6 +166,11 @@ pub struct Common {
     pub timeline: Option<String>,
     /// Where each applied change is logged.
     pub timeline_log: Option<String>,
+    /// Edge ingress stages (--nic), their classes (--nic-class), the unmatched packets' rule, and the log.
+    pub nics: Vec<crate::forward::NicSpec>,
+    pub nic_classes: Vec<crate::mecanic::Class>,
+    pub nic_default: crate::mecanic::Rule,
+    pub nic_log: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -206,7 +227,7 @@ fn parse_prob(key: &str, v: &str) -> Result<f64, String> {
 /// Parse everything after the mode word. `allowed_simulate` enables --queue.
 pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
     let mut errors = Vec::new();
-    let mut c = Common { seed: 1, stats_interval_ms: 100, batch_us: 1000, threads: 1, coalesce_us: 100, cell_slot_us: 500, cell_blocks: vec![51], cell_names: vec!["cell".into()], cell_be_starvation_slots: 40, ..Default::default() };
+    let mut c = Common { seed: 1, stats_interval_ms: 100, batch_us: 1000, threads: 1, coalesce_us: 100, cell_slot_us: 500, cell_blocks: vec![51], cell_names: vec!["cell".into()], cell_be_starvation_slots: 40, nic_default: crate::mecanic::DEFAULT_RULE, ..Default::default() };
     let mut positional = Vec::new();
     let mut links = Vec::new();
     let mut command = Vec::new();
@@ -374,6 +395,15 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
                     .map(|ms| c.cell_classes.push(crate::cell::UeClass::LatencyCritical { slo_slots: ms * 1_000_000 }))
                     .ok_or_else(|| format!("--cell-class: {v:?} is not a class; valid: be, lc:SLO_MS (one per --link, in order)")),
             },
+            "--nic" => crate::forward::NicSpec::parse(&val).map(|n| c.nics.push(n)),
+            "--nic-class" => crate::mecanic::parse_class(&val).map(|k| c.nic_classes.push(k)),
+            "--nic-default" => crate::mecanic::parse_class(&format!("default:{val}")).and_then(|k| {
+                if k.when == crate::mecanic::Match::default() { c.nic_default = k.rule; Ok(()) } else { Err(format!("{val:?}: LO:HI:PR:PL only")) }
+            }),
+            "--nic-log" => {
+                c.nic_log = Some(val);
+                Ok(())
+            }
             "--cpu" => val.parse().map(|v| c.cpu = Some(v)).map_err(|_| format!("--cpu: {val:?} is not a CPU number")),
             "--threads" => val.parse().ok().filter(|v| (1..=256).contains(v)).map(|v| c.threads = v).ok_or_else(|| format!("--threads: {val:?} is not an integer 1..=256")),
             "--batch-us" => val.parse().ok().filter(|v| *v <= 1000).map(|v| c.batch_us = v).ok_or_else(|| format!("--batch-us: {val:?} is not an integer 0..=1000")),

@@ -117,6 +117,9 @@ impl Forwarder {
         for (out, _) in self.cell_logs.iter_mut().flatten() {
             out.append(format!("t0 {t0_unix_ns}\n").into_bytes());
         }
+        for n in &mut self.nics {
+            n.begin(t0_unix_ns);
+        }
         for l in &mut self.links {
             for d in [&mut l.up, &mut l.down] {
                 if let Some(log) = d.log.as_mut() {
@@ -139,6 +142,7 @@ impl Forwarder {
         }
         self.advance_cell(true, now);
         self.advance_cell(false, now);
+        self.serve_nics(now);
         if self.senders.iter().any(|(_, s)| s.pending() > 0) {
             r.last_active = now;
             tx_left = !self.flush_tx();
@@ -164,7 +168,7 @@ impl Forwarder {
     /// (a lone packet, a ping).
     fn next_events(&self, now2: Nanos, mut next: Nanos) -> (Nanos, Option<Nanos>) {
         let mut next_busy: Option<Nanos> = None;
-        if let Some(t) = self.timed.next_at() {
+        for t in [self.timed.next_at(), self.nic_next].into_iter().flatten() {
             next = next.min(t);
         }
         for l in &self.links {
@@ -341,6 +345,7 @@ impl Forwarder {
                 }
             }
         }
+        self.flush_nic_logs();
         self.writer.take_error().map_or(Ok(()), Err)
     }
 }

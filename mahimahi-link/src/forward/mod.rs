@@ -28,6 +28,7 @@ use std::sync::Arc;
 mod cellspec;
 mod event_loop;
 mod frame;
+mod nic;
 mod path;
 mod stats;
 mod threads;
@@ -35,6 +36,7 @@ mod timed;
 
 pub use cellspec::{CellSpec, Site};
 pub use frame::Frame;
+pub use nic::NicSpec;
 use cellspec::CellMembers;
 use frame::{assemble, Pkt};
 pub use threads::{run_threads, split, StatsShare};
@@ -99,6 +101,13 @@ pub struct ForwardConfig {
     pub timeline: Vec<crate::timeline::Event>,
     /// Where each applied change is written, one line each (appended: every thread writes its links').
     pub timeline_log: Option<String>,
+    /// Edge ingress stages (MECaNIC, issue 40): uplink frames to a stage's prefix queue there after the core delay.
+    pub nics: Vec<NicSpec>,
+    /// The stages' classes, first match wins; unmatched frames get `nic_default`.
+    pub nic_classes: Vec<crate::mecanic::Class>,
+    pub nic_default: crate::mecanic::Rule,
+    /// Each stage's per-packet log (`{name}`: the stage's name).
+    pub nic_log: Option<String>,
 }
 
 /// Where a delayed frame goes when its delay is over.
@@ -230,6 +239,9 @@ pub struct Forwarder {
     writer: Writer,
     /// This thread's share of the timeline, resolved to its links.
     timed: timed::Timed,
+    nics: Vec<nic::RunNic>,
+    /// The stages' earliest next event (after the last round).
+    nic_next: Option<Nanos>,
 }
 
 /// Why the loop ended.
@@ -354,7 +366,8 @@ impl Forwarder {
             core.log = Some(Vec::new());
             cell_logs[k] = Some((writer.register(&path, f), 0));
         }
-        Ok(Forwarder { cfg, links, cells, member_of, cell_logs, senders, t0: sys::monotonic_ns(), restart_seen: 0, stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer, timed })
+        let nics = cfg.nics.iter().map(|n| nic::RunNic::open(n, &cfg.nic_classes, cfg.nic_default, cfg.nic_log.as_deref(), &cfg.command_line, &writer)).collect::<Result<_, _>>()?;
+        Ok(Forwarder { cfg, links, cells, member_of, cell_logs, senders, t0: sys::monotonic_ns(), restart_seen: 0, stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer, timed, nics, nic_next: None })
     }
 
 }

@@ -133,7 +133,7 @@ impl Forwarder {
 
     fn deliver(&mut self, li: usize, after: After, frame: Frame, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
         match after {
-            After::ToCore => self.transmit(li, true, frame),
+            After::ToCore => self.reach_core(li, now, frame),
             After::ToUe => self.transmit(li, false, frame),
             After::IntoDownlink => {
                 let Some(m) = packet::parse(&frame.data) else { return };
@@ -154,13 +154,13 @@ impl Forwarder {
         let l = &mut self.links[li];
         match rule.filter(|i| l.delayed(*i, true)) {
             Some(i) => push_delayed(&mut l.delay_up[i], t + l.delay_ns[i], frame, After::ToCore),
-            None => self.transmit(li, true, frame),
+            None => self.reach_core(li, t, frame),
         }
     }
 
     /// Queue a frame for the core side (`to_core`) or the UE side of link
     /// `li`; it leaves with the round's other frames (see [`Sender`]).
-    fn transmit(&mut self, li: usize, to_core: bool, frame: Frame) {
+    pub(super) fn transmit(&mut self, li: usize, to_core: bool, frame: Frame) {
         let l = &mut self.links[li];
         let ifindex = if to_core { l.core.ifindex } else { l.ue.ifindex };
         let sender = &mut self.senders[l.sender].1;
@@ -223,8 +223,10 @@ impl Forwarder {
                         Some((t, _, _)) if *t <= now => {}
                         _ => break,
                     }
-                    let (_, frame, after) = dq.pop_front().expect("front");
-                    self.deliver(li, after, frame, now, deps);
+                    let (t, frame, after) = dq.pop_front().expect("front");
+                    // An ingress stage takes a frame at its own time: the stage keeps exact timing.
+                    let at = if after == After::ToCore { t } else { now };
+                    self.deliver(li, after, frame, at, deps);
                 }
             }
         }
