@@ -23,6 +23,7 @@ from continuum.config.validation import Issues
 from continuum.runtime import Node
 
 if TYPE_CHECKING:
+    from continuum.network.plan import Plan
     from continuum.results.plots import Plot, PlotJob
 
 
@@ -82,6 +83,10 @@ class EdgeSystem:
         return None
 
     # the run
+    def link_args(self, settings: Any, spec: ExperimentSpec, plan: Plan, logs: Path) -> list[str]:
+        """Its options of the emulator (mahimahi-link forward), whose logs go to `logs`."""
+        return []
+
     def start(self, settings: Any, run: EdgeRun) -> None:
         """Start its parts once the network is verified and the brokers run, before the servers."""
 

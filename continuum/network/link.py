@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from continuum.config import ExperimentSpec
+from continuum.edge import registry
 from continuum.network.plan import NOTICE_PORT, Plan
 from continuum.runtime import Node, wait_for
 from continuum.traces import mahimahi_link_binary
@@ -57,6 +58,8 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
         out += [f"--delay={prefix}={ms}" for prefix, ms in plan.delay_rules]
     if any(e.kind != "load" for e in spec.timeline):
         out += [f"--timeline={logs}/timeline.txt", f"--timeline-log={logs}/timeline.log"]
+    for system, settings in registry.running(spec):
+        out += system.link_args(settings, spec, plan, logs)
     return out
 
 

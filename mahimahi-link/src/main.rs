@@ -129,9 +129,6 @@ fn check_nics(c: &Common) -> Result<(), Vec<String>> {
     if c.threads > 1 {
         errors.push("--nic: the stages are shared by every link, so they need one forwarding thread (leave out --threads)".into());
     }
-    if c.gso {
-        errors.push("--nic: the stages take MTU-sized packets (leave out --gso)".into());
-    }
     if c.nics.len() > 1 && c.nic_log.as_ref().is_some_and(|p| !p.contains("{name}")) {
         errors.push("--nic-log: with several stages the file name must contain {name}".into());
     }

@@ -91,7 +91,8 @@ options (shell and forward):
                                         AT_MS LINK delay PREFIX MS (LINK: a --link name or *)
   --timeline-log=FILE                   each applied change: UNIX_NS T_MS LATE_US LINK CHANGE
 
-edge ingress stages (forward mode; MECaNIC, issue 40; one forwarding thread, no --gso):
+edge ingress stages (forward mode; MECaNIC, issue 40; one forwarding thread; with --gso a
+super-frame reaches the stage as its MTU segments):
   --nic=NAME,prefix=P,rate-bps=R[,queues=N][,queue-packets=K][,queue-rate-bps=Q][,plain]
                                         uplink frames to P, past the core delay, queue in a stage whose
                                         path to the host carries R bit/s: MECaNIC's pool of N queues

@@ -174,9 +174,21 @@ impl Forwarder {
         let Some(m) = packet::parse(&frame.data).filter(|_| !self.nics.is_empty()) else {
             return self.transmit(li, true, frame);
         };
-        match self.nics.iter().position(|n| n.spec.prefix.contains(m.dst)) {
-            Some(k) => self.nics[k].arrive(li, t, frame, m.ip_len, &self.cfg.nic_classes, self.cfg.nic_default),
-            None => self.transmit(li, true, frame),
+        let Some(k) = self.nics.iter().position(|n| n.spec.prefix.contains(m.dst)) else {
+            return self.transmit(li, true, frame);
+        };
+        if !frame.vnet.is_gso() {
+            return self.nics[k].arrive(li, t, frame, m.ip_len, &self.cfg.nic_classes, self.cfg.nic_default);
+        }
+        // A super-frame (--gso) reaches the stage as its MTU segments, each queued, classified and sent on alone, as a NIC sees them.
+        match SuperFrame::new(frame.data, &frame.vnet) {
+            Ok(sf) => {
+                for i in 0..sf.segments() {
+                    let (vnet, data) = sf.build(i, i + 1);
+                    self.nics[k].arrive(li, t, Frame { data, vnet }, sf.segment_ip_len(i), &self.cfg.nic_classes, self.cfg.nic_default);
+                }
+            }
+            Err(_) => self.links[li].up.extra.unsplittable_frames += 1,
         }
     }
 

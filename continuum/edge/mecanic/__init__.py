@@ -1,0 +1,251 @@
+"""MECaNIC on the edge-system interface (docs/mecanic.md): [edge.nic] puts an
+ingress stage, the path from a node's NIC to its host, in front of edge nodes.
+kind = "mecanic" queues each packet in MECaNIC's shared pool of queues by its
+class (5-tuple and L7 keywords: reliability priority -> queue range, latency
+priority -> dequeue order, aged); kind = "plain" is one FIFO, the host path as
+an ordinary NIC has it. The stage is in the emulator (mahimahi-link --nic,
+src/mecanic.rs), where the endpoints' packets already are: no extra hop or
+copy, one clock with the link and the core delay. This package turns the
+table into its options and reads its per-packet logs back."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import pandas as pd
+from pydantic import Field, model_validator
+
+from continuum.config import ExperimentSpec
+from continuum.config.edge import Draft
+from continuum.config.raw import Strict
+from continuum.config.validation import Issues
+from continuum.edge.system import EdgeSystem
+
+if TYPE_CHECKING:
+    from continuum.network.plan import Plan
+    from continuum.results.plots import Plot, PlotJob
+
+NAME = r"^[A-Za-z0-9_.-]+$"
+PLAIN_PACKETS, POOL_PACKETS = 256, 64  # queue_packets' defaults: one FIFO (a NIC ring), and each queue of the pool
+
+
+class RawKeyword(Strict):
+    """Bytes at an offset of the transport payload, compared under a mask."""
+
+    offset: int = Field(ge=0, le=65535)
+    hex: str = Field(pattern=r"^([0-9A-Fa-f]{2})+$")
+    mask: str | None = Field(default=None, pattern=r"^([0-9A-Fa-f]{2})+$")
+
+    @model_validator(mode="after")
+    def _same_length(self) -> RawKeyword:
+        if self.mask is not None and len(self.mask) != len(self.hex):
+            raise ValueError("mask has as many bytes as hex")
+        return self
+
+
+class NicClass(Strict):
+    """A class of packets: what it matches (every key given must match; the first class that
+    matches wins) and how the stage queues it."""
+
+    name: str = Field(pattern=NAME)
+    queues: tuple[int, int] | None = None  # its queue range in the pool, ends included (default: all): its reliability (bandwidth)
+    reliability: int = Field(default=0, ge=0, le=1_000_000)  # P^r: may claim queues held by lower ones
+    latency: int = Field(default=1, ge=0, le=1_000_000)  # P^l: dequeue priority, and what it gains per dequeue waited
+    proto: Literal["tcp", "udp"] | None = None
+    src: str | None = None  # a node of this file, or an IPv4 prefix
+    dst: str | None = None
+    sport: int | tuple[int, int] | None = None
+    dport: int | tuple[int, int] | None = None
+    mqtt_topic: str | None = Field(default=None, min_length=1)  # an MQTT PUBLISH whose topic starts with this
+    http_path: str | None = Field(default=None, min_length=1)  # an HTTP request whose path starts with this
+    raw: RawKeyword | None = None
+
+
+class NicDefault(Strict):
+    """How the packets no class matches are queued."""
+
+    queues: tuple[int, int] | None = None  # default: the whole pool
+    reliability: int = Field(default=0, ge=0, le=1_000_000)
+    latency: int = Field(default=1, ge=0, le=1_000_000)
+
+
+class EdgeNic(Strict):
+    """An ingress stage in front of edge nodes: MECaNIC's queueing, or a plain FIFO (docs/mecanic.md)."""
+
+    kind: Literal["mecanic", "plain"] = "mecanic"
+    rate_mbit: float = Field(gt=0, le=100_000)  # the path from the NIC to the host
+    nodes: list[str] | None = None  # the nodes it sits in front of (default: every edge node)
+    queues: int = Field(default=20, ge=1, le=1024)  # mecanic: the shared pool
+    queue_packets: int | None = Field(default=None, ge=1, le=100_000)  # per queue (default 64; plain: 256)
+    # mecanic: each queue's cap (default rate_mbit / queues: the paper's reserved share each; 0: uncapped)
+    queue_rate_mbit: float | None = Field(default=None, ge=0, le=100_000)
+    classes: list[NicClass] = []
+    default: NicDefault = NicDefault()
+
+
+@dataclass(frozen=True)
+class Settings:
+    kind: str
+    rate_bps: int
+    queues: int
+    queue_packets: int
+    queue_rate_bps: int | None
+    nodes: tuple[str, ...]
+    classes: tuple[dict, ...]  # NicClass.model_dump() each
+    default: tuple[int, int, int, int]  # lo, hi, reliability, latency
+
+
+def _ports(v: int | tuple[int, int]) -> str:
+    lo, hi = (v, v) if isinstance(v, int) else v
+    return f"{lo}-{hi}"
+
+
+def _prefix(v: str, addresses: dict[str, str]) -> str:
+    return f"{addresses[v]}/32" if v in addresses else v
+
+
+def class_option(c: dict, addresses: dict[str, str]) -> str:
+    """A class as mahimahi-link's --nic-class (node names resolved to their addresses)."""
+    lo, hi = c["queues"]
+    out = f"{c['name']}:{lo}:{hi}:{c['reliability']}:{c['latency']}"
+    if c["proto"]:
+        out += f",proto={c['proto']}"
+    for key in ("src", "dst"):
+        if c[key]:
+            out += f",{key}={_prefix(c[key], addresses)}"
+    for key in ("sport", "dport"):
+        if c[key] is not None:
+            out += f",{key}={_ports(c[key])}"
+    if c["mqtt_topic"]:
+        out += f",mqtt={c['mqtt_topic']}"
+    if c["http_path"]:
+        out += f",http={c['http_path']}"
+    if c["raw"]:
+        r = c["raw"]
+        out += f",raw={r['offset']}:{r['hex']}" + (f"/{r['mask']}" if r["mask"] else "")
+    return out
+
+
+def log_path(folder: Path, node: str) -> Path:
+    return folder / f"nic-{node}.log"
+
+
+class Mecanic(EdgeSystem):
+    name = "mecanic"
+    section = "nic"
+    title = "MECaNIC's ingress stage"
+    switch = "edge.nic"
+    manages = None  # the NIC's path: no edge resource another system decides over
+    model = EdgeNic
+    manifest_key = "nic"
+    summary_key = "nic"
+
+    def resolve(self, table: EdgeNic | None, draft: Draft, ctx: Issues) -> Settings | None:
+        if table is None or ctx.failed("edge.nic"):
+            return None
+        ok = True
+
+        def bad(key: str, msg: str) -> None:
+            nonlocal ok
+            ctx.bad(key, msg)
+            ok = False
+
+        names = [n.name for n in draft.nodes]
+        targets = [n.name for n in draft.nodes if n.role in ("edge", "cloud")]
+        nodes = table.nodes if table.nodes is not None else [n.name for n in draft.nodes if n.role == "edge"]
+        if not nodes:
+            bad("edge.nic.nodes", f"no edge node to put the stage in front of; name the nodes (valid: {', '.join(targets) or 'none'})")
+        for n in nodes:
+            if n not in targets:
+                bad("edge.nic.nodes", f"{n!r} is not an edge or cloud node of this file; valid: {', '.join(targets) or 'none'}")
+        plain = table.kind == "plain"
+        queues = 1 if plain else table.queues
+        seen: set[str] = set()
+        for i, c in enumerate(table.classes):
+            where = f"edge.nic.classes[{i}]"
+            if c.name in seen or c.name == "default":
+                bad(f"{where}.name", f"{c.name!r} is taken (each class its own name; \"default\" is the unmatched packets')")
+            seen.add(c.name)
+            lo, hi = c.queues if c.queues is not None else (0, queues - 1)
+            if not plain and not 0 <= lo <= hi < queues:
+                bad(f"{where}.queues", f"[{lo}, {hi}] is not a range of the pool's {queues} queues: 0 <= first <= last <= {queues - 1}")
+            keywords = [k for k in ("mqtt_topic", "http_path", "raw") if getattr(c, k) is not None]
+            if len(keywords) > 1:
+                bad(where, f"one keyword per class, not {' and '.join(keywords)}")
+            for key in ("sport", "dport"):
+                v = getattr(c, key)
+                if v is not None and not all(0 <= p <= 65535 for p in ((v,) if isinstance(v, int) else v)):
+                    bad(f"{where}.{key}", "a port 0..65535, or [first, last]")
+                elif isinstance(v, tuple) and v[0] > v[1]:
+                    bad(f"{where}.{key}", "[first, last] with first <= last")
+            for key in ("src", "dst"):
+                v = getattr(c, key)
+                if v is None or v in names:
+                    continue
+                try:
+                    ipaddress.IPv4Network(v)
+                except ValueError:
+                    bad(f"{where}.{key}", f"{v!r} is neither a node of this file ({', '.join(names)}) nor an IPv4 prefix")
+        d = table.default
+        lo, hi = d.queues if d.queues is not None else (0, queues - 1)
+        if not plain and not 0 <= lo <= hi < queues:
+            bad("edge.nic.default.queues", f"[{lo}, {hi}] is not a range of the pool's {queues} queues")
+        if not ok:
+            return None
+        rate = round(table.rate_mbit * 1e6)
+        cap = table.queue_rate_mbit if table.queue_rate_mbit is not None else table.rate_mbit / queues
+        return Settings(kind=table.kind, rate_bps=rate, queues=queues,
+                        queue_packets=table.queue_packets or (PLAIN_PACKETS if plain else POOL_PACKETS),
+                        queue_rate_bps=None if plain or cap == 0 else max(1, round(cap * 1e6)), nodes=tuple(nodes),
+                        classes=tuple({**c.model_dump(), "queues": c.queues or (0, queues - 1)} for c in table.classes), default=(lo, hi, d.reliability, d.latency))
+
+    def host_problems(self, s: Settings, spec: ExperimentSpec) -> list[str]:
+        if spec.mobile.emulator_threads > 1:
+            return ["[edge.nic]: the ingress stage is shared by every UE's link, so the emulator runs one forwarding thread: "
+                    "leave out mobile.emulator_threads"]
+        return []
+
+    def describe(self, s: Settings, spec: ExperimentSpec) -> list[str]:
+        what = (f"one FIFO of {s.queue_packets} packets" if s.kind == "plain" else
+                f"MECaNIC's pool of {s.queues} queues of {s.queue_packets} packets, each capped at "
+                + (f"{s.queue_rate_bps / 1e6:g} Mbit/s" if s.queue_rate_bps else "nothing"))
+        lines = [f"ingress stage ({s.kind}) in front of {', '.join(s.nodes)}: {s.rate_bps / 1e6:g} Mbit/s to the host, {what}"]
+        for c in s.classes:
+            lines.append(f"  class {class_option(c, {})}")
+        lo, hi, pr, pl = s.default
+        lines.append(f"  unmatched packets: queues {lo}..{hi}, reliability {pr}, latency {pl}")
+        return lines
+
+    def manifest(self, s: Settings | None, spec: ExperimentSpec) -> dict | None:
+        return None if s is None else asdict(s)
+
+    def link_args(self, s: Settings, spec: ExperimentSpec, plan: Plan, logs: Path) -> list[str]:
+        addresses = plan.addresses
+        out = []
+        for node in s.nodes:
+            opt = f"--nic={node},prefix={addresses[node]}/32,rate-bps={s.rate_bps},queue-packets={s.queue_packets}"
+            out.append(opt + (",plain" if s.kind == "plain" else f",queues={s.queues}"
+                              + (f",queue-rate-bps={s.queue_rate_bps}" if s.queue_rate_bps else "")))
+        out += [f"--nic-class={class_option(c, addresses)}" for c in s.classes]
+        lo, hi, pr, pl = s.default
+        out += [f"--nic-default={lo}:{hi}:{pr}:{pl}", f"--nic-log={logs}/nic-{{name}}.log"]
+        return out
+
+    def summarize(self, run_dir: Path, df: pd.DataFrame) -> dict | None:
+        from continuum.edge.mecanic import results
+
+        return results.summarize(run_dir, df)
+
+    def render(self, part: dict) -> Any:
+        from continuum.edge.mecanic import results
+
+        return results.render(part)
+
+    def plots(self, p: Plot) -> list[PlotJob]:
+        from continuum.edge.mecanic import plots
+
+        part = p.summary.get(self.summary_key)
+        return [lambda: plots.figures(p.run_dir, part, p.tl, p.xlim, p.folder)] if part else []
