@@ -38,7 +38,12 @@ def valid_keys(model: type[BaseModel], loc: tuple) -> str:
 def issues_from(e: ValidationError, file: str, prefix: str, model: type[BaseModel] | None = None) -> list[ConfigIssue]:
     out = []
     for err in e.errors():
-        loc = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "")
+        loc = ""
+        for p in (prefix, *err["loc"]):
+            if isinstance(p, int):
+                loc += f"[{p}]"  # an array's item, as a reader of the file counts them: classes[2].raw
+            elif p != "":
+                loc += ("." if loc else "") + str(p)
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             valid = valid_keys(model, err["loc"]) if model else ""

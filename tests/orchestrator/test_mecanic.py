@@ -1,0 +1,121 @@
+"""[edge.nic] (MECaNIC's ingress stage, docs/mecanic.md): the table's problems
+named by key, the settings it resolves to and the emulator options they
+become; then one short run of configs/mecanic-priority.toml (requests over
+MQTT against a bulk TCP upload through edge0's 12 Mbit/s stage), whose
+per-class results are checked against the classes' queue ranges and caps."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import hoststate
+from continuum import experiment
+from continuum.errors import ConfigError
+from continuum.network import link, plan
+from test_run import run
+
+REPO = Path(__file__).resolve().parents[2]
+PRIORITY = (REPO / "configs" / "mecanic-priority.toml").read_text()
+
+
+def _problems(path: Path) -> dict[str, str]:
+    with pytest.raises(ConfigError) as e:
+        experiment.load(path, materialize=False)
+    return {i.key: i.message for i in e.value.issues}
+
+
+def _file(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "m.toml"
+    p.write_text(text)
+    return p
+
+
+def test_every_nic_problem_is_named_by_key(tmp_path):
+    nic = PRIORITY.split("[edge.nic]")[0] + """
+[edge.nic]
+rate_mbit = 12
+queues = 8
+nodes = ["edge0", "endpoint0"]
+[[edge.nic.classes]]
+name = "a"
+queues = [0, 8]
+mqtt_topic = "x/"
+http_path = "/y"
+[[edge.nic.classes]]
+name = "a"
+src = "nowhere"
+dport = [90, 80]
+[[edge.nic.classes]]
+name = "default"
+"""
+    got = _problems(_file(tmp_path, nic))
+    assert "'endpoint0' is not an edge or cloud node" in got["edge.nic.nodes"]
+    assert "not a range of the pool's 8 queues" in got["edge.nic.classes[0].queues"]
+    assert "one keyword per class" in got["edge.nic.classes[0]"]
+    assert "'a' is taken" in got["edge.nic.classes[1].name"]
+    assert "neither a node of this file" in got["edge.nic.classes[1].src"] and "edge0" in got["edge.nic.classes[1].src"]
+    assert "first <= last" in got["edge.nic.classes[1].dport"]
+    assert "'default' is taken" in got["edge.nic.classes[2].name"]
+    # a key the table does not have is named with the valid ones; a class's own values by its place
+    got = _problems(_file(tmp_path, PRIORITY.replace("rate_mbit = 12", "rate_mbit = 12\nrate_gbit = 1")
+                          .replace('src = "bulk0"', 'src = "bulk0"\nraw = { offset = 0, hex = "abcd", mask = "ff" }')))
+    assert "unknown key; valid: kind, rate_mbit" in got["edge.nic.rate_gbit"]
+    assert "mask has as many bytes as hex" in got["edge.nic.classes[1].raw"]
+
+
+def test_the_table_becomes_the_emulators_stage_and_classes(tmp_path):
+    spec = experiment.load(_file(tmp_path, PRIORITY), materialize=False)
+    p = plan.build(spec)
+    argv = link.argv(spec, p, tmp_path, tmp_path / "stats.json", "mahimahi-link", binary=Path("mml"))
+    nic = [a for a in argv if a.startswith("--nic")]
+    edge0, bulk0 = p.addresses["edge0"], p.addresses["bulk0"]
+    assert nic == [
+        f"--nic=edge0,prefix={edge0}/32,rate-bps=12000000,queue-packets=64,queues=20,queue-rate-bps=600000",
+        "--nic-class=requests:0:15:5:100,proto=tcp,dport=1883-1883",
+        f"--nic-class=bulk:16:19:1:10,src={bulk0}/32",
+        "--nic-default=0:19:0:1",
+        f"--nic-log={tmp_path}/nic-{{name}}.log",
+    ]
+    plain = experiment.load(_file(tmp_path, (REPO / "configs" / "mecanic-plain.toml").read_text()), materialize=False)
+    nic = [a for a in link.argv(plain, plan.build(plain), tmp_path, tmp_path / "s", "mahimahi-link", binary=Path("mml")) if a.startswith("--nic=")]
+    assert nic == [f"--nic=edge0,prefix={edge0}/32,rate-bps=12000000,queue-packets=256,plain"]
+    # one forwarding thread: the stage is every link's
+    threads = _file(tmp_path, PRIORITY.replace('downlink = "const-48mbps"', 'downlink = "const-48mbps"\nemulator_threads = 2'))
+    from continuum.edge import registry
+
+    spec = experiment.load(threads, materialize=False)
+    assert any("one forwarding thread" in m for m in registry.problems(spec, "netns", frozenset({"node_daemon", "child_cgroups"})))
+
+
+@pytest.fixture(scope="module")
+def priority_run(tmp_path_factory, root_netns):
+    d = tmp_path_factory.mktemp("mecanic")
+    cfg = d / "priority.toml"
+    cfg.write_text(PRIORITY.replace("duration_s = 30", "duration_s = 8").replace("warmup_s = 5", f"warmup_s = 2\noutput = \"{d / 'runs'}\""))
+    before = hoststate.snapshot()
+    p, run_dir = run(cfg, d)
+    return {"run": run_dir, "stdout": p.stdout, "before": before, "after": hoststate.snapshot()}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
+def test_the_stage_gives_the_requests_their_queues_and_caps_the_upload(priority_run):
+    run_dir = priority_run["run"]
+    s = json.loads((run_dir / "summary.json").read_text())["nic"]["nodes"]["edge0"]
+    req, bulk = s["classes"]["requests"], s["classes"]["bulk"]
+    cap = 0.6  # Mbit/s per queue: 12 / 20
+    # premise: the upload was held at its 4 queues' caps, so the two classes contended
+    assert 0.8 * 4 * cap <= bulk["offered_mbit"] and bulk["carried"] / bulk["packets"] > 0.9, bulk
+    carried_mbit = bulk["offered_mbit"] * bulk["carried"] / bulk["packets"]
+    assert carried_mbit <= 4 * cap * 1.05, bulk
+    assert req["loss"] == 0 and req["packets"] > 100, req
+    # the requests' packets go first: their time through the stage is a fraction of the upload's
+    assert req["p50_ms"] < 0.5 * bulk["p50_ms"], (req, bulk)
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert m["nic"]["kind"] == "mecanic" and m["nic"]["queue_rate_bps"] == 600_000
+    assert (run_dir / "plots" / "nic-edge0.png").stat().st_size > 0
+    assert "ingress stage in front of edge0" in priority_run["stdout"]
+    assert priority_run["after"] == priority_run["before"]
