@@ -83,6 +83,8 @@ pub(super) struct RunNic {
     log: Option<Appender>,
     text: String,
     arrivals: u64,
+    /// When the stage last sent a packet on its way to the host.
+    decided: Option<Nanos>,
 }
 
 /// The classes' names, with the unclassified packets' ("default") last.
@@ -117,7 +119,7 @@ impl RunNic {
                 Some(writer.register(&path, f))
             }
         };
-        Ok(RunNic { spec: spec.clone(), stage: Stage::new(spec.cfg), clock: 0, leaving: VecDeque::new(), log, text: String::new(), arrivals: 0 })
+        Ok(RunNic { spec: spec.clone(), stage: Stage::new(spec.cfg), clock: 0, leaving: VecDeque::new(), log, text: String::new(), arrivals: 0, decided: None })
     }
 
     pub(super) fn begin(&mut self, t0_unix_ns: u64) {
@@ -126,17 +128,23 @@ impl RunNic {
         }
     }
 
-    /// Carry out every departure that starts by `t`; the clock ends at `t` (or later).
-    fn run_to(&mut self, t: Nanos, classes: &[Class]) {
+    /// Carry out every departure that starts before `t` (`inclusive`: by `t`); the clock ends at
+    /// `t` (or later). The reference model takes the arrivals at an instant before its decision at
+    /// that instant, so an arrival runs the stage to just before itself.
+    fn run_to(&mut self, t: Nanos, inclusive: bool, classes: &[Class]) {
+        let due = |e: Nanos| e < t || (inclusive && e == t);
         loop {
-            if let Some((done, q, held, size)) = self.stage.dequeue(self.clock) {
-                if self.log.is_some() {
-                    let _ = writeln!(self.text, "{} {done} {} {q} {size} {}", held.arrival, class_name(classes, held.class), held.n);
+            if due(self.clock) {
+                if let Some((done, q, held, size)) = self.stage.dequeue(self.clock) {
+                    self.decided = Some(self.clock);
+                    if self.log.is_some() {
+                        let _ = writeln!(self.text, "{} {done} {} {q} {size} {}", held.arrival, class_name(classes, held.class), held.n);
+                    }
+                    self.leaving.push_back((done, held.li, held.frame));
                 }
-                self.leaving.push_back((done, held.li, held.frame));
             }
             match self.stage.next_event(self.clock) {
-                Some(e) if e <= t => self.clock = e,
+                Some(e) if due(e) => self.clock = e,
                 _ => break,
             }
         }
@@ -145,7 +153,12 @@ impl RunNic {
 
     /// A frame of link `li` reaches the stage at `t`.
     fn arrive(&mut self, li: usize, t: Nanos, frame: Frame, ip_len: u32, classes: &[Class], default: Rule) {
-        self.run_to(t, classes);
+        self.run_to(t, false, classes);
+        // A frame found late (another link's, picked up later in the round) arrives at the stage's
+        // clock, after any decision already taken at that instant.
+        if self.decided == Some(self.clock) {
+            self.clock += 1;
+        }
         let class = mecanic::classify(classes, &frame.data).map_or(classes.len(), |c| classes.iter().position(|k| std::ptr::eq(k, c)).unwrap_or(classes.len()));
         let rule = if self.spec.plain { Rule { lo: 0, hi: 0, pr: 0, pl: 1 } } else { classes.get(class).map_or(default, |c| c.rule) };
         let at = self.clock;
@@ -158,7 +171,7 @@ impl RunNic {
                 let _ = writeln!(self.text, "{at} x {} {} {size} {n}", class_name(classes, class), if why == mecanic::Drop::Full { "full" } else { "noqueue" });
             }
         }
-        self.run_to(at, classes);
+        self.run_to(at, true, classes);
     }
 
     fn flush(&mut self) {
@@ -196,7 +209,7 @@ impl Forwarder {
     pub(super) fn serve_nics(&mut self, now: Nanos) {
         let mut next: Option<Nanos> = None;
         for k in 0..self.nics.len() {
-            self.nics[k].run_to(now, &self.cfg.nic_classes);
+            self.nics[k].run_to(now, true, &self.cfg.nic_classes);
             while self.nics[k].leaving.front().is_some_and(|(done, _, _)| *done <= now) {
                 let (_, li, frame) = self.nics[k].leaving.pop_front().expect("front");
                 self.transmit(li, true, frame);
