@@ -119,3 +119,75 @@ def test_the_stage_gives_the_requests_their_queues_and_caps_the_upload(priority_
     assert (run_dir / "plots" / "nic-edge0.png").stat().st_size > 0
     assert "ingress stage in front of edge0" in priority_run["stdout"]
     assert priority_run["after"] == priority_run["before"]
+
+
+CACHE = """
+[experiment]
+name = "mecanic-cache"
+seed = 1
+duration_s = 5
+warmup_s = 1
+output = "{out}"
+
+[nodes.endpoint]
+cpus = 1.0
+memory = "512M"
+
+[nodes.edge]
+cpus = 1.0
+memory = "2G"
+
+[mobile]
+uplink = "const-48mbps"
+downlink = "const-48mbps"
+
+[workload]
+app = "image_classification"
+rate = 4.0
+timeout_s = 10
+
+[workload.params]
+bank_size = 3             # the endpoint's requests repeat three images
+
+[edge.nic]
+kind = "plain"
+rate_mbit = 100
+
+[edge.nic.cache]
+capacity_mb = 16
+"""
+
+
+@pytest.fixture(scope="module")
+def cache_run(tmp_path_factory, root_netns):
+    d = tmp_path_factory.mktemp("mecanic-cache")
+    cfg = d / "cache.toml"
+    cfg.write_text(CACHE.format(out=d / "runs"))
+    before = hoststate.snapshot()
+    p, run_dir = run(cfg, d)
+    return {"run": run_dir, "stdout": p.stdout, "before": before, "after": hoststate.snapshot()}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
+def test_a_cached_request_is_answered_by_the_nic_and_never_reaches_the_server(cache_run):
+    import pandas as pd
+
+    run_dir = cache_run["run"]
+    df = pd.read_csv(run_dir / "requests.csv", dtype={"request_id": str})
+    served = set(pd.read_csv(run_dir / "raw" / "server-edge0.csv", dtype={"request_id": str})["request_id"])
+    hits, misses = df[df["nic_cache"] == "hit"], df[df["nic_cache"] == "miss"]
+    # every request was answered; the first of each image went to the server, the rest were the NIC's
+    assert (df["status"] == "ok").all() and len(df) >= 20, df["status"].value_counts()
+    assert 1 <= len(misses) <= 3 + 2 and len(hits) >= len(df) - 5, (len(hits), len(misses))
+    assert not (set(hits["request_id"]) & served), "a request the NIC answered reached the server"
+    assert set(misses["request_id"]) <= served
+    assert len(served) == len(misses)
+    # the NIC's answers are the server's, learned once per image
+    by_image = df.groupby("request_bytes")["result"].nunique()
+    assert (by_image == 1).all(), by_image
+    # no inference for a hit: its time at the edge is a fraction of a miss's
+    assert hits["server_ms"].median() < 0.2 * misses["server_ms"].median(), (hits["server_ms"].median(), misses["server_ms"].median())
+    c = json.loads((run_dir / "summary.json").read_text())["nic"]["cache"]
+    assert c["hits"] == int((df[df["phase"] == "measure"]["nic_cache"] == "hit").sum()) and c["stored"] == len(misses)
+    assert "response caching on the NIC" in cache_run["stdout"] and "0 dropped" in cache_run["stdout"]
+    assert cache_run["after"] == cache_run["before"]

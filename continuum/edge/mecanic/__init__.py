@@ -22,13 +22,16 @@ from continuum.config import ExperimentSpec
 from continuum.config.edge import Draft
 from continuum.config.raw import Strict
 from continuum.config.validation import Issues
-from continuum.edge.system import EdgeSystem
+from continuum.edge.system import EdgeRun, EdgeSystem
+from continuum.network.plan import MQTT_PORT, NODE_IF
+from continuum.runtime import stop_process, wait_for
 
 if TYPE_CHECKING:
     from continuum.network.plan import Plan
     from continuum.results.plots import Plot, PlotJob
 
 NAME = r"^[A-Za-z0-9_.-]+$"
+CACHE_PORT = 18830  # the cache agent: where the node's nat table sends MQTT connections from outside
 PLAIN_PACKETS, POOL_PACKETS = 256, 64  # queue_packets' defaults: one FIFO (a NIC ring), and each queue of the pool
 
 
@@ -72,6 +75,12 @@ class NicDefault(Strict):
     latency: int = Field(default=1, ge=0, le=1_000_000)
 
 
+class NicCache(Strict):
+    """Response caching (docs/mecanic.md): the NIC answers a request whose answer it has seen."""
+
+    capacity_mb: float = Field(default=64.0, gt=0, le=4096)  # least recently used answers out first (the paper's NIC: 4 GB)
+
+
 class EdgeNic(Strict):
     """An ingress stage in front of edge nodes: MECaNIC's queueing, or a plain FIFO (docs/mecanic.md)."""
 
@@ -84,6 +93,7 @@ class EdgeNic(Strict):
     queue_rate_mbit: float | None = Field(default=None, ge=0, le=100_000)
     classes: list[NicClass] = []
     default: NicDefault = NicDefault()
+    cache: NicCache | None = None  # the table turns response caching on, in front of the offload node
 
 
 @dataclass(frozen=True)
@@ -96,6 +106,7 @@ class Settings:
     nodes: tuple[str, ...]
     classes: tuple[dict, ...]  # NicClass.model_dump() each
     default: tuple[int, int, int, int]  # lo, hi, reliability, latency
+    cache_mb: float | None = None  # response caching on the offload node's NIC (None: off)
 
 
 def _ports(v: int | tuple[int, int]) -> str:
@@ -142,6 +153,7 @@ class Mecanic(EdgeSystem):
     model = EdgeNic
     manifest_key = "nic"
     summary_key = "nic"
+    node_code = ("edge-systems",)
 
     def resolve(self, table: EdgeNic | None, draft: Draft, ctx: Issues) -> Settings | None:
         if table is None:  # (a table with bad keys comes without them: its other problems are named in the same pass)
@@ -193,6 +205,13 @@ class Mecanic(EdgeSystem):
         lo, hi = d.queues if d.queues is not None else (0, queues - 1)
         if not plain and not 0 <= lo <= hi < queues:
             bad("edge.nic.default.queues", f"[{lo}, {hi}] is not a range of the pool's {queues} queues")
+        if table.cache is not None:
+            w = draft.workload
+            offload = next((n.name for n in draft.nodes if w is not None and n.role == w.offload), None)
+            if draft.provider not in (None, "netns"):
+                bad("edge.nic.cache", f"response caching runs on the netns provider so far (this file's: {draft.provider})")
+            elif offload is not None and offload not in nodes:
+                bad("edge.nic.cache", f"the cache answers for the offload node: add {offload!r} to edge.nic.nodes")
         if not ok:
             return None
         rate = round(table.rate_mbit * 1e6)
@@ -200,7 +219,8 @@ class Mecanic(EdgeSystem):
         return Settings(kind=table.kind, rate_bps=rate, queues=queues,
                         queue_packets=table.queue_packets or (PLAIN_PACKETS if plain else POOL_PACKETS),
                         queue_rate_bps=None if plain or cap == 0 else max(1, round(cap * 1e6)), nodes=tuple(nodes),
-                        classes=tuple({**c.model_dump(), "queues": c.queues or (0, queues - 1)} for c in table.classes), default=(lo, hi, d.reliability, d.latency))
+                        classes=tuple({**c.model_dump(), "queues": c.queues or (0, queues - 1)} for c in table.classes), default=(lo, hi, d.reliability, d.latency),
+                        cache_mb=table.cache.capacity_mb if table.cache else None)
 
     def host_problems(self, s: Settings, spec: ExperimentSpec) -> list[str]:
         if spec.mobile.emulator_threads > 1:
@@ -233,6 +253,46 @@ class Mecanic(EdgeSystem):
         lo, hi, pr, pl = s.default
         out += [f"--nic-default={lo}:{hi}:{pr}:{pl}", f"--nic-log={logs}/nic-{{name}}.log"]
         return out
+
+    def start(self, s: Settings, run: EdgeRun) -> None:
+        """Response caching: the agent (the NIC's processor) in the offload node's network namespace,
+        outside its cgroup, and the node's MQTT connections from outside redirected to it."""
+        if s.cache_mb is None:
+            return
+        node = run.node
+        raw = run.run_dir / "raw"
+        ready, log = raw / "nic-cache.ready", run.run_dir / "logs" / "nic-cache-agent.log"
+        argv = node.argv([node.python, "-m", "mecanic.cache_agent", "--port", str(CACHE_PORT), "--broker", f"127.0.0.1:{MQTT_PORT}",
+                          "--capacity-mb", f"{s.cache_mb:g}", "--log", str(raw / "nic-cache.csv"), "--ready", str(ready)])
+        proc = node.start(argv, log, contained=False)
+        run.undo.callback(ready.unlink, missing_ok=True)
+        run.undo.callback(stop_process, proc)
+
+        def listening() -> bool:
+            if proc.poll() is not None:
+                from continuum.errors import ProviderError
+
+                raise ProviderError(f"MECaNIC's cache agent on {node.name} exited ({proc.returncode}); see {log}")
+            return ready.exists()
+
+        wait_for(listening, 15, f"MECaNIC's cache agent on {node.name}")
+        run.watch("MECaNIC's cache agent", proc, log)
+        rule = ["PREROUTING", "-i", NODE_IF, "-p", "tcp", "--dport", str(MQTT_PORT), "-j", "REDIRECT", "--to-ports", str(CACHE_PORT)]
+        node.run(["iptables", "-w", "-t", "nat", "-A", *rule])
+        run.undo.callback(node.run, ["iptables", "-w", "-t", "nat", "-D", *rule], check=False)
+        run.phase(f"response caching on {node.name}'s NIC: up to {s.cache_mb:g} MB of answers, learned from the server's")
+
+    def add_records(self, run_dir: Path, df: pd.DataFrame) -> pd.DataFrame:
+        """`nic_cache`: hit where the NIC answered the request itself, miss where it went to the server."""
+        path = run_dir / "raw" / "nic-cache.csv"
+        if not path.exists() or df.empty:
+            return df
+        c = pd.read_csv(path, dtype={"request_id": str})
+        c = c[c["outcome"].isin(["hit", "miss"])].drop_duplicates("request_id", keep="last")
+        df = df.assign(nic_cache=df["request_id"].astype(str).map(dict(zip(c["request_id"], c["outcome"]))))
+        if "dropped" in df:  # (the server never saw it: answered by the NIC, not lost on the way)
+            df.loc[df["nic_cache"] == "hit", "dropped"] = 0
+        return df
 
     def summarize(self, run_dir: Path, df: pd.DataFrame) -> dict | None:
         from continuum.edge.mecanic import results

@@ -80,12 +80,33 @@ def _ms(x: pd.Series, q: float) -> float | None:
     return None if x.empty else round(float(x.quantile(q)) / 1e6, 3)
 
 
+def cache(run_dir: Path, df: pd.DataFrame) -> dict | None:
+    """Response caching over the measured requests: how many the NIC answered, how many went on
+    to the server, answers learned, and the end-to-end latency of each kind (ms)."""
+    path = run_dir / "raw" / "nic-cache.csv"
+    if not path.exists() or "nic_cache" not in df:
+        return None
+    m = df[(df["phase"] == "measure")] if "phase" in df else df
+    log = pd.read_csv(path)
+    out: dict[str, Any] = {"requests": int(m["nic_cache"].notna().sum()), "hits": int((m["nic_cache"] == "hit").sum()),
+                           "misses": int((m["nic_cache"] == "miss").sum()), "stored": int((log["outcome"] == "stored").sum())}
+    out["hit_ratio"] = round(out["hits"] / out["requests"], 4) if out["requests"] else None
+    for kind in ("hit", "miss"):
+        ok = m[(m["nic_cache"] == kind) & (m["status"] == "ok")]["e2e_ms"].astype(float) if "e2e_ms" in m else pd.Series(dtype=float)
+        out[f"{kind}_e2e_ms_p50"] = None if ok.empty else round(float(ok.median()), 3)
+        out[f"{kind}_e2e_ms_p99"] = None if ok.empty else round(float(ok.quantile(0.99)), 3)
+    return out
+
+
 def summarize(run_dir: Path, df: pd.DataFrame) -> dict | None:
     stages = logs(run_dir)
     window = _window(df)
     if not stages or window is None:
         return None
     out: dict = {"kind": stages[0].head.get("kind"), "window_s": round((window[1] - window[0]) / 1e9, 3), "nodes": {}}
+    held = cache(run_dir, df)
+    if held is not None:
+        out["cache"] = held
     for s in stages:
         p = s.packets
         w = p[(p["arrival_ns"] >= window[0]) & (p["arrival_ns"] <= window[1])]
@@ -135,6 +156,15 @@ def render(part: dict):
             t.add_row(c, str(r["packets"]), f(r["offered_mbit"]), str(r["carried"]), f"{r['dropped_full']}/{r['dropped_noqueue']}",
                       f(r["loss"], "{:.2%}"), f(r["mean_ms"], "{:.3f}"), f(r["p50_ms"], "{:.3f}"), f(r["p99_ms"], "{:.3f}"),
                       str(r["occupancy_max"]))
+        tables.append(t)
+    c = part.get("cache")
+    if c:
+        t = Table(title=f"response caching on the NIC: {c['hits']} of {c['requests']} measured requests answered by it "
+                        f"({f(c['hit_ratio'], '{:.1%}')}), {c['stored']} answers learned from the server")
+        for h in ("requests", "count", "end-to-end P50 ms", "end-to-end P99 ms"):
+            t.add_column(h, justify="left" if h == "requests" else "right")
+        t.add_row("answered by the NIC", str(c["hits"]), f(c["hit_e2e_ms_p50"], "{:.1f}"), f(c["hit_e2e_ms_p99"], "{:.1f}"))
+        t.add_row("sent on to the server", str(c["misses"]), f(c["miss_e2e_ms_p50"], "{:.1f}"), f(c["miss_e2e_ms_p99"], "{:.1f}"))
         tables.append(t)
     if len(tables) == 1:
         return tables[0]
