@@ -114,6 +114,8 @@ fn config(c: &Common, link_args: &[LinkArg], links: Vec<LinkSpec>, argv: &[Strin
         nic_classes: c.nic_classes.clone(),
         nic_default: c.nic_default,
         nic_log: c.nic_log.clone(),
+        nic_patterns: c.nic_patterns.clone(),
+        nic_scan: c.nic_scan.clone(),
     }
 }
 
@@ -121,8 +123,9 @@ fn config(c: &Common, link_args: &[LinkArg], links: Vec<LinkSpec>, argv: &[Strin
 fn check_nics(c: &Common) -> Result<(), Vec<String>> {
     let mut errors = Vec::new();
     if c.nics.is_empty() {
-        if !c.nic_classes.is_empty() || c.nic_log.is_some() || c.nic_default != mahimahi_link::mecanic::DEFAULT_RULE {
-            errors.push("--nic-class, --nic-default and --nic-log need --nic".to_string());
+        if !c.nic_classes.is_empty() || c.nic_log.is_some() || c.nic_default != mahimahi_link::mecanic::DEFAULT_RULE || c.nic_patterns.is_some()
+            || !c.nic_scan.is_empty() {
+            errors.push("--nic-class, --nic-default, --nic-log, --nic-patterns and --nic-scan need --nic".to_string());
         }
         return if errors.is_empty() { Ok(()) } else { Err(errors) };
     }
@@ -137,6 +140,13 @@ fn check_nics(c: &Common) -> Result<(), Vec<String>> {
         if !seen.insert(&n.name) {
             errors.push(format!("--nic: {:?} named twice", n.name));
         }
+    }
+    if !c.nic_scan.is_empty() && c.nic_patterns.is_none() {
+        errors.push("--nic-scan needs --nic-patterns".into());
+    }
+    for name in c.nic_scan.iter().filter(|n| *n != "default" && !c.nic_classes.iter().any(|k| &k.name == *n)) {
+        let valid: Vec<&str> = c.nic_classes.iter().map(|k| k.name.as_str()).chain(["default"]).collect();
+        errors.push(format!("--nic-scan: no class is named {name:?}; classes: {}", valid.join(", ")));
     }
     let mut seen = std::collections::HashSet::new();
     for k in &c.nic_classes {

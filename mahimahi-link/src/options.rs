@@ -93,7 +93,7 @@ options (shell and forward):
 
 edge ingress stages (forward mode; MECaNIC, issue 40; one forwarding thread; with --gso a
 super-frame reaches the stage as its MTU segments):
-  --nic=NAME,prefix=P,rate-bps=R[,queues=N][,queue-packets=K][,queue-rate-bps=Q][,plain]
+  --nic=NAME,prefix=P,rate-bps=R[,queues=N][,queue-packets=K][,queue-rate-bps=Q][,mtu=M][,plain]
                                         uplink frames to P, past the core delay, queue in a stage whose
                                         path to the host carries R bit/s: MECaNIC's pool of N queues
                                         (default 20) of K packets (64), each capped at Q, or with
@@ -104,9 +104,14 @@ super-frame reaches the stage as its MTU segments):
                                         src=, dst=PREFIX, sport=, dport=P[-Q], and one keyword:
                                         raw=OFFSET:HEX[/MASK], mqtt=TOPIC_PREFIX, http=PATH_PREFIX
   --nic-default=LO:HI:PR:PL             the unmatched packets' rule (default 0:N-1:0:1)
-  --nic-log=FILE                        per packet: ARRIVAL_NS DONE_NS CLASS QUEUE SIZE N, or
-                                        ARRIVAL_NS x CLASS full|noqueue SIZE N (N: its arrival's
-                                        number; {name}: the stage)
+  --nic-log=FILE                        per packet: ARRIVAL_NS DONE_NS CLASS QUEUE SIZE N MATCH, or
+                                        ARRIVAL_NS x CLASS full|noqueue SIZE N MATCH (N: its arrival's
+                                        number; MATCH: -, or its scan's result; {name}: the stage)
+  --nic-patterns=FILE                   payload pattern matching: up to 1024 patterns of up to 128
+                                        bytes, one per line in hex; each scanned packet gets the first
+                                        pattern found (1-based, 0: none) as IPv4 option 158 (length
+                                        4) where it still fits the stage's mtu= (default 1500)
+  --nic-scan=CLASS,...                  the classes scanned (default: every packet)
 
 signals (shell and forward): SIGINT, SIGTERM or SIGHUP stop; SIGUSR2 starts every link's trace
 over from its first line at that instant (queues kept), e.g. when an experiment's measurement
@@ -172,6 +177,8 @@ pub struct Common {
     pub nic_classes: Vec<crate::mecanic::Class>,
     pub nic_default: crate::mecanic::Rule,
     pub nic_log: Option<String>,
+    pub nic_patterns: Option<crate::mecanic::Patterns>,
+    pub nic_scan: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -403,6 +410,11 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             }),
             "--nic-log" => {
                 c.nic_log = Some(val);
+                Ok(())
+            }
+            "--nic-patterns" => crate::mecanic::Patterns::load(&val).map(|p| c.nic_patterns = Some(p)),
+            "--nic-scan" => {
+                c.nic_scan.extend(val.split(',').filter(|v| !v.is_empty()).map(String::from));
                 Ok(())
             }
             "--cpu" => val.parse().map(|v| c.cpu = Some(v)).map_err(|_| format!("--cpu: {val:?} is not a CPU number")),

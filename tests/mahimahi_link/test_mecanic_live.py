@@ -179,3 +179,70 @@ def test_high_priority_under_contention(mml, tmp_path, two_ue_lab, stage):
     else:
         assert ratio >= PLAIN_MIN, f"High's latency grew only x{ratio:.2f} through one FIFO"
         assert lost > 0
+
+
+PATTERNS = [b"attack", b"GET /admin", b"evil"]
+# what each datagram carries after its 4-byte number, and the result the receiver must read
+KINDS = [(b"xx attack yy", 1), (b"GET /admin HTTP/1.1", 2), (b"evil and attack", 1), (b"plain words", 0), (b"evil" * 367, None)]
+SCAN_RECV = r"""
+import socket, sys
+sys.path.insert(0, sys.argv[3])
+from mecanic import nicmeta
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+nicmeta.enable(s)
+print("ready", flush=True)
+s.settimeout(30)
+with open(sys.argv[2], "w") as f:
+    try:
+        while True:
+            data, _, found = nicmeta.recv(s)
+            f.write(f"{int.from_bytes(data[:4], 'big')} {found}\n")
+            s.settimeout(1)
+    except socket.timeout:
+        pass
+"""
+SCAN_SEND = r"""
+import socket, sys, time
+kinds = [bytes.fromhex(k) for k in sys.argv[3].split(",")]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(int(sys.argv[4])):
+    s.sendto(i.to_bytes(4, "big") + kinds[i % len(kinds)], (sys.argv[1], int(sys.argv[2])))
+    time.sleep(0.001)
+"""
+
+
+def test_payload_pattern_matching_reaches_the_app_as_an_ip_option(mml, tmp_path, two_ue_lab):
+    """Datagrams through a stage with three patterns: the receiving app reads, through
+    edge-systems/mecanic/nicmeta.py, the first pattern each one holds (0: none) from the IPv4
+    option the stage added; a full-size datagram has no room for it and arrives unmarked."""
+    ran, core, ues = two_ue_lab
+    repo = Path(__file__).resolve().parents[2]
+    trace = constant_trace(tmp_path / "120mbps.trace", 120)
+    (tmp_path / "patterns.txt").write_text("# three patterns, in hex\n" + "".join(p.hex() + "\n" for p in PATTERNS))
+    stats = tmp_path / "stats.json"
+    links = [f"--link=name=u{i},ue=ue{i},core=c{i},up={trace},down={trace}" for i in range(2)]
+    emu = subprocess.Popen(["ip", "netns", "exec", ran, str(mml), "forward", *links, f"--nic=host,prefix=100.100.0.0/16,rate-bps={RATE * 10}",
+                            f"--nic-patterns={tmp_path}/patterns.txt", f"--nic-log={tmp_path}/nic-{{name}}.log", f"--stats={stats}"],
+                           stderr=subprocess.PIPE, text=True)
+    count = 50 * len(KINDS)
+    try:
+        wait_stats(stats, lambda links: len(links) == 2, emu)
+        rx = subprocess.Popen(["ip", "netns", "exec", core, sys.executable, "-c", SCAN_RECV, "6000", str(tmp_path / "found.txt"),
+                               str(repo / "edge-systems")], stdout=subprocess.PIPE, text=True)
+        assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
+        subprocess.run(["ip", "netns", "exec", ues[0], sys.executable, "-c", SCAN_SEND, "100.100.0.2", "6000",
+                        ",".join(k.hex() for k, _ in KINDS), str(count)], check=True, timeout=60)
+        rx.wait(timeout=60)
+    finally:
+        emu.terminate()
+        _, err = emu.communicate(timeout=10)
+    assert emu.returncode == 0, err
+    got = {int(a): (None if b == "None" else int(b)) for a, b in (line.split() for line in (tmp_path / "found.txt").read_text().splitlines())}
+    assert len(got) == count, f"{count - len(got)} datagrams lost"
+    wrong = {i: (KINDS[i % len(KINDS)][1], found) for i, found in got.items() if found != KINDS[i % len(KINDS)][1]}
+    assert not wrong, f"{len(wrong)} datagrams with the wrong result (expected, read): {list(wrong.items())[:5]}"
+    # the stage's log says the same, the full-size one found (3) but not marked
+    rows = [line.split() for line in (tmp_path / "nic-host.log").read_text().splitlines() if line[:1].isdigit()]
+    udp = [r for r in rows if int(r[4]) > 28 + 4]
+    assert sorted({r[6] for r in udp}) == ["0", "1", "2", "3!"], sorted({r[6] for r in udp})

@@ -83,6 +83,16 @@ def test_the_table_becomes_the_emulators_stage_and_classes(tmp_path):
     plain = experiment.load(_file(tmp_path, (REPO / "configs" / "mecanic-plain.toml").read_text()), materialize=False)
     nic = [a for a in link.argv(plain, plan.build(plain), tmp_path, tmp_path / "s", "mahimahi-link", binary=Path("mml")) if a.startswith("--nic=")]
     assert nic == [f"--nic=edge0,prefix={edge0}/32,rate-bps=12000000,queue-packets=256,plain"]
+    # payload pattern matching: the patterns in hex in the run folder, the classes scanned
+    matching = PRIORITY + '\n[edge.nic.matching]\npatterns = ["GET /admin"]\nhex_patterns = ["DEADbeef"]\nclasses = ["requests", "default"]\n'
+    spec = experiment.load(_file(tmp_path, matching), materialize=False)
+    argv = link.argv(spec, plan.build(spec), tmp_path, tmp_path / "s", "mahimahi-link", binary=Path("mml"))
+    assert f"--nic-patterns={tmp_path}/nic-patterns.txt" in argv and "--nic-scan=requests,default" in argv
+    assert (tmp_path / "nic-patterns.txt").read_text().splitlines()[1:] == [b"GET /admin".hex(), "deadbeef"]
+    got = _problems(_file(tmp_path, PRIORITY + '\n[edge.nic.matching]\npatterns = ["' + "x" * 129 + '"]\nhex_patterns = ["abc"]\nclasses = ["video"]\n'))
+    assert "is not hex bytes" in got["edge.nic.matching.hex_patterns[0]"]
+    assert "has 129 bytes: 1 to 128" in got["edge.nic.matching"]
+    assert "'video' is not a class" in got["edge.nic.matching.classes"] and "requests, bulk, default" in got["edge.nic.matching.classes"]
     # one forwarding thread: the stage is every link's
     threads = _file(tmp_path, PRIORITY.replace('downlink = "const-48mbps"', 'downlink = "const-48mbps"\nemulator_threads = 2'))
     from continuum.edge import registry

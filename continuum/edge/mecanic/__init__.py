@@ -11,6 +11,7 @@ table into its options and reads its per-packet logs back."""
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from continuum.results.plots import Plot, PlotJob
 
 NAME = r"^[A-Za-z0-9_.-]+$"
+MAX_PATTERNS, MAX_PATTERN_BYTES = 1024, 128  # mahimahi-link's (the paper's NIC: 100 of 128 bytes)
 CACHE_PORT = 18830  # the cache agent: where the node's nat table sends MQTT connections from outside
 PLAIN_PACKETS, POOL_PACKETS = 256, 64  # queue_packets' defaults: one FIFO (a NIC ring), and each queue of the pool
 
@@ -81,6 +83,15 @@ class NicCache(Strict):
     capacity_mb: float = Field(default=64.0, gt=0, le=4096)  # least recently used answers out first (the paper's NIC: 4 GB)
 
 
+class NicMatching(Strict):
+    """Payload pattern matching (docs/mecanic.md): the NIC looks for these in each packet it scans
+    and hands the first found to the app with the packet (an IPv4 option a UDP app reads)."""
+
+    patterns: list[str] = []  # text (UTF-8), each 1-128 bytes
+    hex_patterns: list[str] = []  # bytes in hex
+    classes: list[str] | None = None  # the classes scanned (default: every packet; "default": the unmatched ones)
+
+
 class EdgeNic(Strict):
     """An ingress stage in front of edge nodes: MECaNIC's queueing, or a plain FIFO (docs/mecanic.md)."""
 
@@ -94,6 +105,7 @@ class EdgeNic(Strict):
     classes: list[NicClass] = []
     default: NicDefault = NicDefault()
     cache: NicCache | None = None  # the table turns response caching on, in front of the offload node
+    matching: NicMatching | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +119,8 @@ class Settings:
     classes: tuple[dict, ...]  # NicClass.model_dump() each
     default: tuple[int, int, int, int]  # lo, hi, reliability, latency
     cache_mb: float | None = None  # response caching on the offload node's NIC (None: off)
+    patterns: tuple[str, ...] = ()  # payload pattern matching: the patterns in hex (empty: off)
+    scan: tuple[str, ...] = ()  # the classes scanned (empty: every packet)
 
 
 def _ports(v: int | tuple[int, int]) -> str:
@@ -205,6 +219,25 @@ class Mecanic(EdgeSystem):
         lo, hi = d.queues if d.queues is not None else (0, queues - 1)
         if not plain and not 0 <= lo <= hi < queues:
             bad("edge.nic.default.queues", f"[{lo}, {hi}] is not a range of the pool's {queues} queues")
+        patterns: list[str] = []
+        scan: list[str] = []
+        if table.matching is not None:
+            m = table.matching
+            patterns = [p.encode().hex() for p in m.patterns]
+            for i, h in enumerate(m.hex_patterns):
+                if not re.fullmatch(r"([0-9A-Fa-f]{2})+", h):
+                    bad(f"edge.nic.matching.hex_patterns[{i}]", f"{h!r} is not hex bytes (e.g. \"47455420\" for \"GET \")")
+                patterns.append(h.lower())
+            if not 1 <= len(patterns) <= MAX_PATTERNS:
+                bad("edge.nic.matching", f"{len(patterns)} patterns: give 1 to {MAX_PATTERNS} (patterns, hex_patterns)")
+            for i, h in enumerate(patterns):
+                if not 1 <= len(h) // 2 <= MAX_PATTERN_BYTES:
+                    bad("edge.nic.matching", f"pattern {i + 1} has {len(h) // 2} bytes: 1 to {MAX_PATTERN_BYTES}")
+            names = [k.name for k in table.classes] + ["default"]
+            for name in m.classes or []:
+                if name not in names:
+                    bad("edge.nic.matching.classes", f"{name!r} is not a class of edge.nic.classes; valid: {', '.join(names)}")
+            scan = list(m.classes or [])
         if table.cache is not None:
             w = draft.workload
             offload = next((n.name for n in draft.nodes if w is not None and n.role == w.offload), None)
@@ -220,7 +253,7 @@ class Mecanic(EdgeSystem):
                         queue_packets=table.queue_packets or (PLAIN_PACKETS if plain else POOL_PACKETS),
                         queue_rate_bps=None if plain or cap == 0 else max(1, round(cap * 1e6)), nodes=tuple(nodes),
                         classes=tuple({**c.model_dump(), "queues": c.queues or (0, queues - 1)} for c in table.classes), default=(lo, hi, d.reliability, d.latency),
-                        cache_mb=table.cache.capacity_mb if table.cache else None)
+                        cache_mb=table.cache.capacity_mb if table.cache else None, patterns=tuple(patterns), scan=tuple(scan))
 
     def host_problems(self, s: Settings, spec: ExperimentSpec) -> list[str]:
         if spec.mobile.emulator_threads > 1:
@@ -237,6 +270,11 @@ class Mecanic(EdgeSystem):
             lines.append(f"  class {class_option(c, {})}")
         lo, hi, pr, pl = s.default
         lines.append(f"  unmatched packets: queues {lo}..{hi}, reliability {pr}, latency {pl}")
+        if s.patterns:
+            lines.append(f"  payload pattern matching: {len(s.patterns)} pattern(s), scanning "
+                         + (", ".join(s.scan) if s.scan else "every packet") + " (the result: IPv4 option 158)")
+        if s.cache_mb:
+            lines.append(f"  response caching on the offload node's NIC: up to {s.cache_mb:g} MB of answers")
         return lines
 
     def manifest(self, s: Settings | None, spec: ExperimentSpec) -> dict | None:
@@ -252,6 +290,12 @@ class Mecanic(EdgeSystem):
         out += [f"--nic-class={class_option(c, addresses)}" for c in s.classes]
         lo, hi, pr, pl = s.default
         out += [f"--nic-default={lo}:{hi}:{pr}:{pl}", f"--nic-log={logs}/nic-{{name}}.log"]
+        if s.patterns:
+            path = logs / "nic-patterns.txt"  # the emulator reads them from the run folder, beside its logs
+            path.write_text("# [edge.nic.matching], one pattern per line in hex\n" + "".join(f"{p}\n" for p in s.patterns))
+            out.append(f"--nic-patterns={path}")
+            if s.scan:
+                out.append(f"--nic-scan={','.join(s.scan)}")
         return out
 
     def start(self, s: Settings, run: EdgeRun) -> None:

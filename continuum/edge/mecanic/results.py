@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-COLUMNS = ["arrival_ns", "done_ns", "class", "queue", "size", "n"]
+COLUMNS = ["arrival_ns", "done_ns", "class", "queue", "size", "n", "match"]
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class StageLog:
     head: dict[str, str]  # the header's key=value pairs (kind, rate_bps, queues, ...)
     classes: list[str]  # in the order the stage matches them, "default" last
     t0_ns: int  # epoch ns of the lines' time 0
-    packets: pd.DataFrame  # one row per packet: arrival_ns, done_ns (NaN: dropped), class, queue, size, n, dropped (why or "")
+    packets: pd.DataFrame  # one row per packet: arrival_ns, done_ns (NaN: dropped), class, queue, size, n, match, dropped (why or "")
 
 
 def read(path: Path) -> StageLog:
@@ -44,10 +44,11 @@ def read(path: Path) -> StageLog:
             t0 = int(line.split()[1])
         elif line[:1].isdigit():
             f = line.split()
+            found = f[6] if len(f) > 6 else "-"  # payload matching: "-" not scanned, the pattern found (0: none), "!": not marked
             if f[1] == "x":
-                rows.append((int(f[0]), np.nan, f[2], -1, int(f[4]), int(f[5]), f[3]))
+                rows.append((int(f[0]), np.nan, f[2], -1, int(f[4]), int(f[5]), found, f[3]))
             else:
-                rows.append((int(f[0]), float(f[1]), f[2], int(f[3]), int(f[4]), int(f[5]), ""))
+                rows.append((int(f[0]), float(f[1]), f[2], int(f[3]), int(f[4]), int(f[5]), found, ""))
     p = pd.DataFrame(rows, columns=[*COLUMNS, "dropped"])
     p["arrival_ns"] = p["arrival_ns"] + t0
     p["done_ns"] = p["done_ns"] + t0
@@ -132,6 +133,10 @@ def summarize(run_dir: Path, df: pd.DataFrame) -> dict | None:
                 "p50_ms": _ms(t, 0.5), "p99_ms": _ms(t, 0.99), "max_ms": _ms(t, 1.0),
                 "occupancy_max": int(held.max()) if not held.empty else 0,
             }
+            scanned = mine[mine["match"] != "-"]
+            if len(scanned):
+                node["classes"][c].update({"scanned": int(len(scanned)), "matched": int((~scanned["match"].isin(["0", "0!"])).sum()),
+                                           "unmarked": int(scanned["match"].str.endswith("!").sum())})
         out["nodes"][s.node] = node
     return out
 

@@ -108,6 +108,9 @@ pub struct ForwardConfig {
     pub nic_default: crate::mecanic::Rule,
     /// Each stage's per-packet log (`{name}`: the stage's name).
     pub nic_log: Option<String>,
+    /// Payload pattern matching in the stages, and the classes scanned (empty: every packet).
+    pub nic_patterns: Option<crate::mecanic::Patterns>,
+    pub nic_scan: Vec<String>,
 }
 
 /// Where a delayed frame goes when its delay is over.

@@ -23,18 +23,20 @@ pub struct NicSpec {
     pub cfg: mecanic::Config,
     /// One FIFO of `queue_packets`: the host path as an ordinary NIC has it.
     pub plain: bool,
+    /// The node's MTU: a packet is marked with its scan's result only if it then still fits.
+    pub mtu: usize,
 }
 
 impl NicSpec {
     /// `NAME,prefix=P,rate-bps=R[,queues=N][,queue-packets=K][,queue-rate-bps=Q][,plain]`.
     pub fn parse(s: &str) -> Result<NicSpec, String> {
-        let bad = |why: String| format!("--nic={s}: {why}; expected NAME,prefix=PREFIX,rate-bps=R[,queues=N][,queue-packets=K][,queue-rate-bps=Q][,plain]");
+        let bad = |why: String| format!("--nic={s}: {why}; expected NAME,prefix=PREFIX,rate-bps=R[,queues=N][,queue-packets=K][,queue-rate-bps=Q][,mtu=BYTES][,plain]");
         let mut parts = s.split(',');
         let name = parts.next().unwrap_or("").to_string();
         if name.is_empty() || name.contains(['=', ' ', '/']) {
             return Err(bad("the stage needs a name first".into()));
         }
-        let (mut prefix, mut plain) = (None, false);
+        let (mut prefix, mut plain, mut mtu) = (None, false, 1500);
         let mut cfg = mecanic::Config { queues: 20, rate_bps: 0, queue_rate_bps: None, queue_packets: 64 };
         for part in parts {
             if part == "plain" {
@@ -49,6 +51,7 @@ impl NicSpec {
                 "queues" => cfg.queues = num("queues")?.min(1024) as usize,
                 "queue-packets" => cfg.queue_packets = num("packets")? as usize,
                 "queue-rate-bps" => cfg.queue_rate_bps = Some(num("bit/s")?),
+                "mtu" => mtu = num("bytes")?.clamp(68, 65_535) as usize,
                 other => return Err(bad(format!("unknown key {other:?}"))),
             }
         }
@@ -60,7 +63,7 @@ impl NicSpec {
             cfg.queues = 1;
             cfg.queue_rate_bps = None;
         }
-        Ok(NicSpec { name, prefix, cfg, plain })
+        Ok(NicSpec { name, prefix, cfg, plain, mtu })
     }
 }
 
@@ -72,6 +75,8 @@ struct Held {
     class: usize,
     /// Its number among the stage's arrivals (from 0): the order the reference model replays.
     n: u64,
+    /// Its scan's result for the log: "-" (not scanned), the pattern (0: none), "!" after it: no room to mark the packet.
+    found: String,
 }
 
 pub(super) struct RunNic {
@@ -105,7 +110,7 @@ impl RunNic {
                 let c = &spec.cfg;
                 writeln!(
                     f,
-                    "# mahimahi-link nic {} kind={} prefix={} rate_bps={} queues={} queue_packets={} queue_rate_bps={}\n# classes {}\n# command line: {command_line}\n# ARRIVAL_NS DONE_NS CLASS QUEUE SIZE N (a packet carried to the host: it reached the stage at ARRIVAL_NS, had left by DONE_NS; N: its number among the stage's arrivals)\n# ARRIVAL_NS x CLASS full|noqueue SIZE N (a packet dropped)\n# t0 UNIX_NS (time 0 of the lines)",
+                    "# mahimahi-link nic {} kind={} prefix={} rate_bps={} queues={} queue_packets={} queue_rate_bps={}\n# classes {}\n# command line: {command_line}\n# ARRIVAL_NS DONE_NS CLASS QUEUE SIZE N MATCH (a packet carried to the host: it reached the stage at ARRIVAL_NS, had left by DONE_NS; N: its number among the stage's arrivals; MATCH: - not scanned, else the first pattern found, 0 none, ! not marked: no room)\n# ARRIVAL_NS x CLASS full|noqueue SIZE N MATCH (a packet dropped)\n# t0 UNIX_NS (time 0 of the lines)",
                     spec.name,
                     if spec.plain { "plain" } else { "mecanic" },
                     spec.prefix,
@@ -138,7 +143,7 @@ impl RunNic {
                 if let Some((done, q, held, size)) = self.stage.dequeue(self.clock) {
                     self.decided = Some(self.clock);
                     if self.log.is_some() {
-                        let _ = writeln!(self.text, "{} {done} {} {q} {size} {}", held.arrival, class_name(classes, held.class), held.n);
+                        let _ = writeln!(self.text, "{} {done} {} {q} {size} {} {}", held.arrival, class_name(classes, held.class), held.n, held.found);
                     }
                     self.leaving.push_back((done, held.li, held.frame));
                 }
@@ -151,8 +156,10 @@ impl RunNic {
         self.clock = self.clock.max(t);
     }
 
-    /// A frame of link `li` reaches the stage at `t`.
-    fn arrive(&mut self, li: usize, t: Nanos, frame: Frame, ip_len: u32, classes: &[Class], default: Rule) {
+    /// A frame of link `li` reaches the stage at `t`; with patterns, the classes in `scan` (all when
+    /// empty) are scanned first and the result marked in the packet.
+    #[allow(clippy::too_many_arguments)]
+    fn arrive(&mut self, li: usize, t: Nanos, mut frame: Frame, ip_len: u32, classes: &[Class], default: Rule, scan: Option<(&mecanic::Patterns, &[String])>) {
         self.run_to(t, false, classes);
         // A frame found late (another link's, picked up later in the round) arrives at the stage's
         // clock, after any decision already taken at that instant.
@@ -160,15 +167,30 @@ impl RunNic {
             self.clock += 1;
         }
         let class = mecanic::classify(classes, &frame.data).map_or(classes.len(), |c| classes.iter().position(|k| std::ptr::eq(k, c)).unwrap_or(classes.len()));
+        let name = class_name(classes, class);
+        let found = match scan.filter(|(_, which)| which.is_empty() || which.iter().any(|w| w == name)) {
+            None => "-".to_string(),
+            Some((patterns, _)) => {
+                let result = mecanic::dissect(&frame.data).map_or(0, |d| patterns.scan(d.payload));
+                if mecanic::mark(&mut frame.data, result, self.spec.mtu) {
+                    if frame.vnet.flags & crate::gso::F_NEEDS_CSUM != 0 {
+                        frame.vnet.csum_start += 4; // the transport header moved with the option
+                    }
+                    result.to_string()
+                } else {
+                    format!("{result}!")
+                }
+            }
+        };
         let rule = if self.spec.plain { Rule { lo: 0, hi: 0, pr: 0, pl: 1 } } else { classes.get(class).map_or(default, |c| c.rule) };
         let at = self.clock;
         // The token bucket holds one MTU-sized packet: a larger frame (none without --gso) is charged as one.
         let size = ip_len.min(mecanic::MAX_PACKET);
         let n = self.arrivals;
         self.arrivals += 1;
-        if let Err(why) = self.stage.enqueue(rule, size, Held { li, frame, arrival: at, class, n }) {
+        if let Err(why) = self.stage.enqueue(rule, size, Held { li, frame, arrival: at, class, n, found: found.clone() }) {
             if self.log.is_some() {
-                let _ = writeln!(self.text, "{at} x {} {} {size} {n}", class_name(classes, class), if why == mecanic::Drop::Full { "full" } else { "noqueue" });
+                let _ = writeln!(self.text, "{at} x {} {} {size} {n} {found}", class_name(classes, class), if why == mecanic::Drop::Full { "full" } else { "noqueue" });
             }
         }
         self.run_to(at, true, classes);
@@ -191,14 +213,16 @@ impl Forwarder {
             return self.transmit(li, true, frame);
         };
         if !frame.vnet.is_gso() {
-            return self.nics[k].arrive(li, t, frame, m.ip_len, &self.cfg.nic_classes, self.cfg.nic_default);
+            let scan = self.cfg.nic_patterns.as_ref().map(|p| (p, self.cfg.nic_scan.as_slice()));
+            return self.nics[k].arrive(li, t, frame, m.ip_len, &self.cfg.nic_classes, self.cfg.nic_default, scan);
         }
         // A super-frame (--gso) reaches the stage as its MTU segments, each queued, classified and sent on alone, as a NIC sees them.
         match SuperFrame::new(frame.data, &frame.vnet) {
             Ok(sf) => {
                 for i in 0..sf.segments() {
                     let (vnet, data) = sf.build(i, i + 1);
-                    self.nics[k].arrive(li, t, Frame { data, vnet }, sf.segment_ip_len(i), &self.cfg.nic_classes, self.cfg.nic_default);
+                    let scan = self.cfg.nic_patterns.as_ref().map(|p| (p, self.cfg.nic_scan.as_slice()));
+                    self.nics[k].arrive(li, t, Frame { data, vnet }, sf.segment_ip_len(i), &self.cfg.nic_classes, self.cfg.nic_default, scan);
                 }
             }
             Err(_) => self.links[li].up.extra.unsplittable_frames += 1,
