@@ -120,7 +120,8 @@ class _Requests:
                 return  # answered after its timeout: already recorded as a timeout
             row.update({k: header[k] for k in ("t_server_received", "t_server_start", "t_server_done", "t_server_published")})
             row.update({"status": "early_drop" if header.get("smec_dropped") else "ok",
-                        "result": result[:64].decode("utf-8", "replace").replace("\n", " "),
+                        # a binary answer (a file, a JPEG) as text a CSV reader takes: no control characters
+                        "result": "".join(c if c.isprintable() else " " for c in result[:64].decode("utf-8", "replace")),
                         "response_bytes": size, "t_received": t})
             self.records.write(row)
             self.fresh.append((t - row["t_drawn"]) / 1e6)

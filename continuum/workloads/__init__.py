@@ -120,6 +120,17 @@ register(WorkloadKind("video_conferencing", "SMEC's VC: x2 super-resolution (ESP
                       VideoConferencingParams, (1, 1), payload_from_params=True, debian_packages=("python3-torch",)))
 register(WorkloadKind("file_transfer", "SMEC's FT: best-effort file uploads (1 KB-10 MB), digested on the server",
                       FileTransferParams, (1000, 10_000_000), (1000, 100_000_000), "files"))
+class FileDownloadParams(_Params):
+    """A file download (workloads/file_download): `bank_size` files of `file_bytes`, asked for in turn."""
+
+    bank_size: int = Field(default=4, ge=1, le=64)
+    file_bytes: int = Field(default=4_000_000, ge=1, le=100_000_000)
+
+
+register(WorkloadKind("file_download", "a file download: a 32-byte request, the file's bytes back (MECaNIC's caching evaluation)",
+                      FileDownloadParams, (32, 32), payload_from_params=True, payload_unit="files"))
+
+
 class EdgeTasksParams(_Params):
     """MOSAIC's edge tasks (workloads/edge_tasks): the policy and its settings are in [edge.admission]."""
 

@@ -81,7 +81,8 @@ class Cache:
         return True
 
 
-async def serve(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter, broker: tuple[str, int], cache: Cache) -> None:
+async def serve(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter, broker: tuple[str, int], cache: Cache,
+                endpoints: frozenset[str]) -> None:
     try:
         up_r, up_w = await asyncio.open_connection(*broker)
     except OSError:
@@ -92,7 +93,7 @@ async def serve(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter, 
         while True:
             packet = await mqtt.read_packet(client_r)
             p = mqtt.parse_publish(packet)
-            if p is not None and p.topic.endswith(REQUEST):
+            if p is not None and p.topic.endswith(REQUEST) and (not endpoints or p.topic.split("/")[-2] in endpoints):
                 t_received = time.time_ns()
                 header, payload = unpack(p.payload)
                 key = hashlib.sha256(payload).digest()
@@ -141,7 +142,8 @@ async def main_async(args: argparse.Namespace) -> None:
         if f.tell() == 0:
             log.writerow(["t_ns", "endpoint", "request_id", "outcome", "key", "bytes"])
         cache = Cache(int(args.capacity_mb * 1e6), log)
-        server = await asyncio.start_server(lambda r, w: serve(r, w, (host, int(port)), cache), "0.0.0.0", args.port)
+        endpoints = frozenset(e for e in args.endpoints.split(",") if e)
+        server = await asyncio.start_server(lambda r, w: serve(r, w, (host, int(port)), cache, endpoints), "0.0.0.0", args.port)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -160,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, required=True, help="where the node's nat table sends its MQTT connections")
     p.add_argument("--broker", default="127.0.0.1:1883", help="the node's broker")
     p.add_argument("--capacity-mb", type=float, default=64.0)
+    p.add_argument("--endpoints", default="", help="only these endpoints' requests (comma-separated; default: everyone's)")
     p.add_argument("--log", required=True)
     p.add_argument("--ready", required=True, help="written once listening")
     args = p.parse_args(argv)

@@ -24,6 +24,7 @@ from continuum.config.edge import Draft
 from continuum.config.raw import Strict
 from continuum.config.validation import Issues
 from continuum.edge.system import EdgeRun, EdgeSystem
+from continuum.network import plan
 from continuum.network.plan import MQTT_PORT, NODE_IF
 from continuum.runtime import stop_process, wait_for
 
@@ -81,6 +82,7 @@ class NicCache(Strict):
     """Response caching (docs/mecanic.md): the NIC answers a request whose answer it has seen."""
 
     capacity_mb: float = Field(default=64.0, gt=0, le=4096)  # least recently used answers out first (the paper's NIC: 4 GB)
+    apps: list[str] | None = None  # whose requests it caches ([workload.apps] names; default: every app's)
 
 
 class NicMatching(Strict):
@@ -119,6 +121,7 @@ class Settings:
     classes: tuple[dict, ...]  # NicClass.model_dump() each
     default: tuple[int, int, int, int]  # lo, hi, reliability, latency
     cache_mb: float | None = None  # response caching on the offload node's NIC (None: off)
+    cache_endpoints: tuple[str, ...] = ()  # whose requests it caches (empty: everyone's)
     patterns: tuple[str, ...] = ()  # payload pattern matching: the patterns in hex (empty: off)
     scan: tuple[str, ...] = ()  # the classes scanned (empty: every packet)
 
@@ -221,6 +224,7 @@ class Mecanic(EdgeSystem):
             bad("edge.nic.default.queues", f"[{lo}, {hi}] is not a range of the pool's {queues} queues")
         patterns: list[str] = []
         scan: list[str] = []
+        cache_endpoints: tuple[str, ...] = ()
         if table.matching is not None:
             m = table.matching
             patterns = [p.encode().hex() for p in m.patterns]
@@ -245,6 +249,11 @@ class Mecanic(EdgeSystem):
                 bad("edge.nic.cache", f"response caching runs on the netns provider so far (this file's: {draft.provider})")
             elif offload is not None and offload not in nodes:
                 bad("edge.nic.cache", f"the cache answers for the offload node: add {offload!r} to edge.nic.nodes")
+            apps = {a.name: a for a in draft.apps}
+            for name in table.cache.apps or []:
+                if name not in apps:
+                    bad("edge.nic.cache.apps", f"{name!r} is not an app of this file; valid: {', '.join(apps) or 'none'}")
+            cache_endpoints = tuple(e for name in (table.cache.apps or []) if name in apps for e in apps[name].endpoints)
         if not ok:
             return None
         rate = round(table.rate_mbit * 1e6)
@@ -253,7 +262,7 @@ class Mecanic(EdgeSystem):
                         queue_packets=table.queue_packets or (PLAIN_PACKETS if plain else POOL_PACKETS),
                         queue_rate_bps=None if plain or cap == 0 else max(1, round(cap * 1e6)), nodes=tuple(nodes),
                         classes=tuple({**c.model_dump(), "queues": c.queues or (0, queues - 1)} for c in table.classes), default=(lo, hi, d.reliability, d.latency),
-                        cache_mb=table.cache.capacity_mb if table.cache else None, patterns=tuple(patterns), scan=tuple(scan))
+                        cache_mb=table.cache.capacity_mb if table.cache else None, cache_endpoints=cache_endpoints, patterns=tuple(patterns), scan=tuple(scan))
 
     def host_problems(self, s: Settings, spec: ExperimentSpec) -> list[str]:
         if spec.mobile.emulator_threads > 1:
@@ -274,7 +283,8 @@ class Mecanic(EdgeSystem):
             lines.append(f"  payload pattern matching: {len(s.patterns)} pattern(s), scanning "
                          + (", ".join(s.scan) if s.scan else "every packet") + " (the result: IPv4 option 158)")
         if s.cache_mb:
-            lines.append(f"  response caching on the offload node's NIC: up to {s.cache_mb:g} MB of answers")
+            lines.append(f"  response caching on the offload node's NIC: up to {s.cache_mb:g} MB of answers, "
+                         + (f"for {', '.join(s.cache_endpoints)}" if s.cache_endpoints else "for every endpoint"))
         return lines
 
     def manifest(self, s: Settings | None, spec: ExperimentSpec) -> dict | None:
@@ -307,7 +317,8 @@ class Mecanic(EdgeSystem):
         raw = run.run_dir / "raw"
         ready, log = raw / "nic-cache.ready", run.run_dir / "logs" / "nic-cache-agent.log"
         argv = node.argv([node.python, "-m", "mecanic.cache_agent", "--port", str(CACHE_PORT), "--broker", f"127.0.0.1:{MQTT_PORT}",
-                          "--capacity-mb", f"{s.cache_mb:g}", "--log", str(raw / "nic-cache.csv"), "--ready", str(ready)])
+                          "--capacity-mb", f"{s.cache_mb:g}", "--log", str(raw / "nic-cache.csv"), "--ready", str(ready),
+                          *(["--endpoints", ",".join(s.cache_endpoints)] if s.cache_endpoints else [])])
         proc = node.start(argv, log, contained=False)
         run.undo.callback(ready.unlink, missing_ok=True)
         run.undo.callback(stop_process, proc)
@@ -321,9 +332,15 @@ class Mecanic(EdgeSystem):
 
         wait_for(listening, 15, f"MECaNIC's cache agent on {node.name}")
         run.watch("MECaNIC's cache agent", proc, log)
-        rule = ["PREROUTING", "-i", NODE_IF, "-p", "tcp", "--dport", str(MQTT_PORT), "-j", "REDIRECT", "--to-ports", str(CACHE_PORT)]
-        node.run(["iptables", "-w", "-t", "nat", "-A", *rule])
-        run.undo.callback(node.run, ["iptables", "-w", "-t", "nat", "-D", *rule], check=False)
+        # Only the connections of the endpoints whose requests it caches reach it, as a NIC's rule steers
+        # only the flows it offloads to its engine; the others keep the host's path untouched.
+        addresses = plan.build(run.spec).addresses
+        sources = [addresses[e] for e in s.cache_endpoints] or [""]
+        for src in sources:
+            rule = ["PREROUTING", "-i", NODE_IF, *(["-s", src] if src else []), "-p", "tcp", "--dport", str(MQTT_PORT),
+                    "-j", "REDIRECT", "--to-ports", str(CACHE_PORT)]
+            node.run(["iptables", "-w", "-t", "nat", "-A", *rule])
+            run.undo.callback(node.run, ["iptables", "-w", "-t", "nat", "-D", *rule], check=False)
         run.phase(f"response caching on {node.name}'s NIC: up to {s.cache_mb:g} MB of answers, learned from the server's")
 
     def add_records(self, run_dir: Path, df: pd.DataFrame) -> pd.DataFrame:
