@@ -201,3 +201,38 @@ def test_a_cached_request_is_answered_by_the_nic_and_never_reaches_the_server(ca
     assert c["hits"] == int((df[df["phase"] == "measure"]["nic_cache"] == "hit").sum()) and c["stored"] == len(misses)
     assert "response caching on the NIC" in cache_run["stdout"] and "0 dropped" in cache_run["stdout"]
     assert cache_run["after"] == cache_run["before"]
+
+
+def test_an_app_finds_the_nics_result_among_its_packets_options():
+    from mecanic import nicmeta
+
+    assert nicmeta.found_in(bytes([0x9E, 4, 0, 7])) == 7
+    assert nicmeta.found_in(bytes([1, 1, 0x9E, 4, 0x01, 0x02])) == 258  # after two no-ops
+    assert nicmeta.found_in(bytes([0x44, 8, 5, 0, 0, 0, 0, 0, 0x9E, 4, 0, 0])) == 0  # after another option: scanned, no pattern
+    assert nicmeta.found_in(bytes([0x44, 8, 5, 0, 0, 0, 0, 0])) is None  # not scanned
+    assert nicmeta.found_in(bytes([0, 0x9E, 4, 0, 7])) is None  # after the end of the list
+    assert nicmeta.found_in(bytes([0x9E, 0])) is None  # a broken length ends the walk
+
+
+def test_mqtt_packets_are_read_whole_and_a_publish_built_and_parsed_back():
+    import asyncio
+
+    from mecanic import mqtt
+
+    big = b"x" * 200_000  # a remaining length of three bytes
+    packet = mqtt.publish("continuum/endpoint0/response", big)
+
+    async def read() -> bytes:
+        r = asyncio.StreamReader()
+        r.feed_data(packet + mqtt.puback(7))
+        r.feed_eof()
+        first = await mqtt.read_packet(r)
+        assert await mqtt.read_packet(r) == mqtt.puback(7)
+        return first
+
+    assert asyncio.run(read()) == packet
+    p = mqtt.parse_publish(packet)
+    assert p is not None and (p.topic, p.qos, p.packet_id, p.payload) == ("continuum/endpoint0/response", 0, None, big)
+    assert mqtt.parse_publish(mqtt.puback(7)) is None
+    qos1 = bytes([0x32]) + mqtt.remaining_length(2 + 1 + 2 + 3) + b"\x00\x01t\x00\x09abc"
+    assert mqtt.parse_publish(qos1) == mqtt.Publish("t", 1, 9, b"abc")

@@ -67,3 +67,19 @@ def test_congestion_control_halves_while_slow_and_restores():
     assert cc.rate == 0.5
     with pytest.raises(ValueError, match="valid: reset"):
         CongestionControl(base_rate=1, restore="slow")
+
+
+def test_a_download_asks_for_a_file_by_number_and_gets_the_same_bytes_each_time():
+    from types import SimpleNamespace
+
+    from workloads.file_download import endpoint as dl_endpoint
+    from workloads.file_download import server as dl_server
+
+    ep = dl_endpoint.Endpoint(SimpleNamespace(params={"bank_size": 3, "file_bytes": 5000}))  # type: ignore[arg-type]
+    requests = [ep.preprocess(ep.draw(seq)) for seq in range(6)]
+    assert all(len(r) == dl_endpoint.REQUEST_BYTES for r in requests)
+    assert requests[:3] == requests[3:] and len(set(requests)) == 3  # the catalogue in turn: a cache's key repeats
+    store = dl_server.Server(SimpleNamespace(seed=1))  # type: ignore[arg-type]
+    files = [store.process(r) for r in requests]
+    assert all(len(f) == 5000 for f in files) and files[0] == files[3] and files[0] != files[1]
+    assert dl_server.Server(SimpleNamespace(seed=2)).process(requests[0]) != files[0]  # type: ignore[arg-type]

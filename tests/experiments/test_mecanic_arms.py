@@ -1,0 +1,57 @@
+"""The MECaNIC experiment's caching arms are configs/mecanic-cache.toml with
+only their difference changed, each a valid experiment file; lab.py's
+per-phase figures come out of receive logs as worked out here by hand."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from continuum import experiment
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "experiments" / "mecanic"))
+import arms  # noqa: E402
+import lab  # noqa: E402
+
+LUMOS = REPO.parent / "shared" / "traces" / "lumos5g-per-second"
+
+
+@pytest.mark.parametrize("arm", arms.ARMS)
+def test_each_caching_arm_is_the_download_with_only_its_difference(tmp_path, arm):
+    if not LUMOS.is_dir():
+        pytest.skip(f"the Lumos5G traces are not at {LUMOS} (clone the repository beside ../shared)")
+    f = tmp_path / f"{arm}.toml"
+    f.write_text(arms.arm((REPO / "configs" / "mecanic-cache.toml").read_text(), arm, tmp_path / "runs"))
+    spec = experiment.load(f, materialize=False)
+    nic = spec.edge["mecanic"]
+    assert spec.output == tmp_path / "runs" and spec.duration_s == 60 and nic.kind == "plain"
+    assert (nic.cache_mb is not None) == arm.startswith("nic")
+    apps = {a.name: a for a in spec.apps}
+    if arm.endswith("stress"):
+        assert set(apps) == {"dl", "stress"} and apps["dl"].endpoints == ("endpoint0",)
+        assert apps["dl"].workload.params == apps["stress"].workload.params | {"bank_size": 2}
+        assert apps["stress"].workload.app == "file_download" and len(apps["stress"].endpoints) == arms.STRESS_ENDPOINTS
+        assert nic.cache_endpoints == (("endpoint0",) if arm.startswith("nic") else ())
+    else:
+        assert list(apps) == ["file_download"] and apps["file_download"].workload.params == {"bank_size": 2, "file_bytes": 4_000_000}
+
+
+def test_the_priority_figures_per_phase_from_receive_logs(tmp_path):
+    """Low starts 1 s after High (phase 1 s): High's datagrams sent in each phase (its first 0.5 s
+    left out), their latency end to end; loss over the whole run."""
+    t0 = 10**12
+    ms = 10**6
+    high = [(t0 + k * 100 * ms + 2 * ms * (1 + (k >= 10) + (k >= 20)), k, t0 + k * 100 * ms, 0) for k in range(30)]
+    low = [(t0 + 10**9 + k * 50 * ms + 50 * ms, k, t0 + 10**9 + k * 50 * ms, int(k % 4 == 3)) for k in range(40)]
+    for name, rows in (("high", high), ("low", low)):
+        (tmp_path / f"{name}.rx").write_text("".join(f"{a} {b} {c} {d}\n" for a, b, c, d in rows))
+    got = {(r["phase"], r["flow"]): r for r in lab.priority_rows(tmp_path, "mecanic", 1.0, {"high": 32, "low": 40})}
+    # High: sent at 0.0-2.9 s; each phase keeps its last 0.5 s: 5 datagrams at 2, 4, 6 ms
+    assert [got[(p, "high")]["received"] for p in ("Low silent", "Low at 1x", "Low at 2x")] == [5, 5, 5]
+    assert [got[(p, "high")]["mean_ms"] for p in ("Low silent", "Low at 1x", "Low at 2x")] == [2.0, 4.0, 6.0]
+    # Low at 1x: sent at 1.5-1.95 s, every 4th marked (k = 11, 15, 19)
+    assert got[("Low at 1x", "urgent (marked low)")]["received"] == 3 and got[("Low at 1x", "low")]["received"] == 7
+    assert got[("whole run", "high")]["loss"] == round(1 - 30 / 32, 5) and got[("whole run", "low")]["loss"] == 0
