@@ -4,7 +4,7 @@ per-phase figures come out of receive logs as worked out here by hand."""
 
 from __future__ import annotations
 
-import sys
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -12,9 +12,18 @@ import pytest
 from continuum import experiment
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "experiments" / "mecanic"))
-import arms  # noqa: E402
-import lab  # noqa: E402
+
+
+def _load(name: str):
+    """experiments/mecanic/NAME.py under a name of its own (the mobility experiment has an arms.py too)."""
+    spec = importlib.util.spec_from_file_location(f"mecanic_experiment_{name}", REPO / "experiments" / "mecanic" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+arms, lab = _load("arms"), _load("lab")
 
 LUMOS = REPO.parent / "shared" / "traces" / "lumos5g-per-second"
 
