@@ -101,7 +101,10 @@ def _experiment(tmp_path: Path, machines: dict, smec: bool = True) -> Path:
         text += ('\n[edge.manager]\nkind = "smec"\nmode = "quota"\nunit_cpus = 0.25\nearly_drop = false\n'
                  '\n[cell]\nuplink = "tutti"\ndownlink = "pf"\n'
                  # a [[timeline]] load step on the endpoint's machine, at the repetition's time on its clock
-                 '\n[[timeline]]\nt_s = 5\nue = "endpoint1"\nrate = 4\n')
+                 '\n[[timeline]]\nt_s = 5\nue = "endpoint1"\nrate = 4\n'
+                 # and MECaNIC's ingress stage in front of edge0, in the link machine's emulator
+                 '\n[edge.nic]\nrate_mbit = 100\n[[edge.nic.classes]]\nname = "requests"\nproto = "tcp"\ndport = 1883\n'
+                 'queues = [0, 9]\nreliability = 5\nlatency = 100\n')
     path = tmp_path / "quickstart-hosts.toml"
     path.write_text(text)
     return path
@@ -183,6 +186,15 @@ def test_a_timeline_load_step_doubles_an_endpoint_machines_rate_from_its_instant
     assert before in (3, 4, 5) and after in (7, 8, 9), (before, after)
     assert set(df[(df["endpoint"] == "endpoint0")]["send_rate"]) == {2.0}
     assert json.loads((run_dir / "summary.json").read_text())["timeline"][0]["applied"] == 1
+
+
+def test_the_link_machines_emulator_ran_the_ingress_stage_and_its_log_came_back(hosts_run):
+    run_dir, out = hosts_run
+    assert (run_dir / "links" / "nic-edge0.log").is_file()
+    s = json.loads((run_dir / "summary.json").read_text())["nic"]["nodes"]["edge0"]
+    req = s["classes"]["requests"]
+    assert req["packets"] > 50 and req["loss"] == 0 and req["p50_ms"] is not None, req
+    assert (run_dir / "plots" / "nic-edge0.png").is_file() and "ingress stage in front of edge0" in out
 
 
 def test_the_manifest_says_where_each_node_ran_and_the_clock_offsets(hosts_run):

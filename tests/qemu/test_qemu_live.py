@@ -73,6 +73,10 @@ unit_cpus = 0.5          # its idle minimum: half the guest's vCPU (at 0.25 a TC
 max_cpus = 1.0
 slo_ms = 2000          # the saturated uplink's queue holds ~0.8 s: requests answered, some urgent
 early_drop = false
+
+[edge.nic]             # MECaNIC's ingress stage in front of the edge VM, in this machine's emulator
+kind = "plain"
+rate_mbit = 1000
 """
 
 
@@ -147,6 +151,13 @@ def test_the_vm_run_has_the_netns_result_format(runs):
     # the records' contract, whatever wrote them (requests.csv adds the derived columns after it)
     assert pd.read_csv(d / "raw" / "requests-endpoint0.csv").columns.tolist()[:len(RECORD_FIELDS)] == RECORD_FIELDS
     assert pd.read_csv(d / "requests.csv").columns.tolist()[:len(RECORD_FIELDS)] == RECORD_FIELDS
+
+
+def test_the_ingress_stage_carries_the_edge_vms_packets(runs):
+    s = json.loads((runs["qemu"] / "summary.json").read_text())["nic"]["nodes"]["edge0"]
+    carried = s["classes"]["default"]
+    assert s["kind"] == "plain" and carried["packets"] > 100 and carried["loss"] == 0, s
+    assert (runs["qemu"] / "links" / "nic-edge0.log").is_file() and (runs["qemu"] / "plots" / "nic-edge0.png").is_file()
 
 
 def test_the_vms_booted_were_provisioned_and_the_edge_guest_applies_the_core_delay(runs):
