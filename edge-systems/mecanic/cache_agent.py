@@ -11,7 +11,10 @@ request whose answer it holds: that one it answers with a PUBLISH of the
 response on the client's own connection (and a PUBACK at QoS 1), with the
 NIC's times in the server's fields and `nic_cache: "hit"` in the header.
 
-What makes two requests the same: their payload (the app's input; the
+Answers may also be installed before the run (--entry PREFIX=FILE: a request
+whose payload starts with PREFIX is answered with FILE's bytes, from the first
+one on: the paper's pre-fetched content). Otherwise, what makes two requests
+the same: their payload (the app's input; the
 workloads' wire format, docs/workloads.md: a 4-byte header length, a JSON
 header, the payload), by SHA-256. A response is learned from the server's
 answer to the first such request (the host stores it, in the paper's words),
@@ -19,8 +22,8 @@ unless it is empty or an early drop. Least recently used answers go first
 when the cache is full.
 
 One line per decision to --log (CSV): t_ns, endpoint, request_id, outcome
-(hit, miss: sent on to the host, stored: an answer learned), key (its first
-16 hex digits), bytes."""
+(hit, miss: sent on to the host, stored: an answer learned; installed: an
+entry's), key (its first 16 hex digits, or the entry's prefix), bytes."""
 
 from __future__ import annotations
 
@@ -56,10 +59,16 @@ def pack(header: dict, payload: bytes) -> bytes:
 class Cache:
     """Answers by request key, least recently used out first, at most `capacity` bytes."""
 
-    def __init__(self, capacity: int, log):
+    def __init__(self, capacity: int, log, entries: list[tuple[bytes, bytes]] | None = None):
         self.capacity, self.size, self.log = capacity, 0, log
         self.answers: OrderedDict[bytes, bytes] = OrderedDict()
         self.waiting: dict[str, bytes] = {}  # request id -> its key, until the server answers
+        self.entries = entries or []  # (request prefix, answer), installed: never evicted
+        self.capacity -= sum(len(a) for _, a in self.entries)
+
+    def installed(self, payload: bytes) -> tuple[bytes, bytes] | None:
+        """The installed entry (its prefix, its answer) whose prefix the payload starts with."""
+        return next(((p, a) for p, a in self.entries if payload.startswith(p)), None)
 
     def note(self, endpoint: str, request_id: str, outcome: str, key: bytes, size: int) -> None:
         self.log.writerow([time.time_ns(), endpoint, request_id, outcome, key.hex()[:16], size])
@@ -96,8 +105,9 @@ async def serve(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter, 
             if p is not None and p.topic.endswith(REQUEST) and (not endpoints or p.topic.split("/")[-2] in endpoints):
                 t_received = time.time_ns()
                 header, payload = unpack(p.payload)
-                key = hashlib.sha256(payload).digest()
-                answer = cache.lookup(key)
+                entry = cache.installed(payload)
+                key = entry[0] if entry else hashlib.sha256(payload).digest()
+                answer = entry[1] if entry else cache.lookup(key)
                 rid, endpoint = str(header.get("request_id")), str(header.get("endpoint"))
                 if answer is not None:
                     t = time.time_ns()
@@ -141,7 +151,13 @@ async def main_async(args: argparse.Namespace) -> None:
         log = csv.writer(f)
         if f.tell() == 0:
             log.writerow(["t_ns", "endpoint", "request_id", "outcome", "key", "bytes"])
-        cache = Cache(int(args.capacity_mb * 1e6), log)
+        entries = []
+        for e in args.entry:
+            prefix, _, path = e.partition("=")
+            entries.append((bytes.fromhex(prefix), Path(path).read_bytes()))
+        cache = Cache(int(args.capacity_mb * 1e6), log, entries)
+        for prefix, answer in entries:
+            cache.note("-", "-", "installed", prefix, len(answer))
         endpoints = frozenset(e for e in args.endpoints.split(",") if e)
         server = await asyncio.start_server(lambda r, w: serve(r, w, (host, int(port)), cache, endpoints), "0.0.0.0", args.port)
         stop = asyncio.Event()
@@ -163,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--broker", default="127.0.0.1:1883", help="the node's broker")
     p.add_argument("--capacity-mb", type=float, default=64.0)
     p.add_argument("--endpoints", default="", help="only these endpoints' requests (comma-separated; default: everyone's)")
+    p.add_argument("--entry", action="append", default=[], help="PREFIXHEX=FILE: an answer installed before the run")
     p.add_argument("--log", required=True)
     p.add_argument("--ready", required=True, help="written once listening")
     args = p.parse_args(argv)

@@ -78,11 +78,21 @@ class NicDefault(Strict):
     latency: int = Field(default=1, ge=0, le=1_000_000)
 
 
+class CacheEntry(Strict):
+    """An answer installed in the NIC before the run: requests whose payload starts with `request`
+    (text) or `request_hex` (bytes) are answered with `response_file`'s bytes, from the first one on."""
+
+    request: str | None = Field(default=None, min_length=1, max_length=128)
+    request_hex: str | None = Field(default=None, pattern=r"^([0-9A-Fa-f]{2}){1,128}$")
+    response_file: str  # relative to the experiment file's folder
+
+
 class NicCache(Strict):
-    """Response caching (docs/mecanic.md): the NIC answers a request whose answer it has seen."""
+    """Response caching (docs/mecanic.md): the NIC answers a request whose answer it has seen, or holds."""
 
     capacity_mb: float = Field(default=64.0, gt=0, le=4096)  # least recently used answers out first (the paper's NIC: 4 GB)
     apps: list[str] | None = None  # whose requests it caches ([workload.apps] names; default: every app's)
+    entries: list[CacheEntry] = []  # answers installed before the run (the paper's pre-fetched content)
 
 
 class NicMatching(Strict):
@@ -122,6 +132,7 @@ class Settings:
     default: tuple[int, int, int, int]  # lo, hi, reliability, latency
     cache_mb: float | None = None  # response caching on the offload node's NIC (None: off)
     cache_endpoints: tuple[str, ...] = ()  # whose requests it caches (empty: everyone's)
+    cache_entries: tuple[tuple[str, str], ...] = ()  # (request prefix in hex, the answer's file, absolute)
     patterns: tuple[str, ...] = ()  # payload pattern matching: the patterns in hex (empty: off)
     scan: tuple[str, ...] = ()  # the classes scanned (empty: every packet)
 
@@ -225,6 +236,7 @@ class Mecanic(EdgeSystem):
         patterns: list[str] = []
         scan: list[str] = []
         cache_endpoints: tuple[str, ...] = ()
+        cache_entries: tuple[tuple[str, str], ...] = ()
         if table.matching is not None:
             m = table.matching
             patterns = [p.encode().hex() for p in m.patterns]
@@ -254,6 +266,21 @@ class Mecanic(EdgeSystem):
                 if name not in apps:
                     bad("edge.nic.cache.apps", f"{name!r} is not an app of this file; valid: {', '.join(apps) or 'none'}")
             cache_endpoints = tuple(e for name in (table.cache.apps or []) if name in apps for e in apps[name].endpoints)
+            held = 0
+            for i, entry in enumerate(table.cache.entries):
+                where = f"edge.nic.cache.entries[{i}]"
+                if (entry.request is None) == (entry.request_hex is None):
+                    bad(where, "give the request's start as request (text) or request_hex (bytes), one of them")
+                    continue
+                path = (ctx.base / entry.response_file).resolve()
+                if not path.is_file():
+                    bad(f"{where}.response_file", f"{entry.response_file!r} is not a file (paths start at the experiment file's folder: {ctx.base})")
+                    continue
+                held += path.stat().st_size
+                prefix = entry.request.encode().hex() if entry.request is not None else str(entry.request_hex).lower()
+                cache_entries += ((prefix, str(path)),)
+            if held > table.cache.capacity_mb * 1e6:
+                bad("edge.nic.cache.entries", f"the installed answers take {held / 1e6:.1f} MB, more than capacity_mb = {table.cache.capacity_mb:g}")
         if not ok:
             return None
         rate = round(table.rate_mbit * 1e6)
@@ -262,7 +289,7 @@ class Mecanic(EdgeSystem):
                         queue_packets=table.queue_packets or (PLAIN_PACKETS if plain else POOL_PACKETS),
                         queue_rate_bps=None if plain or cap == 0 else max(1, round(cap * 1e6)), nodes=tuple(nodes),
                         classes=tuple({**c.model_dump(), "queues": c.queues or (0, queues - 1)} for c in table.classes), default=(lo, hi, d.reliability, d.latency),
-                        cache_mb=table.cache.capacity_mb if table.cache else None, cache_endpoints=cache_endpoints, patterns=tuple(patterns), scan=tuple(scan))
+                        cache_mb=table.cache.capacity_mb if table.cache else None, cache_endpoints=cache_endpoints, cache_entries=cache_entries, patterns=tuple(patterns), scan=tuple(scan))
 
     def host_problems(self, s: Settings, spec: ExperimentSpec) -> list[str]:
         if spec.mobile.emulator_threads > 1:
@@ -284,7 +311,8 @@ class Mecanic(EdgeSystem):
                          + (", ".join(s.scan) if s.scan else "every packet") + " (the result: IPv4 option 158)")
         if s.cache_mb:
             lines.append(f"  response caching on the offload node's NIC: up to {s.cache_mb:g} MB of answers, "
-                         + (f"for {', '.join(s.cache_endpoints)}" if s.cache_endpoints else "for every endpoint"))
+                         + (f"for {', '.join(s.cache_endpoints)}" if s.cache_endpoints else "for every endpoint")
+                         + (f"; {len(s.cache_entries)} installed before the run" if s.cache_entries else ""))
         return lines
 
     def manifest(self, s: Settings | None, spec: ExperimentSpec) -> dict | None:
@@ -318,7 +346,8 @@ class Mecanic(EdgeSystem):
         ready, log = raw / "nic-cache.ready", run.run_dir / "logs" / "nic-cache-agent.log"
         argv = node.argv([node.python, "-m", "mecanic.cache_agent", "--port", str(CACHE_PORT), "--broker", f"127.0.0.1:{MQTT_PORT}",
                           "--capacity-mb", f"{s.cache_mb:g}", "--log", str(raw / "nic-cache.csv"), "--ready", str(ready),
-                          *(["--endpoints", ",".join(s.cache_endpoints)] if s.cache_endpoints else [])])
+                          *(["--endpoints", ",".join(s.cache_endpoints)] if s.cache_endpoints else []),
+                          *(a for prefix, path in s.cache_entries for a in ("--entry", f"{prefix}={path}"))])
         proc = node.start(argv, log, contained=False)
         run.undo.callback(ready.unlink, missing_ok=True)
         run.undo.callback(stop_process, proc)
