@@ -398,6 +398,10 @@ def _start_servers(ctx: Run, rep: int) -> tuple[list[Vital], list[subprocess.Pop
     places = [(ctx.plan.offload_target, app) for app in spec.apps] + [
         (n, app) for n in dict.fromkeys(e.relocate for e in spec.timeline if e.relocate and e.relocate != ctx.plan.offload_target)
         for app in spec.apps if any(set(e.ues) & set(app.endpoints) for e in spec.timeline if e.relocate == n)]
+    # and the nodes an edge system fetches answers from (MECaNIC's cache origin)
+    apps_by_name = {a.name: a for a in spec.apps}
+    places += [(n, apps_by_name[a]) for s, settings in edge_registry.running(spec) for n, a in s.server_places(settings, spec)
+               if (n, a) not in {(p, q.name) for p, q in places}]
     for name, app in places:
         target = ctx.dep.nodes[name]
         env = launch.server_env(spec, app, target, run_dir / "raw", rep)

@@ -87,6 +87,10 @@ class EdgeSystem:
         """Its options of the emulator (mahimahi-link forward), whose logs go to `logs`."""
         return []
 
+    def server_places(self, settings: Any, spec: ExperimentSpec) -> list[tuple[str, str]]:
+        """(node, app) pairs: more nodes that serve an app besides the offload node (an origin the system fetches from)."""
+        return []
+
     def start(self, settings: Any, run: EdgeRun) -> None:
         """Start its parts once the network is verified and the brokers run, before the servers."""
 

@@ -21,6 +21,13 @@ answer to the first such request (the host stores it, in the paper's words),
 unless it is empty or an early drop. Least recently used answers go first
 when the cache is full.
 
+With --origin (another node's broker, whose server serves the same app), a
+miss is not sent on to the host: the NIC fetches the answer from the origin,
+answers the client with it and keeps it (outcome fetched). The network between
+the node and the origin is not emulated (only the endpoints' packets cross the
+emulator): --origin-delay-ms holds each fetch that long before it leaves and
+again when its answer returns, the core network's one-way delay, modelled.
+
 One line per decision to --log (CSV): t_ns, endpoint, request_id, outcome
 (hit, miss: sent on to the host, stored: an answer learned; installed: an
 entry's), key (its first 16 hex digits, or the entry's prefix), bytes."""
@@ -54,6 +61,44 @@ def unpack(message: bytes) -> tuple[dict, bytes]:
 def pack(header: dict, payload: bytes) -> bytes:
     h = json.dumps(header, separators=(",", ":")).encode()
     return struct.pack("!I", len(h)) + h + payload
+
+
+class Origin:
+    """One MQTT connection to the origin's broker: requests published there, answers matched by request id."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.w: asyncio.StreamWriter | None = None
+        self.waiting: dict[str, asyncio.Future] = {}
+        self.delay_s = delay_s
+
+    async def open(self, host: str, port: int) -> None:
+        r, self.w = await asyncio.open_connection(host, port)
+        self.w.write(mqtt.connect(f"mecanic-nic-{os.getpid()}"))
+        if (await mqtt.read_packet(r))[0] >> 4 != mqtt.CONNACK:
+            raise ConnectionError(f"the origin's broker at {host}:{port} did not accept the connection")
+        self.w.write(mqtt.subscribe(1, "continuum/+" + RESPONSE))
+        if (await mqtt.read_packet(r))[0] >> 4 != mqtt.SUBACK:
+            raise ConnectionError(f"the origin's broker at {host}:{port} did not acknowledge the subscription")
+        asyncio.create_task(self._answers(r))
+
+    async def _answers(self, r: asyncio.StreamReader) -> None:
+        while True:
+            p = mqtt.parse_publish(await mqtt.read_packet(r))
+            if p is not None and p.topic.endswith(RESPONSE):
+                header, result = unpack(p.payload)
+                f = self.waiting.pop(str(header.get("request_id")), None)
+                if f is not None and not f.done():
+                    f.set_result((header, result))
+
+    async def fetch(self, topic: str, message: bytes, request_id: str) -> tuple[dict, bytes]:
+        assert self.w is not None
+        f: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.waiting[request_id] = f
+        await asyncio.sleep(self.delay_s)  # the way there (modelled)
+        self.w.write(mqtt.publish(topic, message))
+        answer = await f
+        await asyncio.sleep(self.delay_s)  # and back
+        return answer
 
 
 class Cache:
@@ -91,7 +136,7 @@ class Cache:
 
 
 async def serve(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter, broker: tuple[str, int], cache: Cache,
-                endpoints: frozenset[str]) -> None:
+                endpoints: frozenset[str], origin: Origin | None) -> None:
     try:
         up_r, up_w = await asyncio.open_connection(*broker)
     except OSError:
@@ -118,10 +163,26 @@ async def serve(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter, 
                         client_w.write(mqtt.puback(p.packet_id))
                     cache.note(endpoint, rid, "hit", key, len(answer))
                     continue
+                if origin is not None:  # fetched by the NIC from the origin, answered by the NIC: the host never sees it
+                    asyncio.create_task(fetch(p, header, key, endpoint, rid, t_received))
+                    if p.qos == 1 and p.packet_id is not None:
+                        client_w.write(mqtt.puback(p.packet_id))
+                    continue
                 cache.waiting[rid] = key
                 cache.note(endpoint, rid, "miss", key, len(payload))
             up_w.write(packet)
             await up_w.drain()
+
+    async def fetch(p: mqtt.Publish, header: dict, key: bytes, endpoint: str, rid: str, t_received: int) -> None:
+        assert origin is not None
+        answer_header, result = await origin.fetch(p.topic, p.payload, rid)
+        if result and not answer_header.get("smec_dropped"):
+            cache.store(key, result)
+        t = time.time_ns()
+        reply = {"request_id": header["request_id"], "t_server_received": t_received, "t_server_start": t, "t_server_done": t,
+                 "t_server_published": time.time_ns(), "nic_cache": "fetched"}
+        client_w.write(mqtt.publish(p.topic[:-len(REQUEST)] + RESPONSE, pack(reply, result)))
+        cache.note(endpoint, rid, "fetched", key, len(result))
 
     async def to_client() -> None:
         while True:
@@ -159,7 +220,12 @@ async def main_async(args: argparse.Namespace) -> None:
         for prefix, answer in entries:
             cache.note("-", "-", "installed", prefix, len(answer))
         endpoints = frozenset(e for e in args.endpoints.split(",") if e)
-        server = await asyncio.start_server(lambda r, w: serve(r, w, (host, int(port)), cache, endpoints), "0.0.0.0", args.port)
+        origin = None
+        if args.origin:
+            origin = Origin(args.origin_delay_ms / 1000)
+            o_host, _, o_port = args.origin.rpartition(":")
+            await origin.open(o_host, int(o_port))
+        server = await asyncio.start_server(lambda r, w: serve(r, w, (host, int(port)), cache, endpoints, origin), "0.0.0.0", args.port)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -179,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--broker", default="127.0.0.1:1883", help="the node's broker")
     p.add_argument("--capacity-mb", type=float, default=64.0)
     p.add_argument("--endpoints", default="", help="only these endpoints' requests (comma-separated; default: everyone's)")
+    p.add_argument("--origin", default="", help="HOST:PORT: another node's broker, where a miss is fetched from")
+    p.add_argument("--origin-delay-ms", type=float, default=0.0, help="the core network's one-way delay to the origin (modelled)")
     p.add_argument("--entry", action="append", default=[], help="PREFIXHEX=FILE: an answer installed before the run")
     p.add_argument("--log", required=True)
     p.add_argument("--ready", required=True, help="written once listening")

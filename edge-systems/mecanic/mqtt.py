@@ -9,7 +9,7 @@ import asyncio
 import struct
 from dataclasses import dataclass
 
-PUBLISH, PUBACK = 3, 4
+CONNECT, CONNACK, PUBLISH, PUBACK, SUBSCRIBE, SUBACK = 1, 2, 3, 4, 8, 9
 
 
 def remaining_length(n: int) -> bytes:
@@ -73,3 +73,17 @@ def publish(topic: str, payload: bytes) -> bytes:
 
 def puback(packet_id: int) -> bytes:
     return bytes([PUBACK << 4, 2]) + struct.pack("!H", packet_id)
+
+
+def connect(client_id: str) -> bytes:
+    """CONNECT, MQTT 3.1.1, a clean session, no keep-alive (the connection lives as long as the run)."""
+    cid = client_id.encode()
+    body = struct.pack("!H", 4) + b"MQTT" + bytes([4, 0x02]) + struct.pack("!H", 0) + struct.pack("!H", len(cid)) + cid
+    return bytes([CONNECT << 4]) + remaining_length(len(body)) + body
+
+
+def subscribe(packet_id: int, topic: str) -> bytes:
+    """SUBSCRIBE to one topic filter at QoS 0."""
+    t = topic.encode()
+    body = struct.pack("!H", packet_id) + struct.pack("!H", len(t)) + t + b"\x00"
+    return bytes([(SUBSCRIBE << 4) | 0x02]) + remaining_length(len(body)) + body

@@ -101,6 +101,9 @@ def test_the_table_becomes_the_emulators_stage_and_classes(tmp_path):
     assert "one of them" in got["edge.nic.cache.entries[0]"]
     assert "'nowhere.bin' is not a file" in got["edge.nic.cache.entries[1].response_file"]
     assert "take 2.0 MB, more than capacity_mb = 1" in got["edge.nic.cache.entries"]
+    # an origin: another edge or cloud node of the file
+    got = _problems(_file(tmp_path, PRIORITY + '\n[edge.nic.cache]\norigin = "edge0"\n'))
+    assert "not an edge or cloud node of this file other than the offload node; valid: none (add a cloud node)" in got["edge.nic.cache.origin"]
     # one forwarding thread: the stage is every link's
     threads = _file(tmp_path, PRIORITY.replace('downlink = "const-48mbps"', 'downlink = "const-48mbps"\nemulator_threads = 2'))
     from continuum.edge import registry
@@ -215,6 +218,40 @@ def test_a_cached_request_is_answered_by_the_nic_and_never_reaches_the_server(ca
     assert c["hits"] == int((df[df["phase"] == "measure"]["nic_cache"] == "hit").sum()) and c["stored"] == 2 and c["installed"] == 1
     assert "response caching on the NIC" in cache_run["stdout"] and "0 dropped" in cache_run["stdout"]
     assert cache_run["after"] == cache_run["before"]
+
+
+ORIGIN_MS = 20.0
+
+
+@pytest.fixture(scope="module")
+def origin_run(tmp_path_factory, root_netns):
+    d = tmp_path_factory.mktemp("mecanic-origin")
+    cfg = d / "origin.toml"
+    text = CACHE.format(out=d / "runs").split("[[edge.nic.cache.entries]]")[0]
+    text = text.replace("[nodes.edge]", "[nodes.cloud]\ncount = 1\ncpus = 1.0\nmemory = \"2G\"\n\n[nodes.edge]")
+    cfg.write_text(text + f'origin = "cloud0"\norigin_delay_ms = {ORIGIN_MS}\n')
+    p, run_dir = run(cfg, d)
+    return {"run": run_dir, "stdout": p.stdout}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
+def test_a_miss_is_fetched_by_the_nic_from_the_origin_and_the_host_never_sees_a_request(origin_run):
+    import pandas as pd
+
+    run_dir = origin_run["run"]
+    df = pd.read_csv(run_dir / "requests.csv", dtype={"request_id": str})
+    at_origin = pd.read_csv(run_dir / "raw" / "server-cloud0.csv", dtype={"request_id": str})
+    at_host = pd.read_csv(run_dir / "raw" / "server-edge0.csv", dtype={"request_id": str})
+    fetched, hits = df[df["nic_cache"] == "fetched"], df[df["nic_cache"] == "hit"]
+    assert (df["status"] == "ok").all() and len(df) >= 20 and at_host.empty
+    # the first request for each of the three files went to the origin, through the NIC; every later one was a hit
+    assert sorted(fetched["seq"]) == [0, 1, 2] and len(hits) == len(df) - 3
+    assert set(at_origin["request_id"]) == set(fetched["request_id"])
+    # a fetch costs the way to the origin and back (modelled by the agent) on top of what a hit takes
+    assert fetched["e2e_ms"].min() >= hits["e2e_ms"].median() + 2 * ORIGIN_MS * 0.9, (fetched["e2e_ms"].tolist(), hits["e2e_ms"].median())
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert "fetched from cloud0 (20 ms away each way, modelled)" in origin_run["stdout"], origin_run["stdout"][-2000:]
+    assert m["nic"]["origin"] == "cloud0"
 
 
 def test_an_app_finds_the_nics_result_among_its_packets_options():

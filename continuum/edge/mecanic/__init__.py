@@ -93,6 +93,11 @@ class NicCache(Strict):
     capacity_mb: float = Field(default=64.0, gt=0, le=4096)  # least recently used answers out first (the paper's NIC: 4 GB)
     apps: list[str] | None = None  # whose requests it caches ([workload.apps] names; default: every app's)
     entries: list[CacheEntry] = []  # answers installed before the run (the paper's pre-fetched content)
+    # a node that serves the cached apps too: a miss is fetched from it by the NIC, not sent to the host
+    origin: str | None = None
+    # its one-way delay from the offload node, held by the NIC's agent each way: modelled (default: its tier's
+    # core delay less the offload node's, at least 0)
+    origin_delay_ms: float | None = Field(default=None, ge=0, le=10_000)
 
 
 class NicMatching(Strict):
@@ -133,6 +138,10 @@ class Settings:
     cache_mb: float | None = None  # response caching on the offload node's NIC (None: off)
     cache_endpoints: tuple[str, ...] = ()  # whose requests it caches (empty: everyone's)
     cache_entries: tuple[tuple[str, str], ...] = ()  # (request prefix in hex, the answer's file, absolute)
+    cache_apps: tuple[str, ...] = ()  # the apps whose requests it caches (every app's when none named)
+    origin: str | None = None  # where a miss is fetched from (None: the host's own server)
+    origin_delay_ms: float = 0.0  # -1: its tier's core delay less the offload node's, known once the spec is (origin_delay)
+    origin_tier: str = ""
     patterns: tuple[str, ...] = ()  # payload pattern matching: the patterns in hex (empty: off)
     scan: tuple[str, ...] = ()  # the classes scanned (empty: every packet)
 
@@ -170,6 +179,15 @@ def class_option(c: dict, addresses: dict[str, str]) -> str:
 
 def log_path(folder: Path, node: str) -> Path:
     return folder / f"nic-{node}.log"
+
+
+def origin_delay(s: Settings, spec: ExperimentSpec) -> float:
+    """The origin's one-way delay from the offload node: as given, else its tier's core delay less the offload
+    node's (the edge on the way from the UE to the cloud), at least 0."""
+    if s.origin_delay_ms >= 0:
+        return s.origin_delay_ms
+    tiers = {"edge": spec.core.edge_ms, "cloud": spec.core.cloud_ms}
+    return max(0.0, tiers.get(s.origin_tier, 0.0) - tiers.get(spec.workload.offload, 0.0))
 
 
 class Mecanic(EdgeSystem):
@@ -237,6 +255,9 @@ class Mecanic(EdgeSystem):
         scan: list[str] = []
         cache_endpoints: tuple[str, ...] = ()
         cache_entries: tuple[tuple[str, str], ...] = ()
+        origin: str | None = None
+        delay_ms: float | None = None
+        origin_role = ""
         if table.matching is not None:
             m = table.matching
             patterns = [p.encode().hex() for p in m.patterns]
@@ -279,6 +300,16 @@ class Mecanic(EdgeSystem):
                 held += path.stat().st_size
                 prefix = entry.request.encode().hex() if entry.request is not None else str(entry.request_hex).lower()
                 cache_entries += ((prefix, str(path)),)
+            ct = table.cache
+            if ct.origin is not None:
+                remote = [n for n in draft.nodes if n.role in ("edge", "cloud") and n.name != offload]
+                node = next((n for n in remote if n.name == ct.origin), None)
+                if node is None:
+                    bad("edge.nic.cache.origin", f"{ct.origin!r} is not an edge or cloud node of this file other than the offload node; "
+                                                 f"valid: {', '.join(n.name for n in remote) or 'none (add a cloud node)'}")
+                else:
+                    origin, delay_ms = node.name, ct.origin_delay_ms
+                    origin_role = node.role
             if held > table.cache.capacity_mb * 1e6:
                 bad("edge.nic.cache.entries", f"the installed answers take {held / 1e6:.1f} MB, more than capacity_mb = {table.cache.capacity_mb:g}")
         if not ok:
@@ -289,13 +320,21 @@ class Mecanic(EdgeSystem):
                         queue_packets=table.queue_packets or (PLAIN_PACKETS if plain else POOL_PACKETS),
                         queue_rate_bps=None if plain or cap == 0 else max(1, round(cap * 1e6)), nodes=tuple(nodes),
                         classes=tuple({**c.model_dump(), "queues": c.queues or (0, queues - 1)} for c in table.classes), default=(lo, hi, d.reliability, d.latency),
-                        cache_mb=table.cache.capacity_mb if table.cache else None, cache_endpoints=cache_endpoints, cache_entries=cache_entries, patterns=tuple(patterns), scan=tuple(scan))
+                        cache_mb=table.cache.capacity_mb if table.cache else None, cache_endpoints=cache_endpoints, cache_entries=cache_entries,
+                        cache_apps=tuple(table.cache.apps or [a.name for a in draft.apps]) if table.cache else (), origin=origin,
+                        origin_delay_ms=delay_ms if delay_ms is not None else -1.0 if origin else 0.0,
+                        origin_tier=origin_role, patterns=tuple(patterns), scan=tuple(scan))
 
     def host_problems(self, s: Settings, spec: ExperimentSpec) -> list[str]:
+        out = []
         if spec.mobile.emulator_threads > 1:
-            return ["[edge.nic]: the ingress stage is shared by every UE's link, so the emulator runs one forwarding thread: "
-                    "leave out mobile.emulator_threads"]
-        return []
+            out.append("[edge.nic]: the ingress stage is shared by every UE's link, so the emulator runs one forwarding thread: "
+                       "leave out mobile.emulator_threads")
+        return out
+
+    def server_places(self, s: Settings, spec: ExperimentSpec) -> list[tuple[str, str]]:
+        """The origin serves the cached apps: a miss is fetched from there."""
+        return [(s.origin, a) for a in s.cache_apps] if s.origin else []
 
     def describe(self, s: Settings, spec: ExperimentSpec) -> list[str]:
         what = (f"one FIFO of {s.queue_packets} packets" if s.kind == "plain" else
@@ -312,7 +351,9 @@ class Mecanic(EdgeSystem):
         if s.cache_mb:
             lines.append(f"  response caching on the offload node's NIC: up to {s.cache_mb:g} MB of answers, "
                          + (f"for {', '.join(s.cache_endpoints)}" if s.cache_endpoints else "for every endpoint")
-                         + (f"; {len(s.cache_entries)} installed before the run" if s.cache_entries else ""))
+                         + (f"; {len(s.cache_entries)} installed before the run" if s.cache_entries else "")
+                         + (f"; misses fetched from {s.origin}, {origin_delay(s, spec):g} ms away each way (modelled; it serves {', '.join(s.cache_apps)} too)"
+                            if s.origin else ""))
         return lines
 
     def manifest(self, s: Settings | None, spec: ExperimentSpec) -> dict | None:
@@ -344,7 +385,14 @@ class Mecanic(EdgeSystem):
         node = run.node
         raw = run.run_dir / "raw"
         ready, log = raw / "nic-cache.ready", run.run_dir / "logs" / "nic-cache-agent.log"
+        addresses = plan.build(run.spec).addresses
+        if s.origin:
+            # Modelled, not emulated: only the endpoints' packets cross the emulator (and this kernel may have no
+            # netem), so the agent holds each fetch the core network's one-way delay before it leaves and after it returns.
+            run.note({"origin_delay_ms": origin_delay(s, run.spec), "origin_delay": "modelled by the cache agent"})
         argv = node.argv([node.python, "-m", "mecanic.cache_agent", "--port", str(CACHE_PORT), "--broker", f"127.0.0.1:{MQTT_PORT}",
+                          *(["--origin", f"{addresses[s.origin]}:{MQTT_PORT}", "--origin-delay-ms", f"{origin_delay(s, run.spec):g}"]
+                            if s.origin else []),
                           "--capacity-mb", f"{s.cache_mb:g}", "--log", str(raw / "nic-cache.csv"), "--ready", str(ready),
                           *(["--endpoints", ",".join(s.cache_endpoints)] if s.cache_endpoints else []),
                           *(a for prefix, path in s.cache_entries for a in ("--entry", f"{prefix}={path}"))])
@@ -363,25 +411,27 @@ class Mecanic(EdgeSystem):
         run.watch("MECaNIC's cache agent", proc, log)
         # Only the connections of the endpoints whose requests it caches reach it, as a NIC's rule steers
         # only the flows it offloads to its engine; the others keep the host's path untouched.
-        addresses = plan.build(run.spec).addresses
         sources = [addresses[e] for e in s.cache_endpoints] or [""]
         for src in sources:
             rule = ["PREROUTING", "-i", NODE_IF, *(["-s", src] if src else []), "-p", "tcp", "--dport", str(MQTT_PORT),
                     "-j", "REDIRECT", "--to-ports", str(CACHE_PORT)]
             node.run(["iptables", "-w", "-t", "nat", "-A", *rule])
             run.undo.callback(node.run, ["iptables", "-w", "-t", "nat", "-D", *rule], check=False)
-        run.phase(f"response caching on {node.name}'s NIC: up to {s.cache_mb:g} MB of answers, learned from the server's")
+        run.phase(f"response caching on {node.name}'s NIC: up to {s.cache_mb:g} MB of answers, "
+                  + (f"fetched from {s.origin} ({origin_delay(s, run.spec):g} ms away each way, modelled)" if s.origin
+                     else "learned from the server's"))
 
     def add_records(self, run_dir: Path, df: pd.DataFrame) -> pd.DataFrame:
-        """`nic_cache`: hit where the NIC answered the request itself, miss where it went to the server."""
+        """`nic_cache`: hit where the NIC answered the request from what it held, fetched where it answered it
+        with the origin's answer, miss where the request went on to the host's server."""
         path = run_dir / "raw" / "nic-cache.csv"
         if not path.exists() or df.empty:
             return df
         c = pd.read_csv(path, dtype={"request_id": str})
-        c = c[c["outcome"].isin(["hit", "miss"])].drop_duplicates("request_id", keep="last")
+        c = c[c["outcome"].isin(["hit", "miss", "fetched"])].drop_duplicates("request_id", keep="last")
         df = df.assign(nic_cache=df["request_id"].astype(str).map(dict(zip(c["request_id"], c["outcome"]))))
         if "dropped" in df:  # (the server never saw it: answered by the NIC, not lost on the way)
-            df.loc[df["nic_cache"] == "hit", "dropped"] = 0
+            df.loc[df["nic_cache"].isin(["hit", "fetched"]), "dropped"] = 0
         return df
 
     def summarize(self, run_dir: Path, df: pd.DataFrame) -> dict | None:

@@ -90,10 +90,11 @@ def cache(run_dir: Path, df: pd.DataFrame) -> dict | None:
     m = df[(df["phase"] == "measure")] if "phase" in df else df
     log = pd.read_csv(path)
     out: dict[str, Any] = {"requests": int(m["nic_cache"].notna().sum()), "hits": int((m["nic_cache"] == "hit").sum()),
-                           "misses": int((m["nic_cache"] == "miss").sum()), "stored": int((log["outcome"] == "stored").sum()),
+                           "misses": int((m["nic_cache"] == "miss").sum()), "fetched": int((m["nic_cache"] == "fetched").sum()),
+                           "stored": int((log["outcome"] == "stored").sum()),
                            "installed": int((log["outcome"] == "installed").sum())}
     out["hit_ratio"] = round(out["hits"] / out["requests"], 4) if out["requests"] else None
-    for kind in ("hit", "miss"):
+    for kind in ("hit", "miss", "fetched"):
         ok = m[(m["nic_cache"] == kind) & (m["status"] == "ok")]["e2e_ms"].astype(float) if "e2e_ms" in m else pd.Series(dtype=float)
         out[f"{kind}_e2e_ms_p50"] = None if ok.empty else round(float(ok.median()), 3)
         out[f"{kind}_e2e_ms_p99"] = None if ok.empty else round(float(ok.quantile(0.99)), 3)
@@ -165,13 +166,16 @@ def render(part: dict):
         tables.append(t)
     c = part.get("cache")
     if c:
-        t = Table(title=f"response caching on the NIC: {c['hits']} of {c['requests']} measured requests answered by it "
+        t = Table(title=f"response caching on the NIC: {c['hits']} of {c['requests']} measured requests answered from what it held "
                         f"({f(c['hit_ratio'], '{:.1%}')}), {c['stored']} answers learned from the server"
                         + (f", {c['installed']} installed before the run" if c.get("installed") else ""))
         for h in ("requests", "count", "end-to-end P50 ms", "end-to-end P99 ms"):
             t.add_column(h, justify="left" if h == "requests" else "right")
         t.add_row("answered by the NIC", str(c["hits"]), f(c["hit_e2e_ms_p50"], "{:.1f}"), f(c["hit_e2e_ms_p99"], "{:.1f}"))
         t.add_row("sent on to the server", str(c["misses"]), f(c["miss_e2e_ms_p50"], "{:.1f}"), f(c["miss_e2e_ms_p99"], "{:.1f}"))
+        if c.get("fetched"):
+            t.add_row("fetched by the NIC from the origin", str(c["fetched"]), f(c["fetched_e2e_ms_p50"], "{:.1f}"),
+                      f(c["fetched_e2e_ms_p99"], "{:.1f}"))
         tables.append(t)
     if len(tables) == 1:
         return tables[0]
