@@ -35,6 +35,7 @@ Rules, per slot (length S, B blocks):
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from collections import deque
 
 from mmlink_model import MS, OPPORTUNITY, opportunity_times
@@ -94,6 +95,32 @@ class PF:
         out = [0] * len(ues)
         order = sorted((i for i, u in enumerate(ues) if u["backlog"] > 0),
                        key=lambda i: (-(float(ues[i]["cap"]) ** self.alpha / max(ues[i]["avg"], 1.0) ** self.beta), i))
+        left = blocks
+        for i in order:
+            g = min(needed(ues[i]["backlog"], ues[i]["cap"], blocks), left)
+            out[i] = g
+            left -= g
+            if left == 0:
+                break
+        return out
+
+
+class MRFS:
+    """pDCell's minimum remaining flow size: backlogged UEs by bytes left of their flow over this
+    slot's channel (the CU's metadata; the queue where the CU said nothing), no channel last, ties by
+    index; each takes what it needs."""
+
+    def __init__(self):
+        self.remaining = {}
+
+    def flow(self, ue, left):
+        self.remaining[ue] = left
+
+    def allocate(self, slot, ues, blocks):
+        out = [0] * len(ues)
+        rem = [self.remaining.get(i, u["backlog"]) for i, u in enumerate(ues)]
+        order = sorted((i for i, u in enumerate(ues) if u["backlog"] > 0),
+                       key=lambda i: (ues[i]["cap"] == 0, Fraction(rem[i], ues[i]["cap"]) if ues[i]["cap"] else 0, i))
         left = blocks
         for i in order:
             g = min(needed(ues[i]["backlog"], ues[i]["cap"], blocks), left)
@@ -215,7 +242,7 @@ class UE:
 
 
 def simulate(traces, events, scheduler, slot_ns=500_000, blocks=51, avg_slots=100.0, signalling=None):
-    """events: (t, ue, size or 'start'), sorted by t. signalling: None or
+    """events: (t, ue, size, 'start' or ('flow', bytes left)), sorted by t. signalling: None or
     (sr_period, k2, sr_grant_blocks). Returns departures, slot log, detections."""
     ues = [UE(t) for t in traces]
     n = len(ues)
@@ -319,6 +346,10 @@ def simulate(traces, events, scheduler, slot_ns=500_000, blocks=51, avg_slots=10
         if what == "start":
             if hasattr(scheduler, "notice"):
                 scheduler.notice(ue, t // slot_ns)
+            continue
+        if isinstance(what, tuple):  # ("flow", bytes left): pDCell's metadata from the CU
+            if hasattr(scheduler, "flow"):
+                scheduler.flow(ue, what[1])
             continue
         ues[ue].queue.append([k, what, t])
     # Drain as the emulator does: to the next busy UE's opportunity or the

@@ -56,6 +56,9 @@ pub trait Scheduler {
     /// The edge says UE `ue` started a request; it reached the RAN in `slot`
     /// (Tutti's signal; other schedulers ignore it).
     fn request_started(&mut self, _ue: usize, _slot: u64) {}
+    /// pDCell's metadata from the CU: the bytes left of UE `ue`'s current flow
+    /// (flow-aware schedulers use it; the others ignore it).
+    fn flow_remaining(&mut self, _ue: usize, _bytes: u64) {}
 }
 
 /// Blocks a UE needs for its backlog this slot (at least one when it has any).
@@ -279,13 +282,56 @@ impl Scheduler for Smec {
     }
 }
 
-/// The scheduler named in the options: "rr" or "pf" (SMEC needs each UE's
-/// class: `Smec::new`).
+/// pDCell's MRFS, minimum remaining flow size (../shared/design/SPEC-pdcell.md):
+/// each slot, the backlogged UEs in order of the bytes left of their flow over
+/// this slot's channel (the time the rest of the flow needs at the UE's current
+/// rate), each taking the blocks it needs until none are left; a UE without a
+/// channel this slot goes last, ties by index. The bytes left come from the CU
+/// (`flow_remaining`, pDCell's metadata): the MAC never reads a payload. For a
+/// UE the CU has told nothing, the MAC's own queue stands in.
+#[derive(Default)]
+pub struct Mrfs {
+    remaining: Vec<Option<u64>>,
+}
+
+impl Scheduler for Mrfs {
+    fn name(&self) -> &'static str {
+        "mrfs"
+    }
+    fn flow_remaining(&mut self, ue: usize, bytes: u64) {
+        if self.remaining.len() <= ue {
+            self.remaining.resize(ue + 1, None);
+        }
+        self.remaining[ue] = Some(bytes);
+    }
+    fn allocate(&mut self, _slot: u64, ues: &[UeView], blocks: u32, out: &mut [u32]) {
+        let left_of = |i: usize| self.remaining.get(i).copied().flatten().unwrap_or(ues[i].backlog_bytes) as u128;
+        let mut order: Vec<usize> = (0..ues.len()).filter(|&i| ues[i].backlog_bytes > 0).collect();
+        // rem_a / cap_a < rem_b / cap_b, compared exactly; no channel: last
+        order.sort_by(|&a, &b| {
+            let (ca, cb) = (ues[a].capacity_bytes as u128, ues[b].capacity_bytes as u128);
+            (ca == 0).cmp(&(cb == 0)).then((left_of(a) * cb).cmp(&(left_of(b) * ca))).then(a.cmp(&b))
+        });
+        let mut left = blocks;
+        for i in order {
+            let g = blocks_needed(&ues[i], blocks).min(left);
+            out[i] = g;
+            left -= g;
+            if left == 0 {
+                break;
+            }
+        }
+    }
+}
+
+/// The scheduler named in the options: "rr", "pf" or "mrfs" (SMEC needs each
+/// UE's class: `Smec::new`).
 pub fn scheduler(name: &str) -> Result<Box<dyn Scheduler>, String> {
     match name {
         "rr" => Ok(Box::new(RoundRobin::default())),
         "pf" => Ok(Box::new(ProportionalFair::default())),
-        other => Err(format!("unknown scheduler {other:?}; valid: rr, pf, smec")),
+        "mrfs" => Ok(Box::new(Mrfs::default())),
+        other => Err(format!("unknown scheduler {other:?}; valid: rr, pf, mrfs, smec")),
     }
 }
 
@@ -466,6 +512,13 @@ impl CellCore {
         if let Some(c) = self.of.get(ue).copied().flatten() {
             self.cells[c].sched.request_started(ue, now / self.cfg.slot_ns);
             self.gather();
+        }
+    }
+
+    /// pDCell's metadata: the bytes left of UE `ue`'s flow (told to every cell's scheduler: a UE keeps it across a handover).
+    pub fn flow_remaining(&mut self, ue: usize, bytes: u64) {
+        for c in &mut self.cells {
+            c.sched.flow_remaining(ue, bytes);
         }
     }
 
@@ -814,6 +867,10 @@ impl<P> Cell<P> {
 
     pub fn request_started(&mut self, ue: usize, now: Nanos) {
         self.core.request_started(ue, now);
+    }
+
+    pub fn flow_remaining(&mut self, ue: usize, bytes: u64) {
+        self.core.flow_remaining(ue, bytes);
     }
 
     pub fn detections(&self) -> &[(usize, u64, u64)] {
@@ -1220,6 +1277,28 @@ mod tests {
         eprintln!("start error P99: smec {:.1} ms, tutti {:.1} ms", errors[0] as f64 / 1e6, errors[1] as f64 / 1e6);
         assert!(errors[0] <= (ul.sr_period_slots + ul.k2_slots + 1) * cfg.slot_ns);
         assert!(errors[1] > errors[0], "the edge's notice comes after the RAN's own reports");
+    }
+
+    #[test]
+    fn mrfs_serves_the_least_time_left_first_from_the_cus_metadata_else_the_queue() {
+        let ue = |backlog: u64, capacity: u64| UeView { backlog_bytes: backlog, capacity_bytes: capacity, ..Default::default() };
+        // time left: u0 9000/3000 = 3 slots, u1 (told 1000 left) 1000/1000 = 1, u2 4000/2000 = 2, u3 no channel, u4 nothing queued
+        let ues = [ue(9000, 3000), ue(5000, 1000), ue(4000, 2000), ue(100, 0), ue(0, 5000)];
+        let mut m = Mrfs::default();
+        m.flow_remaining(1, 1000);
+        let mut out = [0; 5];
+        m.allocate(0, &ues, 10, &mut out);
+        // u1 needs 10 blocks for its 5000-byte queue at 1000 per slot: it takes the whole slot
+        assert_eq!(out, [0, 10, 0, 0, 0]);
+        let mut out = [0; 5];
+        m.flow_remaining(1, 20_000); // now the longest: 20 slots
+        m.allocate(1, &ues, 10, &mut out);
+        // u2 (2 slots: needs 10 x 4000 / 2000 -> all 10) first
+        assert_eq!(out, [0, 0, 10, 0, 0]);
+        let mut out = [0; 5];
+        m.allocate(2, &[ue(1500, 3000), ue(5000, 1000), ue(1000, 2000), ue(100, 0), ue(0, 5000)], 10, &mut out);
+        // u2 (0.5 slot) takes 5, u0 (0.5 slot, index after) 5; u1 and the channel-less u3 get nothing
+        assert_eq!(out, [5, 0, 5, 0, 0]);
     }
 
     #[test]

@@ -388,8 +388,18 @@ fn simulate_cell(sim: options::CellSim) -> Result<i32, Vec<String>> {
     let mut last = 0u64;
     for (k, line) in std::io::stdin().lock().lines().enumerate() {
         let line = line.map_err(|e| vec![e.to_string()])?;
-        let bad = |why: &str| vec![format!("stdin:{}: {why}; expected \"ARRIVAL_NS UE SIZE\" or \"ARRIVAL_NS UE start\"", k + 1)];
+        let bad = |why: &str| vec![format!("stdin:{}: {why}; expected \"ARRIVAL_NS UE SIZE\", \"ARRIVAL_NS UE start\" or \"ARRIVAL_NS UE flow BYTES_LEFT\"", k + 1)];
         let f: Vec<&str> = line.split_whitespace().collect();
+        if let [t, ue, "flow", bytes] = f.as_slice() {
+            let (Ok(t), Ok(ue), Ok(bytes)) = (t.parse::<u64>(), ue.parse::<usize>(), bytes.parse::<u64>()) else { return Err(bad("integers")) };
+            if t < last || ue >= n {
+                return Err(bad(if t < last { "arrival times must be non-decreasing" } else { "no such UE" }));
+            }
+            last = t;
+            cell.advance_to(t, &mut sinks);
+            cell.flow_remaining(ue, bytes);
+            continue;
+        }
         let [t, ue, what] = f.as_slice() else { return Err(bad("three fields")) };
         let (Ok(t), Ok(ue)) = (t.parse::<u64>(), ue.parse::<usize>()) else { return Err(bad("integers")) };
         if t < last || ue >= n {

@@ -21,9 +21,10 @@ usage:
   mahimahi-link simulate-cell --trace=TRACE... [--scheduler=S] [--class=C...] [--uplink-signalling] [CELL OPTIONS]
       a shared cell under a virtual clock: one --trace (channel) and --class per UE;
       stdin lines \"ARRIVAL_NS UE SIZE\" (or \"ARRIVAL_NS UE start\": the edge's
-      request notice); prints \"d UE ID T_NS\" per departure, \"s SLOT BLOCKS...\"
-      per slot and \"r UE START_SLOT SLOT\" per detected request start
-      cell options: --scheduler=rr|pf|smec|tutti (default rr), --slot-us=N (500),
+      request notice; \"ARRIVAL_NS UE flow BYTES\": pDCell's metadata, the bytes left of the
+      UE's flow, for mrfs); prints \"d UE ID T_NS\" per departure, \"s SLOT BLOCKS...\" per slot
+      and \"r UE START_SLOT SLOT\" per detected request start
+      cell options: --scheduler=rr|pf|mrfs|smec|tutti (default rr), --slot-us=N (500),
       --blocks=N (51), --class=be|lc:SLO_MS (default be), --uplink-signalling,
       --sr-period-slots=N (20), --k2-slots=N (4), --sr-grant-blocks=N (2),
       --periodic-bsr-slots=N (default: a BSR in every transmission), --be-starvation-slots=N (40),
@@ -518,11 +519,11 @@ pub fn parse_cell(args: &[String]) -> Result<CellSim, Vec<String>> {
         let r: Result<(), String> = match key {
             "--trace" => val.map(|v| sim.traces.push(v.into())).ok_or_else(|| format!("{key} needs =FILE")),
             "--scheduler" => match val {
-                Some(v @ ("rr" | "pf" | "smec" | "tutti")) => {
+                Some(v @ ("rr" | "pf" | "mrfs" | "smec" | "tutti")) => {
                     sim.scheduler = v.into();
                     Ok(())
                 }
-                v => Err(format!("{key}: {:?} is not a scheduler; valid: rr, pf, smec, tutti", v.unwrap_or(""))),
+                v => Err(format!("{key}: {:?} is not a scheduler; valid: rr, pf, mrfs, smec, tutti", v.unwrap_or(""))),
             },
             "--class" => match val {
                 Some("be") => {
