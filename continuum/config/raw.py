@@ -257,6 +257,8 @@ Workload.model_rebuild()
 DownlinkScheduler = Literal["rr", "pf", "smec"]
 UplinkScheduler = Literal[DownlinkScheduler, "tutti"]
 SCHEDULERS: tuple[str, ...] = typing.get_args(UplinkScheduler)
+# In the cell's core (mahimahi-link simulate-cell) but not yet in the forwarder: pDCell's MRFS waits for its CU (issue 41).
+CORE_ONLY_SCHEDULERS: tuple[str, ...] = ("mrfs",)
 
 
 class CellUe(Strict):
