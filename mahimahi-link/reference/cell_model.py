@@ -87,22 +87,26 @@ def water_fill(first, need, out, left):
                 return left
 
 
+def in_order(order, ues, blocks):
+    """Each UE in `order` takes the blocks it needs until none are left."""
+    out, left = [0] * len(ues), blocks
+    for i in order:
+        g = min(needed(ues[i]["backlog"], ues[i]["cap"], blocks), left)
+        out[i] = g
+        left -= g
+        if left == 0:
+            break
+    return out
+
+
 class PF:
     def __init__(self, alpha=1.0, beta=1.0):
         self.alpha, self.beta = alpha, beta
 
     def allocate(self, slot, ues, blocks):
-        out = [0] * len(ues)
         order = sorted((i for i, u in enumerate(ues) if u["backlog"] > 0),
                        key=lambda i: (-(float(ues[i]["cap"]) ** self.alpha / max(ues[i]["avg"], 1.0) ** self.beta), i))
-        left = blocks
-        for i in order:
-            g = min(needed(ues[i]["backlog"], ues[i]["cap"], blocks), left)
-            out[i] = g
-            left -= g
-            if left == 0:
-                break
-        return out
+        return in_order(order, ues, blocks)
 
 
 class MRFS:
@@ -117,18 +121,10 @@ class MRFS:
         self.remaining[ue] = left
 
     def allocate(self, slot, ues, blocks):
-        out = [0] * len(ues)
         rem = [self.remaining.get(i, u["backlog"]) for i, u in enumerate(ues)]
         order = sorted((i for i, u in enumerate(ues) if u["backlog"] > 0),
                        key=lambda i: (ues[i]["cap"] == 0, Fraction(rem[i], ues[i]["cap"]) if ues[i]["cap"] else 0, i))
-        left = blocks
-        for i in order:
-            g = min(needed(ues[i]["backlog"], ues[i]["cap"], blocks), left)
-            out[i] = g
-            left -= g
-            if left == 0:
-                break
-        return out
+        return in_order(order, ues, blocks)
 
 
 class Deadline:

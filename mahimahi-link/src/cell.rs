@@ -119,6 +119,19 @@ fn water_fill(first: usize, need: &mut [u32], out: &mut [u32], left: &mut u32) {
     }
 }
 
+/// Each UE of `order` takes the blocks it needs until none are left.
+fn in_order(order: impl Iterator<Item = usize>, ues: &[UeView], blocks: u32, out: &mut [u32]) {
+    let mut left = blocks;
+    for i in order {
+        let g = blocks_needed(&ues[i], blocks).min(left);
+        out[i] = g;
+        left -= g;
+        if left == 0 {
+            break;
+        }
+    }
+}
+
 /// Proportional fair: each slot, UEs in order of r^alpha / R^beta (r: this
 /// slot's channel, R: the moving average of what each was served), each
 /// taking the blocks it needs until none are left.
@@ -143,15 +156,7 @@ impl Scheduler for ProportionalFair {
         let mut order: Vec<(f64, usize)> = (0..ues.len()).filter(|&i| ues[i].backlog_bytes > 0).map(|i| (metric(&ues[i]), i)).collect();
         // Highest metric first; ties by index, so the order is deterministic.
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut left = blocks;
-        for (_, i) in order {
-            let g = blocks_needed(&ues[i], blocks).min(left);
-            out[i] = g;
-            left -= g;
-            if left == 0 {
-                break;
-            }
-        }
+        in_order(order.into_iter().map(|(_, i)| i), ues, blocks, out);
     }
 }
 
@@ -312,15 +317,7 @@ impl Scheduler for Mrfs {
             let (ca, cb) = (ues[a].capacity_bytes as u128, ues[b].capacity_bytes as u128);
             (ca == 0).cmp(&(cb == 0)).then((left_of(a) * cb).cmp(&(left_of(b) * ca))).then(a.cmp(&b))
         });
-        let mut left = blocks;
-        for i in order {
-            let g = blocks_needed(&ues[i], blocks).min(left);
-            out[i] = g;
-            left -= g;
-            if left == 0 {
-                break;
-            }
-        }
+        in_order(order.into_iter(), ues, blocks, out);
     }
 }
 
