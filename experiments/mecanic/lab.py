@@ -24,23 +24,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "mahimahi-link" / "lab"))
 
-from netlab import FLOW_RECV, FLOW_SEND, constant_trace, ue_lab, wait_stats  # noqa: E402
+from mecanic_lab import HIGH, LOW, PPS, priority_flows, read_rx  # noqa: E402,F401  (HIGH, LOW, PPS: analyze.py's)
+from netlab import constant_trace, ue_lab, wait_stats  # noqa: E402
 
 MML = REPO / "mahimahi-link" / "target" / "release" / "mahimahi-link"
-
-# priority: the test's setting (tests/mahimahi_link/test_mecanic_live.py), with longer phases
-RATE = 12_000_000
-PAYLOAD = 1200
-PPS = RATE / ((PAYLOAD + 28) * 8)
-HIGH, LOW = 0.3, (1.0, 2.0)
-MARK, MARKER = 25, "URGENT"
-CLASSES = [f"--nic-class=urgent:0:9:5:200,proto=udp,raw=16:{MARKER.encode().hex()}",
-           "--nic-class=high:0:9:5:100,proto=udp,dport=5001",
-           "--nic-class=low:10:19:1:10,proto=udp,dport=5002"]
-STAGES = {
-    "mecanic": f"--nic=host,prefix=100.100.0.0/16,rate-bps={RATE},queues=20,queue-packets=64,queue-rate-bps={RATE // 20}",
-    "plain": f"--nic=host,prefix=100.100.0.0/16,rate-bps={RATE},queue-packets=256,plain",
-}
+STAGES = ("mecanic", "plain")
 
 
 def emulator(ran: str, folder: Path, links: int, trace: Path, *options: str) -> subprocess.Popen:
@@ -60,44 +48,17 @@ def stop(p: subprocess.Popen) -> None:
 
 
 def priority(out: Path, phase_s: float) -> None:
+    """The test's run (mahimahi-link/lab/mecanic_lab.py) with phases of phase_s, each arm in a fresh lab."""
     rows = []
-    for arm, stage in STAGES.items():
+    for arm in STAGES:
         folder = out / "runs" / "priority" / arm
         folder.mkdir(parents=True, exist_ok=True)
-        with contextlib.contextmanager(ue_lab)("mecp", 2) as (ran, core, ues):
-            emu = emulator(ran, folder, 2, constant_trace(folder / "120mbps.trace", 120), stage, *CLASSES)
-            procs = []
-            try:
-                for name, port in (("high", 5001), ("low", 5002)):
-                    rx = subprocess.Popen(["ip", "netns", "exec", core, sys.executable, "-c", FLOW_RECV, str(port), "2",
-                                           str(folder / f"{name}.rx"), MARKER], stdout=subprocess.PIPE, text=True)
-                    procs.append(rx)
-                    assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
-                end = phase_s * 3
-                phases = {"high": f"0:{end}:{HIGH * PPS:.1f}",
-                          "low": ",".join(f"{phase_s * (k + 1)}:{phase_s}:{load * PPS:.1f}" for k, load in enumerate(LOW))}
-                tx = {}
-                for i, (name, port) in enumerate((("high", 5001), ("low", 5002))):
-                    tx[name] = subprocess.Popen(["ip", "netns", "exec", ues[i], sys.executable, "-c", FLOW_SEND, f"100.100.{i}.2", str(port),
-                                                 phases[name], str(PAYLOAD), str(MARK if name == "low" else 0), MARKER],
-                                                stdout=subprocess.PIPE, text=True)
-                    procs.append(tx[name])
-                sent = {name: int(p.communicate(timeout=end + 60)[0]) for name, p in tx.items()}
-                for p in procs[:2]:
-                    p.wait(timeout=60)
-            finally:
-                for p in procs:
-                    if p.poll() is None:
-                        p.kill()
-                stop(emu)
+        with contextlib.contextmanager(ue_lab)("mecp", 2) as lab:
+            sent = priority_flows(MML, lab, folder, arm, phase_s, phase_s)
         (folder / "sent.txt").write_text(f"{sent['high']} {sent['low']}\n")
         rows += priority_rows(folder, arm, phase_s, sent)
         print(f"priority, {arm}: done", flush=True)
     write_csv(out / "priority.csv", rows)
-
-
-def read_rx(path: Path) -> list[tuple[int, int, int, int]]:
-    return [tuple(map(int, line.split())) for line in path.read_text().splitlines()]  # type: ignore[misc]
 
 
 def priority_rows(folder: Path, arm: str, phase_s: float, sent: dict) -> list[dict]:

@@ -21,30 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from netlab import FLOW_RECV, FLOW_SEND, constant_trace, ue_lab, wait_stats
+from mecanic_lab import HIGH, LOW, PPS, RATE, priority_flows, read_rx
+from netlab import constant_trace, ue_lab, wait_stats
 
 pytestmark = pytest.mark.usefixtures("root_netns")
 
-RATE = 12_000_000  # the stage's path to the host (bit/s)
-PAYLOAD = 1200
-IP_BYTES = PAYLOAD + 28
-PPS = RATE / (IP_BYTES * 8)  # the stage's rate in these packets per second
-HIGH, LOW = 0.3, (1.0, 2.0)  # offered loads, in units of the stage's rate
 IDLE_S, STEP_S = 1.0, 1.5
-MARK, MARKER = 25, "URGENT"
 # High's mean latency with Low at 2x over its mean with Low silent. The reference model gives
 # 1.17 for "mecanic" (a High packet waits at most for the Low packet in transmission) and ~250
 # for "plain" (a full 256-packet FIFO); live, the link's timing adds jitter to both.
 MECANIC_MAX, PLAIN_MIN = 6.0, 20.0
-
-CLASSES = [f"--nic-class=urgent:0:9:5:200,proto=udp,raw=16:{MARKER.encode().hex()}",
-           "--nic-class=high:0:9:5:100,proto=udp,dport=5001",
-           "--nic-class=low:10:19:1:10,proto=udp,dport=5002"]
-STAGES = {
-    "mecanic": f"--nic=host,prefix=100.100.0.0/16,rate-bps={RATE},queues=20,queue-packets=64,queue-rate-bps={RATE // 20}",
-    "plain": f"--nic=host,prefix=100.100.0.0/16,rate-bps={RATE},queue-packets=256,plain",
-}
-
 
 @pytest.fixture
 def two_ue_lab(mml):
@@ -53,41 +39,8 @@ def two_ue_lab(mml):
 
 def _flows(mml: Path, lab, folder: Path, stage: str) -> tuple[dict, dict, list[str]]:
     """Run both flows through the stage; each flow's (sent count, received rows), and the stage log's lines."""
-    ran, core, ues = lab
-    trace = constant_trace(folder / "120mbps.trace", 120)  # the cellular links: 10x the stage's rate
-    stats = folder / "stats.json"
-    links = [f"--link=name=u{i},ue=ue{i},core=c{i},up={trace},down={trace}" for i in range(2)]
-    emu = subprocess.Popen(["ip", "netns", "exec", ran, str(mml), "forward", *links, STAGES[stage], *CLASSES,
-                            f"--nic-log={folder}/nic-{{name}}.log", f"--stats={stats}"], stderr=subprocess.PIPE, text=True)
-    procs: list[subprocess.Popen] = []
-    try:
-        wait_stats(stats, lambda links: len(links) == 2, emu)
-        rx = {}
-        for name, port in (("high", 5001), ("low", 5002)):
-            rx[name] = subprocess.Popen(["ip", "netns", "exec", core, sys.executable, "-c", FLOW_RECV, str(port), "2", str(folder / f"{name}.rx"), MARKER],
-                                        stdout=subprocess.PIPE, text=True)
-            procs.append(rx[name])
-            assert rx[name].stdout is not None and rx[name].stdout.readline().strip() == "ready"
-        end = IDLE_S + 2 * STEP_S
-        phases = {"high": f"0:{end}:{HIGH * PPS:.1f}",
-                  "low": ",".join(f"{IDLE_S + k * STEP_S}:{STEP_S}:{load * PPS:.1f}" for k, load in enumerate(LOW))}
-        tx = {}
-        for name, i, port in (("high", 0, 5001), ("low", 1, 5002)):
-            tx[name] = subprocess.Popen(["ip", "netns", "exec", ues[i], sys.executable, "-c", FLOW_SEND, f"100.100.{i}.2", str(port), phases[name],
-                                         str(PAYLOAD), str(MARK if name == "low" else 0), MARKER], stdout=subprocess.PIPE, text=True)
-            procs.append(tx[name])
-        sent = {name: int(p.communicate(timeout=60)[0]) for name, p in tx.items()}
-        rows = {}
-        for name, p in rx.items():
-            p.wait(timeout=60)
-            rows[name] = [tuple(map(int, line.split())) for line in (folder / f"{name}.rx").read_text().splitlines()]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        emu.terminate()
-        _, err = emu.communicate(timeout=10)
-    assert emu.returncode == 0, err
+    sent = priority_flows(mml, lab, folder, stage, IDLE_S, STEP_S)
+    rows = {name: read_rx(folder / f"{name}.rx") for name in ("high", "low")}
     log = (folder / "nic-host.log").read_text().splitlines()
     # the live stage is the reference model's queueing, packet for packet
     n, wrong = _replayed(mml, log)
