@@ -14,18 +14,12 @@ import pytest
 
 import hoststate
 from continuum import experiment
-from continuum.errors import ConfigError
 from continuum.network import link, plan
+from named_problems import problems
 from test_run import run
 
 REPO = Path(__file__).resolve().parents[2]
 PRIORITY = (REPO / "configs" / "mecanic-priority.toml").read_text()
-
-
-def _problems(path: Path) -> dict[str, str]:
-    with pytest.raises(ConfigError) as e:
-        experiment.load(path, materialize=False)
-    return {i.key: i.message for i in e.value.issues}
 
 
 def _file(tmp_path: Path, text: str) -> Path:
@@ -52,7 +46,7 @@ dport = [90, 80]
 [[edge.nic.classes]]
 name = "default"
 """
-    got = _problems(_file(tmp_path, nic))
+    got = problems(_file(tmp_path, nic))
     assert "'endpoint0' is not an edge or cloud node" in got["edge.nic.nodes"]
     assert "not a range of the pool's 8 queues" in got["edge.nic.classes[0].queues"]
     assert "one keyword per class" in got["edge.nic.classes[0]"]
@@ -61,7 +55,7 @@ name = "default"
     assert "first <= last" in got["edge.nic.classes[1].dport"]
     assert "'default' is taken" in got["edge.nic.classes[2].name"]
     # a key the table does not have is named with the valid ones; a class's own values by its place
-    got = _problems(_file(tmp_path, PRIORITY.replace("rate_mbit = 12", "rate_mbit = 12\nrate_gbit = 1")
+    got = problems(_file(tmp_path, PRIORITY.replace("rate_mbit = 12", "rate_mbit = 12\nrate_gbit = 1")
                           .replace('src = "bulk0"', 'src = "bulk0"\nraw = { offset = 0, hex = "abcd", mask = "ff" }')))
     assert "unknown key; valid: kind, rate_mbit" in got["edge.nic.rate_gbit"]
     assert "mask has as many bytes as hex" in got["edge.nic.classes[1].raw"]
@@ -89,20 +83,20 @@ def test_the_table_becomes_the_emulators_stage_and_classes(tmp_path):
     argv = link.argv(spec, plan.build(spec), tmp_path, tmp_path / "s", "mahimahi-link", binary=Path("mml"))
     assert f"--nic-patterns={tmp_path}/nic-patterns.txt" in argv and "--nic-scan=requests,default" in argv
     assert (tmp_path / "nic-patterns.txt").read_text().splitlines()[1:] == [b"GET /admin".hex(), "deadbeef"]
-    got = _problems(_file(tmp_path, PRIORITY + '\n[edge.nic.matching]\npatterns = ["' + "x" * 129 + '"]\nhex_patterns = ["abc"]\nclasses = ["video"]\n'))
+    got = problems(_file(tmp_path, PRIORITY + '\n[edge.nic.matching]\npatterns = ["' + "x" * 129 + '"]\nhex_patterns = ["abc"]\nclasses = ["video"]\n'))
     assert "is not hex bytes" in got["edge.nic.matching.hex_patterns[0]"]
     assert "has 129 bytes: 1 to 128" in got["edge.nic.matching"]
     assert "'video' is not a class" in got["edge.nic.matching.classes"] and "requests, bulk, default" in got["edge.nic.matching.classes"]
     # installed answers: one request form, a file that exists, within the capacity
     (tmp_path / "big.bin").write_bytes(b"x" * 2_000_000)
-    got = _problems(_file(tmp_path, PRIORITY + '\n[edge.nic.cache]\ncapacity_mb = 1\n[[edge.nic.cache.entries]]\nrequest = "a"\nrequest_hex = "62"\n'
+    got = problems(_file(tmp_path, PRIORITY + '\n[edge.nic.cache]\ncapacity_mb = 1\n[[edge.nic.cache.entries]]\nrequest = "a"\nrequest_hex = "62"\n'
                           'response_file = "big.bin"\n[[edge.nic.cache.entries]]\nrequest = "b"\nresponse_file = "nowhere.bin"\n'
                           '[[edge.nic.cache.entries]]\nrequest = "c"\nresponse_file = "big.bin"\n'))
     assert "one of them" in got["edge.nic.cache.entries[0]"]
     assert "'nowhere.bin' is not a file" in got["edge.nic.cache.entries[1].response_file"]
     assert "take 2.0 MB, more than capacity_mb = 1" in got["edge.nic.cache.entries"]
     # an origin: another edge or cloud node of the file
-    got = _problems(_file(tmp_path, PRIORITY + '\n[edge.nic.cache]\norigin = "edge0"\n'))
+    got = problems(_file(tmp_path, PRIORITY + '\n[edge.nic.cache]\norigin = "edge0"\n'))
     assert "not an edge or cloud node of this file other than the offload node; valid: none (add a cloud node)" in got["edge.nic.cache.origin"]
     # one forwarding thread: the stage is every link's
     threads = _file(tmp_path, PRIORITY.replace('downlink = "const-48mbps"', 'downlink = "const-48mbps"\nemulator_threads = 2'))

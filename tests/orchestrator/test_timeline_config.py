@@ -13,19 +13,13 @@ import pandas as pd
 import pytest
 
 from continuum import experiment
-from continuum.errors import ConfigError
 from continuum.network import link, plan
 from continuum.results import events
+from continuum.errors import ConfigError
+from named_problems import problems
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = (REPO / "configs" / "quickstart.toml").read_text()
-
-
-def _problems(path: Path) -> dict[str, str]:
-    """Every problem a file's load names, by key (the load must fail)."""
-    with pytest.raises(ConfigError) as e:
-        experiment.load(path, materialize=False)
-    return {i.key: i.message for i in e.value.issues}
 
 
 def _file(tmp_path: Path, extra: str, base: str = QUICKSTART, name: str = "t.toml") -> Path:
@@ -62,7 +56,7 @@ colour = "red"
 [[timeline]]
 t_s = 2
 """)
-    by_key = _problems(bad)
+    by_key = problems(bad)
     assert "past the repetition's end" in by_key["timeline[0].t_s"] and "35 s" in by_key["timeline[0].t_s"]
     assert by_key["timeline[1]"] == "one change per entry: outage_s and core_delay_ms given"
     assert "[cells.NAME]" in by_key["timeline[2].handover"]
@@ -219,7 +213,7 @@ def test_a_relocation_is_timed_from_the_core_and_what_it_cannot_move_is_named(tm
     assert move.span_s == move.move_s and move.label() == "to cloud0"
     bad = _file(tmp_path, '[[timeline]]\nt_s = 5\nrelocate = "edge0"\n[[timeline]]\nt_s = 6\nrelocate = "cloud3"\n'
                           '[[timeline]]\nt_s = 7\noutage_s = 1\nstate_bytes = 5\n', base=base, name="bad.toml")
-    by_key = _problems(bad)
+    by_key = problems(bad)
     assert "already serves" in by_key["timeline[0].relocate"] and "valid: edge0, cloud0" in by_key["timeline[1].relocate"]
     assert "belongs to a relocation" in by_key["timeline[2].state_bytes"]
     smec = _file(tmp_path, '[[timeline]]\nt_s = 5\nrelocate = "cloud0"\n',
@@ -288,7 +282,7 @@ relocate = "edge1"
 t_s = 5
 relocate = "edge1"
 """, base=base, name="bad.toml")
-    by_key = _problems(bad)
+    by_key = problems(bad)
     assert "valid: edge0, edge1" in by_key["timeline[0].node"]
     assert "not both" in by_key["timeline[1].tier"]
     assert "belongs to a core-delay step" in by_key["timeline[2].node"]
@@ -349,7 +343,7 @@ handover = "a"
 phase = "restart"
 queue = "flush"
 """, base=CELLS.replace('members = ["bulk1"]', 'members = ["bulk1", "endpoint0"]\ndownlink = "pf"'))
-    by_key = _problems(bad)
+    by_key = problems(bad)
     assert "named twice: a UE starts in one cell" in by_key["cells.b.members[1]"]
     assert "private in some cells and scheduled in others" in by_key["cells.downlink"]
     # without [cells], a handover has nowhere to go
