@@ -297,18 +297,22 @@ def test_a_killed_run_is_removed_from_the_machines_by_destroy_twice_safely(hosts
     cli = [sys.executable, "-m", "continuum"]
     p = subprocess.Popen([*cli, "run", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
     run_id = None
+    seen = []
     assert p.stdout is not None
     for line in p.stdout:  # until SMEC's manager runs on mec: a daemon of the run is there, outside its namespaces
+        seen.append(line)
         m = re.search(r"run ([0-9a-f]{8}) ->", line)
         run_id = m.group(1) if m else run_id
-        if "SMEC's edge manager on edge0" in line:  # (not the server's start: W1's model load cost 15-25 s)
+        if line.startswith("  SMEC's edge manager on edge0:"):  # its phase line (not the server's start: W1's model load cost 15-25 s)
             break
-    assert run_id, "no run id printed"
+    assert run_id, "no run id printed: " + "".join(seen)[-3000:]
     p.kill()
     p.wait()
+    seen += p.stdout.readlines()  # what it printed before the kill reached it
     (run_dir,) = (tmp_path / "runs").glob("*")
     left = {n: _state(c, run_dir) for n, c in machines["containers"].items()}
-    assert f"ctm-{run_id}-edge0" in left["mec"]["namespaces"] and left["mec"]["run_folder"], left["mec"]
+    said = "".join(seen)[-3000:]
+    assert f"ctm-{run_id}-edge0" in left["mec"]["namespaces"] and left["mec"]["run_folder"], (said, left["mec"])
     assert any(c.endswith(f"/{run_id}/edge0") for c in left["mec"]["cgroups"]), left["mec"]
     assert "python" in " ".join(left["mec"]["processes"]), left["mec"]  # the orphaned manager
     listed = subprocess.run([*cli, "destroy", run_id, "--list"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
