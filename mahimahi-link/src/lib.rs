@@ -7,6 +7,7 @@
 //! - [`link`]: the emulation core of one direction, driven by an injected clock;
 //! - [`cell`]: a shared cell: UEs' links splitting resource blocks slot by slot (MAC schedulers);
 //! - [`mecanic`]: MECaNIC's ingress queueing (the edge stage's core: priorities, ranges, aging);
+//! - [`pdcell`]: pDCell's CU: per-UE queues in one buffer, thresholds from the cell's grants, credits;
 //! - [`mmlog`]: mm-link's log format;
 //! - [`packet`]: frame parsing, bypass filter and core-delay rules;
 //! - [`timeline`]: changes to links at set times (outages, trace switches, delays);
@@ -36,6 +37,7 @@ pub mod link;
 pub mod mecanic;
 pub mod mmlog;
 pub mod options;
+pub mod pdcell;
 pub mod packet;
 pub mod queue;
 pub mod rng;

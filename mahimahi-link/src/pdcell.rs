@@ -1,0 +1,523 @@
+//! pDCell's CU (issue 41; ../shared/design/SPEC-pdcell.md): the end of the
+//! data-center leg of a credit transport, coupled with the cell's scheduler.
+//! Pure, like the link core: the caller passes the time and the cell's view,
+//! nothing here reads a clock or a packet.
+//!
+//! Why in the emulator: the CU of a split RAN sits where the cell's queues are,
+//! and here the cell is this process. With a 10 Gbit/s fronthaul the DU holds
+//! only what the current slot sends, so the CU's per-UE queue and the cell's
+//! per-UE downlink queue are one buffer: a packet the CU admits is queued for
+//! the radio at once, and its departure over the air frees its place.
+//!
+//! What the SPEC leaves open, decided here (docs/pdcell.md says the same):
+//! - Credits are per packet (pHost's tokens): a credit names a flow's packet
+//!   (its sequence number), first the packets not admitted, then new ones.
+//!   A credit is an MTU of the budget until its data arrives.
+//! - The sources send their first `unscheduled` packets with the request to
+//!   transmit (RTS), without credit; every packet carries its flow's size as
+//!   known so far, so any of them registers the flow.
+//! - The threshold of UE u (coupled): what its grants will carry over the credit
+//!   loop, f_u × (RTT in slots + 1), at least one MTU. f_u, the DU's forecast
+//!   of u's next grant: this slot's grant to u while u is backlogged, else the
+//!   share its channel would give it beside the backlogged UEs (channel / (their
+//!   number + 1)), smoothed over 8 slots. RTT: credit sent to its data here,
+//!   smoothed (the first estimate from the caller: twice the core delay).
+//!   When the targets add up to more than the buffer they are scaled to it.
+//! - Modified LQD: an arrival that does not fit the buffer shrinks the longest
+//!   queue's threshold by one MTU (none admitted is dropped); evaluated again,
+//!   it still does not fit, so it is not admitted and its packet is credited
+//!   again later. A queue's shrink ends when the queue empties.
+//! - ts and te: a credit may be used from ts to te = ts + window. A credit not
+//!   answered by te + RTT brought no data: its packet is credited again, and the
+//!   UE's next credits start at the next TTI + α (α: the time its queued bytes
+//!   A(t) need at the lowest rate, or a fixed time) until a credit brings data.
+//! - Wireless-unaware (pHost-like): the threshold is the whole buffer and the
+//!   credits per slot are bounded by the fronthaul's rate only.
+//! - Within a UE, and across UEs for pHost, credits go to the flow with the
+//!   fewest bytes left (SRPT, as pHost's receivers), ties to the older flow;
+//!   MRFS's metadata is the fewest bytes left of a UE's flows.
+
+use crate::Nanos;
+use std::collections::{BTreeSet, HashMap};
+use std::hash::Hash;
+
+/// How a UE's credits are delayed after one brought no data.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Alpha {
+    /// The time the UE's queued bytes need at this rate (bit/s): the lowest MCS's.
+    Queue { lowest_bps: u64 },
+    Fixed(Nanos),
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// The CU's shared buffer (bytes; u64::MAX: unbounded).
+    pub buffer_bytes: u64,
+    pub slot_ns: Nanos,
+    /// The largest data packet (IP bytes): a credit's share of the budget.
+    pub mtu: u32,
+    /// te − ts.
+    pub window_ns: Nanos,
+    pub alpha: Alpha,
+    /// Packets a source sends with its RTS, without credit.
+    pub unscheduled: u32,
+    /// The first credit-loop estimate (ns).
+    pub rtt_ns: Nanos,
+    /// Coupled with the cell (pDCell) or wireless-unaware (pHost-like).
+    pub coupled: bool,
+    /// Credits per slot, in bytes, for the wireless-unaware CU (the fronthaul's rate).
+    pub fronthaul_bytes_per_slot: u64,
+}
+
+/// What the DU says of one UE at a slot's start.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DuView {
+    /// Bytes this slot's grant carries (0: none).
+    pub grant_bytes: u64,
+    /// Bytes the UE's channel carries in a slot with every block.
+    pub channel_bytes: u64,
+    /// Whether the UE has data queued for the radio.
+    pub backlogged: bool,
+}
+
+/// A credit for one packet: the source may send it from `ts` to `te` (this clock).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Credit<K> {
+    pub flow: K,
+    pub ue: usize,
+    pub seq: u32,
+    pub ts: Nanos,
+    pub te: Nanos,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    Admitted,
+    /// The buffer had no room (modified LQD): credited again later.
+    NotAdmitted,
+    /// A packet already admitted (its credit was sent again meanwhile).
+    Duplicate,
+}
+
+/// Per UE counters and state.
+#[derive(Clone, Debug, Default)]
+pub struct Ue {
+    /// Bytes admitted and not yet sent over the air.
+    pub occupancy: u64,
+    pub peak_occupancy: u64,
+    pub threshold: u64,
+    shrink: u64,
+    forecast: f64,
+    /// Credits outstanding (each an MTU of the budget).
+    outstanding: u64,
+    /// After a credit that brought no data: credits start at the next TTI + α.
+    backoff: bool,
+    pub credits: u64,
+    pub expired: u64,
+    pub admitted_packets: u64,
+    pub not_admitted: u64,
+    pub duplicates: u64,
+}
+
+#[derive(Debug)]
+struct Flow {
+    ue: usize,
+    /// Registration order (ties between flows go to the older).
+    order: u64,
+    size: u64,
+    last: bool,
+    payload: u32,
+    received: Vec<u64>,
+    received_count: u32,
+    /// Packets to credit again (not admitted, or their credit expired).
+    missing: BTreeSet<u32>,
+    next_new: u32,
+    /// Sequence → the time the CU gives up on its credit.
+    outstanding: HashMap<u32, (Nanos, Nanos)>,
+    departed_bytes: u64,
+    departed_packets: u32,
+}
+
+impl Flow {
+    fn packets(&self) -> u32 {
+        self.size.div_ceil(self.payload as u64) as u32
+    }
+    fn has(&self, seq: u32) -> bool {
+        self.received.get(seq as usize / 64).is_some_and(|w| w >> (seq % 64) & 1 == 1)
+    }
+    fn mark(&mut self, seq: u32) {
+        let i = seq as usize / 64;
+        if self.received.len() <= i {
+            self.received.resize(i + 1, 0);
+        }
+        self.received[i] |= 1 << (seq % 64);
+        self.received_count += 1;
+    }
+    fn creditable(&self) -> bool {
+        !self.missing.is_empty() || self.next_new < self.packets()
+    }
+    fn left(&self) -> u64 {
+        self.size.saturating_sub(self.departed_bytes)
+    }
+}
+
+/// The CU: per-UE queues in one buffer, thresholds, credits.
+pub struct Cu<K> {
+    pub cfg: Config,
+    pub ues: Vec<Ue>,
+    flows: HashMap<K, Flow>,
+    registered: u64,
+    rtt: f64,
+    /// Bytes admitted and not yet sent, over all UEs, and the most ever.
+    pub total: u64,
+    pub peak_total: u64,
+    /// Where the per-slot credit round starts (rotates, so no UE is always first).
+    first: usize,
+}
+
+/// The smoothing of the grant forecast and the RTT (1/8, as TCP's SRTT).
+const SMOOTH: f64 = 1.0 / 8.0;
+
+impl<K: Hash + Eq + Clone + Ord> Cu<K> {
+    pub fn new(cfg: Config, ues: usize) -> Self {
+        let threshold = if cfg.coupled { cfg.mtu as u64 } else { cfg.buffer_bytes };
+        Cu { cfg, ues: vec![Ue { threshold, ..Ue::default() }; ues], flows: HashMap::new(), registered: 0, rtt: cfg.rtt_ns as f64,
+             total: 0, peak_total: 0, first: 0 }
+    }
+
+    /// The smoothed credit loop (ns).
+    pub fn rtt_ns(&self) -> Nanos {
+        self.rtt as Nanos
+    }
+
+    /// A packet of flow `flow` for UE `ue`: its flow's size so far (`last`: the
+    /// size is final), and, for data (`seq`), its IP bytes. An RTS has no data.
+    #[allow(clippy::too_many_arguments)]
+    pub fn arrive(&mut self, now: Nanos, flow: &K, ue: usize, size: u64, last: bool, payload: u32, data: Option<(u32, u32)>) -> Option<Arrival> {
+        let order = self.registered;
+        let f = self.flows.entry(flow.clone()).or_insert_with(|| Flow {
+            ue, order, size, last, payload: payload.max(1), received: Vec::new(), received_count: 0, missing: BTreeSet::new(),
+            next_new: 0, outstanding: HashMap::new(), departed_bytes: 0, departed_packets: 0,
+        });
+        if f.order == order {
+            self.registered += 1;
+            // Its first packets come without credit.
+            f.next_new = self.cfg.unscheduled.min(f.packets());
+        }
+        if size > f.size && !f.last {
+            f.size = size;
+        }
+        f.last |= last;
+        let (seq, bytes) = data?;
+        let ue = f.ue;
+        if let Some((sent, _)) = f.outstanding.remove(&seq) {
+            self.ues[ue].outstanding -= self.cfg.mtu as u64;
+            self.ues[ue].backoff = false;
+            self.rtt += SMOOTH * (now.saturating_sub(sent) as f64 - self.rtt);
+        }
+        if f.has(seq) {
+            self.ues[ue].duplicates += 1;
+            return Some(Arrival::Duplicate);
+        }
+        if self.total.saturating_add(bytes as u64) > self.cfg.buffer_bytes {
+            // Modified LQD: the longest queue's threshold shrinks, nothing admitted is dropped.
+            if let Some(l) = (0..self.ues.len()).max_by_key(|&i| (self.ues[i].occupancy, std::cmp::Reverse(i))) {
+                self.ues[l].shrink += self.cfg.mtu as u64;
+                self.ues[l].threshold = self.ues[l].threshold.saturating_sub(self.cfg.mtu as u64).max(self.cfg.mtu as u64);
+            }
+            f.missing.insert(seq);
+            self.ues[ue].not_admitted += 1;
+            return Some(Arrival::NotAdmitted);
+        }
+        f.mark(seq);
+        f.missing.remove(&seq);
+        let u = &mut self.ues[ue];
+        u.occupancy += bytes as u64;
+        u.peak_occupancy = u.peak_occupancy.max(u.occupancy);
+        u.admitted_packets += 1;
+        self.total += bytes as u64;
+        self.peak_total = self.peak_total.max(self.total);
+        Some(Arrival::Admitted)
+    }
+
+    /// The radio sent `bytes` (IP) of flow `flow`'s data. True when that was
+    /// the flow's last packet: the flow is done and forgotten.
+    pub fn depart(&mut self, flow: &K, bytes: u32, payload: u32) -> bool {
+        let Some(f) = self.flows.get_mut(flow) else { return false };
+        let u = &mut self.ues[f.ue];
+        u.occupancy -= bytes as u64;
+        if u.occupancy == 0 {
+            u.shrink = 0;
+        }
+        self.total -= bytes as u64;
+        f.departed_bytes += payload as u64;
+        f.departed_packets += 1;
+        let done = f.last && f.departed_packets == f.packets();
+        if done {
+            self.flows.remove(flow);
+        }
+        done
+    }
+
+    /// The bytes left of UE `ue`'s shortest flow (MRFS's metadata), if it has any.
+    pub fn remaining(&self, ue: usize) -> Option<u64> {
+        self.flows.values().filter(|f| f.ue == ue).map(Flow::left).min()
+    }
+
+    /// The flows the CU knows (registered, not done).
+    pub fn flows(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// A slot starts at `now` with the DU's view of each UE: update the
+    /// thresholds, give up on credits past their time, issue credits.
+    pub fn slot(&mut self, now: Nanos, du: &[DuView]) -> Vec<Credit<K>> {
+        self.expire(now);
+        if self.cfg.coupled {
+            self.thresholds(du);
+        }
+        let n = self.ues.len();
+        let mut out = Vec::new();
+        let mtu = self.cfg.mtu as u64;
+        let mut fronthaul = if self.cfg.coupled { u64::MAX } else { self.cfg.fronthaul_bytes_per_slot };
+        // pHost: one SRPT order over every flow; pDCell: each UE's own, UEs in turn.
+        let mut keys: Vec<(u64, u64, K)> = self.flows.iter().filter(|(_, f)| f.creditable()).map(|(k, f)| (f.left(), f.order, k.clone())).collect();
+        keys.sort();
+        let order: Vec<usize> = (0..n).map(|k| (self.first + k) % n).collect();
+        self.first = (self.first + 1) % n.max(1);
+        let passes: Vec<Option<usize>> = if self.cfg.coupled { order.into_iter().map(Some).collect() } else { vec![None] };
+        for ue in passes {
+            for (_, _, key) in &keys {
+                loop {
+                    let f = &self.flows[key];
+                    if ue.is_some_and(|u| u != f.ue) || !f.creditable() || fronthaul < mtu {
+                        break;
+                    }
+                    let u = &self.ues[f.ue];
+                    let held = u.occupancy + u.outstanding;
+                    let all: u64 = self.total + self.ues.iter().map(|u| u.outstanding).sum::<u64>();
+                    if held + mtu > u.threshold || all.saturating_add(mtu) > self.cfg.buffer_bytes {
+                        break;
+                    }
+                    let ts = if u.backoff { now + self.cfg.slot_ns + self.alpha(f.ue) } else { now };
+                    let te = ts + self.cfg.window_ns;
+                    let f = self.flows.get_mut(key).expect("listed");
+                    let seq = match f.missing.pop_first() {
+                        Some(s) => s,
+                        None => {
+                            f.next_new += 1;
+                            f.next_new - 1
+                        }
+                    };
+                    let give_up = te + self.rtt as Nanos;
+                    f.outstanding.insert(seq, (now, give_up));
+                    let ue = f.ue;
+                    self.ues[ue].outstanding += mtu;
+                    self.ues[ue].credits += 1;
+                    fronthaul -= mtu.min(fronthaul);
+                    out.push(Credit { flow: key.clone(), ue, seq, ts, te });
+                }
+            }
+        }
+        out
+    }
+
+    fn alpha(&self, ue: usize) -> Nanos {
+        match self.cfg.alpha {
+            Alpha::Fixed(ns) => ns,
+            Alpha::Queue { lowest_bps } => (self.ues[ue].occupancy as u128 * 8 * 1_000_000_000).div_ceil(lowest_bps.max(1) as u128) as Nanos,
+        }
+    }
+
+    fn expire(&mut self, now: Nanos) {
+        let mtu = self.cfg.mtu as u64;
+        for f in self.flows.values_mut() {
+            let late: Vec<u32> = f.outstanding.iter().filter(|(_, (_, end))| *end < now).map(|(s, _)| *s).collect();
+            for seq in late {
+                f.outstanding.remove(&seq);
+                if !f.has(seq) {
+                    f.missing.insert(seq);
+                }
+                let u = &mut self.ues[f.ue];
+                u.outstanding -= mtu;
+                u.expired += 1;
+                u.backoff = true;
+            }
+        }
+    }
+
+    fn thresholds(&mut self, du: &[DuView]) {
+        let mtu = self.cfg.mtu as f64;
+        let busy = du.iter().filter(|d| d.backlogged).count() as f64;
+        let horizon = self.rtt / self.cfg.slot_ns as f64 + 1.0;
+        let mut targets: Vec<u64> = Vec::with_capacity(self.ues.len());
+        for (u, d) in self.ues.iter_mut().zip(du) {
+            let next = if d.backlogged && d.grant_bytes > 0 { d.grant_bytes as f64 } else { d.channel_bytes as f64 / (busy + 1.0) };
+            u.forecast += SMOOTH * (next - u.forecast);
+            targets.push((u.forecast * horizon).ceil().max(mtu) as u64);
+        }
+        // More than the buffer in all: each scaled to its part of it.
+        let sum: u128 = targets.iter().map(|&t| t as u128).sum();
+        let b = self.cfg.buffer_bytes as u128;
+        for (u, t) in self.ues.iter_mut().zip(targets) {
+            let t = if sum > b { (t as u128 * b / sum) as u64 } else { t };
+            u.threshold = t.saturating_sub(u.shrink).max(self.cfg.mtu as u64);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Nanos = 1_000_000;
+
+    fn cfg(coupled: bool, buffer: u64) -> Config {
+        Config { buffer_bytes: buffer, slot_ns: MS, mtu: 1500, window_ns: MS, alpha: Alpha::Fixed(3 * MS), unscheduled: 2, rtt_ns: 4 * MS,
+                 coupled, fronthaul_bytes_per_slot: 6000 }
+    }
+
+    fn data(cu: &mut Cu<u32>, now: Nanos, flow: u32, ue: usize, size: u64, seq: u32) -> Arrival {
+        cu.arrive(now, &flow, ue, size, true, 1448, Some((seq, 1500))).expect("data")
+    }
+
+    #[test]
+    fn thresholds_follow_the_grants_over_the_credit_loop() {
+        let mut cu: Cu<u32> = Cu::new(cfg(true, 1_000_000), 2);
+        // UE 0 granted 3000 bytes a slot while backlogged, UE 1 idle on a 6000-byte channel beside it.
+        let du = [DuView { grant_bytes: 3000, channel_bytes: 6000, backlogged: true }, DuView { grant_bytes: 0, channel_bytes: 6000, backlogged: false }];
+        for s in 0..200 {
+            cu.slot(s * MS, &du);
+        }
+        // forecast → 3000 and 6000/2 = 3000; horizon 4 ms / 1 ms + 1 = 5 slots
+        assert_eq!(cu.ues[0].threshold, 15_000);
+        assert_eq!(cu.ues[1].threshold, 15_000);
+        // The buffer caps the sum: 20 000 bytes split in proportion.
+        let mut small: Cu<u32> = Cu::new(cfg(true, 20_000), 2);
+        for s in 0..200 {
+            small.slot(s * MS, &du);
+        }
+        assert_eq!((small.ues[0].threshold, small.ues[1].threshold), (10_000, 10_000));
+    }
+
+    #[test]
+    fn credits_fill_the_threshold_after_the_unscheduled_packets_and_no_further() {
+        let mut cu: Cu<u32> = Cu::new(cfg(true, 1_000_000), 1);
+        let du = [DuView { grant_bytes: 0, channel_bytes: 1500, backlogged: false }];
+        for s in 0..200 {
+            cu.slot(s * MS, &du);
+        }
+        // forecast 1500 (alone: channel / 1), horizon 5 slots: 7500 bytes = 5 packets
+        assert_eq!(cu.ues[0].threshold, 7500);
+        let t = 200 * MS;
+        assert_eq!(cu.arrive(t, &7, 0, 20 * 1448, true, 1448, None), None); // the RTS
+        assert_eq!(data(&mut cu, t, 7, 0, 20 * 1448, 0), Arrival::Admitted);
+        assert_eq!(data(&mut cu, t, 7, 0, 20 * 1448, 1), Arrival::Admitted);
+        let c = cu.slot(t, &du);
+        // 2 admitted + 3 credits = 5 packets; the credits start after the unscheduled ones
+        assert_eq!(c.iter().map(|c| c.seq).collect::<Vec<_>>(), vec![2, 3, 4]);
+        assert!(c.iter().all(|c| c.ts == t && c.te == t + MS));
+        assert!(cu.slot(t + MS, &du).is_empty()); // nothing more until something leaves or arrives
+        assert!(!cu.depart(&7, 1500, 1448));
+        let c = cu.slot(t + 2 * MS, &du);
+        assert_eq!(c.iter().map(|c| c.seq).collect::<Vec<_>>(), vec![5]);
+        assert_eq!(cu.remaining(0), Some(19 * 1448));
+    }
+
+    #[test]
+    fn the_shortest_flow_of_a_ue_gets_its_credits_first() {
+        let mut c = cfg(true, 1_000_000);
+        c.unscheduled = 0;
+        let mut cu: Cu<u32> = Cu::new(c, 1);
+        cu.arrive(0, &1, 0, 100 * 1448, true, 1448, None);
+        cu.arrive(0, &2, 0, 3 * 1448, true, 1448, None);
+        cu.arrive(0, &3, 0, 3 * 1448, true, 1448, None);
+        let du = [DuView { grant_bytes: 0, channel_bytes: 30_000, backlogged: false }];
+        let got: Vec<(u32, u32)> = cu.slot(0, &du).iter().map(|c| (c.flow, c.seq)).collect();
+        // threshold: forecast 30000/8 = 3750 × 5 = 18750 bytes: 12 credits; 2 before 3 (older), then 1
+        assert_eq!(got, vec![(2, 0), (2, 1), (2, 2), (3, 0), (3, 1), (3, 2), (1, 0), (1, 1), (1, 2), (1, 3), (1, 4), (1, 5)]);
+    }
+
+    #[test]
+    fn a_full_buffer_shrinks_the_longest_queue_and_drops_nothing_admitted() {
+        let mut cu: Cu<u32> = Cu::new(cfg(true, 4500), 2);
+        assert_eq!(data(&mut cu, 0, 1, 0, 10 * 1448, 0), Arrival::Admitted);
+        assert_eq!(data(&mut cu, 0, 1, 0, 10 * 1448, 1), Arrival::Admitted);
+        assert_eq!(data(&mut cu, 0, 2, 1, 10 * 1448, 0), Arrival::Admitted);
+        assert_eq!(cu.total, 4500);
+        // Full: UE 0's queue (3000 bytes) is the longest; its shrink grows, the arrival is not admitted.
+        assert_eq!(data(&mut cu, 0, 2, 1, 10 * 1448, 1), Arrival::NotAdmitted);
+        assert_eq!((cu.ues[0].shrink, cu.ues[1].not_admitted, cu.total, cu.peak_total), (1500, 1, 4500, 4500));
+        // UE 1's packet leaves: the one not admitted is credited first, UE 0 (shrunk to one MTU, holding two) gets none.
+        cu.depart(&2, 1500, 1448);
+        let du = [DuView { grant_bytes: 1500, channel_bytes: 1500, backlogged: true }; 2];
+        let c: Vec<(u32, u32)> = cu.slot(MS, &du).iter().map(|c| (c.flow, c.seq)).collect();
+        assert_eq!(c, vec![(2, 1)]);
+        assert_eq!(cu.total + c.len() as u64 * 1500, 4500);
+        // A duplicate (a packet already admitted, sent again) is not queued twice.
+        assert_eq!(data(&mut cu, MS, 1, 0, 10 * 1448, 0), Arrival::Duplicate);
+        // The shrink ends when UE 0's queue empties.
+        cu.depart(&1, 1500, 1448);
+        assert_eq!(cu.ues[0].shrink, 1500);
+        cu.depart(&1, 1500, 1448);
+        assert_eq!(cu.ues[0].shrink, 0);
+    }
+
+    #[test]
+    fn a_credit_that_brings_no_data_is_sent_again_after_the_ues_alpha() {
+        let mut c = cfg(true, 1_000_000);
+        c.unscheduled = 0;
+        c.alpha = Alpha::Queue { lowest_bps: 8_000_000 }; // 1 byte per µs
+        let mut cu: Cu<u32> = Cu::new(c, 1);
+        cu.arrive(0, &1, 0, 1448, true, 1448, None);
+        let du = [DuView { grant_bytes: 0, channel_bytes: 1500, backlogged: false }];
+        let first = cu.slot(0, &du);
+        assert_eq!(first.len(), 1);
+        // given up at te + RTT = 1 + 4 ms; at 6 ms it is credited again, from the next TTI + α
+        assert!(cu.slot(5 * MS, &du).is_empty());
+        let again = cu.slot(6 * MS, &du);
+        assert_eq!((again.len(), cu.ues[0].expired), (1, 1));
+        assert_eq!(again[0].seq, 0);
+        assert_eq!(again[0].ts, 7 * MS); // α = 0 bytes queued
+        // with 3000 bytes queued α is 3 ms
+        let mut c2 = c;
+        c2.unscheduled = 2;
+        let mut cu: Cu<u32> = Cu::new(c2, 1);
+        data(&mut cu, 0, 1, 0, 3 * 1448, 0);
+        data(&mut cu, 0, 1, 0, 3 * 1448, 1);
+        let _ = cu.slot(0, &[DuView { grant_bytes: 0, channel_bytes: 30_000, backlogged: false }]);
+        let again = cu.slot(6 * MS, &[DuView { grant_bytes: 0, channel_bytes: 30_000, backlogged: false }]);
+        assert_eq!(again.iter().map(|c| c.ts).collect::<Vec<_>>(), vec![7 * MS + 3 * MS]);
+        // data from it clears the backoff; the RTT sample is taken
+        assert_eq!(data(&mut cu, 11 * MS, 1, 0, 3 * 1448, 2), Arrival::Admitted);
+        assert!(!cu.ues[0].backoff);
+        assert!(cu.rtt_ns() < 4 * MS + MS);
+    }
+
+    #[test]
+    fn the_wireless_unaware_cu_credits_at_the_fronthaul_rate_up_to_the_buffer() {
+        let mut c = cfg(false, 12_000);
+        c.unscheduled = 0;
+        let mut cu: Cu<u32> = Cu::new(c, 2);
+        cu.arrive(0, &1, 0, 50 * 1448, true, 1448, None);
+        cu.arrive(0, &2, 1, 2 * 1448, true, 1448, None);
+        let du = [DuView::default(); 2];
+        // 6000 bytes a slot = 4 credits: the shorter flow (UE 1's) first, whichever UE
+        let got: Vec<u32> = cu.slot(0, &du).iter().map(|c| c.flow).collect();
+        assert_eq!(got, vec![2, 2, 1, 1]);
+        assert_eq!(cu.slot(MS, &du).len(), 4);
+        // 8 outstanding = 12 000 bytes: the buffer's bound
+        assert!(cu.slot(2 * MS, &du).is_empty());
+    }
+
+    #[test]
+    fn a_flow_is_done_when_its_last_packet_leaves() {
+        let mut cu: Cu<u32> = Cu::new(cfg(true, 100_000), 1);
+        data(&mut cu, 0, 1, 0, 1448 + 100, 0);
+        cu.arrive(0, &1, 0, 1448 + 100, true, 1448, Some((1, 152)));
+        assert_eq!(cu.remaining(0), Some(1548));
+        assert!(!cu.depart(&1, 1500, 1448));
+        assert!(cu.depart(&1, 152, 100));
+        assert_eq!((cu.flows(), cu.total, cu.remaining(0)), (0, 0, None));
+    }
+}
