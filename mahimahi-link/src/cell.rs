@@ -56,9 +56,9 @@ pub trait Scheduler {
     /// The edge says UE `ue` started a request; it reached the RAN in `slot`
     /// (Tutti's signal; other schedulers ignore it).
     fn request_started(&mut self, _ue: usize, _slot: u64) {}
-    /// pDCell's metadata from the CU: the bytes left of UE `ue`'s current flow
-    /// (flow-aware schedulers use it; the others ignore it).
-    fn flow_remaining(&mut self, _ue: usize, _bytes: u64) {}
+    /// pDCell's metadata from the CU: the bytes left of UE `ue`'s current flow,
+    /// None once it has none (flow-aware schedulers use it; the others ignore it).
+    fn flow_remaining(&mut self, _ue: usize, _bytes: Option<u64>) {}
 }
 
 /// Blocks a UE needs for its backlog this slot (at least one when it has any).
@@ -303,11 +303,11 @@ impl Scheduler for Mrfs {
     fn name(&self) -> &'static str {
         "mrfs"
     }
-    fn flow_remaining(&mut self, ue: usize, bytes: u64) {
+    fn flow_remaining(&mut self, ue: usize, bytes: Option<u64>) {
         if self.remaining.len() <= ue {
             self.remaining.resize(ue + 1, None);
         }
-        self.remaining[ue] = Some(bytes);
+        self.remaining[ue] = bytes;
     }
     fn allocate(&mut self, _slot: u64, ues: &[UeView], blocks: u32, out: &mut [u32]) {
         let left_of = |i: usize| self.remaining.get(i).copied().flatten().unwrap_or(ues[i].backlog_bytes) as u128;
@@ -513,10 +513,26 @@ impl CellCore {
     }
 
     /// pDCell's metadata: the bytes left of UE `ue`'s flow (told to every cell's scheduler: a UE keeps it across a handover).
-    pub fn flow_remaining(&mut self, ue: usize, bytes: u64) {
+    pub fn flow_remaining(&mut self, ue: usize, bytes: Option<u64>) {
         for c in &mut self.cells {
             c.sched.flow_remaining(ue, bytes);
         }
+    }
+
+    /// What the DU tells pDCell's CU of each member at the current slot: the
+    /// bytes its grant carries (the slot's blocks, the spread of unneeded ones
+    /// included), its channel with every block, and whether it has data queued.
+    pub fn du_views<P, M: MemberLinks<P>>(&self, m: &M) -> Vec<crate::pdcell::DuView> {
+        let start = self.slot * self.cfg.slot_ns;
+        (0..m.count())
+            .map(|i| {
+                let Some(c) = self.of[i].filter(|_| !m.link(i).dark_at(start)) else { return crate::pdcell::DuView::default() };
+                let channel = self.capacity(m.link(i), start);
+                let granted = if self.allocated { self.alloc.get(i).copied().unwrap_or(0) as u64 } else { 0 };
+                crate::pdcell::DuView { grant_bytes: channel * granted / self.cells[c].blocks.max(1) as u64, channel_bytes: channel,
+                                        backlogged: m.link(i).queued_bytes() > 0 }
+            })
+            .collect()
     }
 
     /// Request starts the schedulers detected (SMEC): (ue, start slot, slot detected).
@@ -866,7 +882,7 @@ impl<P> Cell<P> {
         self.core.request_started(ue, now);
     }
 
-    pub fn flow_remaining(&mut self, ue: usize, bytes: u64) {
+    pub fn flow_remaining(&mut self, ue: usize, bytes: Option<u64>) {
         self.core.flow_remaining(ue, bytes);
     }
 
@@ -1282,13 +1298,13 @@ mod tests {
         // time left: u0 9000/3000 = 3 slots, u1 (told 1000 left) 1000/1000 = 1, u2 4000/2000 = 2, u3 no channel, u4 nothing queued
         let ues = [ue(9000, 3000), ue(5000, 1000), ue(4000, 2000), ue(100, 0), ue(0, 5000)];
         let mut m = Mrfs::default();
-        m.flow_remaining(1, 1000);
+        m.flow_remaining(1, Some(1000));
         let mut out = [0; 5];
         m.allocate(0, &ues, 10, &mut out);
         // u1 needs 10 blocks for its 5000-byte queue at 1000 per slot: it takes the whole slot
         assert_eq!(out, [0, 10, 0, 0, 0]);
         let mut out = [0; 5];
-        m.flow_remaining(1, 20_000); // now the longest: 20 slots
+        m.flow_remaining(1, Some(20_000)); // now the longest: 20 slots
         m.allocate(1, &ues, 10, &mut out);
         // u2 (2 slots: needs 10 x 4000 / 2000 -> all 10) first
         assert_eq!(out, [0, 0, 10, 0, 0]);

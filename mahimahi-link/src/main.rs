@@ -116,6 +116,8 @@ fn config(c: &Common, link_args: &[LinkArg], links: Vec<LinkSpec>, argv: &[Strin
         nic_log: c.nic_log.clone(),
         nic_patterns: c.nic_patterns.clone(),
         nic_scan: c.nic_scan.clone(),
+        cu: c.cu.clone().map(|s| s.with_slot(c.cell_slot_us * 1000)),
+        cu_log: c.cu_log.clone(),
     }
 }
 
@@ -287,6 +289,12 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
         return Err(vec!["--cell-class, --cell-log, --cell-members, --cell-notice-port, --cell-uplink-signalling, --cells and --cell-start need --uplink-cell or --downlink-cell".into()]);
     }
     check_nics(c)?;
+    if c.cu.is_some() && (c.downlink_cell.is_none() || c.threads > 1) {
+        return Err(vec!["--cu: the CU serves the downlink cell's members and shares its thread: it needs --downlink-cell and one forwarding thread".into()]);
+    }
+    if c.cu_log.is_some() && c.cu.is_none() {
+        return Err(vec!["--cu-log needs --cu".into()]);
+    }
     if p.links.len() > 1 {
         for (opt, v) in [("--uplink-log", &p.common.up_log), ("--downlink-log", &p.common.down_log)] {
             if v.as_ref().is_some_and(|s| !s.contains("{name}")) {
@@ -397,7 +405,7 @@ fn simulate_cell(sim: options::CellSim) -> Result<i32, Vec<String>> {
             }
             last = t;
             cell.advance_to(t, &mut sinks);
-            cell.flow_remaining(ue, bytes);
+            cell.flow_remaining(ue, Some(bytes));
             continue;
         }
         let [t, ue, what] = f.as_slice() else { return Err(bad("three fields")) };

@@ -114,6 +114,21 @@ super-frame reaches the stage as its MTU segments):
                                         4) where it still fits the stage's mtu= (default 1500)
   --nic-scan=CLASS,...                  the classes scanned (default: every packet)
 
+pDCell's CU (forward mode; issue 41; a downlink cell, one forwarding thread):
+  --cu=port=P[,buffer-bytes=B|inf][,window-us=W][,alpha-us=A|alpha-lowest-bps=R][,unscheduled=N]
+       [,rtt-us=R][,phost[,fronthaul-bps=F]]
+                                        UDP datagrams to port P for a downlink cell member end at the
+                                        CU: RTS and data of pDCell's credit transport (header: see
+                                        src/pdcell.rs, wire). Per-UE queues in one buffer of B bytes
+                                        (default 3000000), thresholds from the cell's grants, credits
+                                        each slot back to the sources (ts..ts+W, W default 1000 µs;
+                                        after a credit that brought no data, ts = next slot + α: A µs,
+                                        or the UE's queued bytes at R bit/s; default 0), N packets sent
+                                        with the RTS (2), first credit-loop estimate R µs (2000); phost:
+                                        wireless-unaware, credits at the fronthaul's F bit/s (10 Gbit/s)
+  --cu-log=FILE                         the CU's events (RTS, admissions, credits, departures, each
+                                        slot's occupancy) and its counters at the end
+
 signals (shell and forward): SIGINT, SIGTERM or SIGHUP stop; SIGUSR2 starts every link's trace
 over from its first line at that instant (queues kept), e.g. when an experiment's measurement
 begins, so the trace's phase does not depend on how long the set-up took
@@ -180,6 +195,9 @@ pub struct Common {
     pub nic_log: Option<String>,
     pub nic_patterns: Option<crate::mecanic::Patterns>,
     pub nic_scan: Vec<String>,
+    /// pDCell's CU for the downlink cell's members (--cu), and its log.
+    pub cu: Option<crate::forward::CuSpec>,
+    pub cu_log: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -341,8 +359,10 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
                     match v {
                         "rr" | "pf" | "smec" => out.push(v.to_string()),
                         "tutti" if key == "--uplink-cell" => out.push(v.to_string()),
+                        "mrfs" if key == "--downlink-cell" => out.push(v.to_string()),
+                        "mrfs" => bad = Some(format!("{key}: mrfs orders UEs by the flow sizes pDCell's CU reports; it schedules the downlink only (valid here: rr, pf, smec, tutti)")),
                         "tutti" => bad = Some(format!("{key}: tutti learns uplink request starts from the edge; it schedules the uplink only (valid here: rr, pf, smec)")),
-                        _ => bad = Some(format!("{key}: {v:?} is not a scheduler; valid: rr, pf, smec, tutti (uplink); several cells: one per cell, separated by ','")),
+                        _ => bad = Some(format!("{key}: {v:?} is not a scheduler; valid: rr, pf, smec, tutti (uplink), mrfs (downlink); several cells: one per cell, separated by ','")),
                     }
                 }
                 match bad {
@@ -411,6 +431,11 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             }),
             "--nic-log" => {
                 c.nic_log = Some(val);
+                Ok(())
+            }
+            "--cu" => crate::forward::CuSpec::parse(&val).map(|s| c.cu = Some(s)),
+            "--cu-log" => {
+                c.cu_log = Some(val);
                 Ok(())
             }
             "--nic-patterns" => crate::mecanic::Patterns::load(&val).map(|p| c.nic_patterns = Some(p)),

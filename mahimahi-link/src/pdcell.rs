@@ -366,6 +366,71 @@ impl<K: Hash + Eq + Clone + Ord> Cu<K> {
     }
 }
 
+/// The transport's packets: UDP to the CU's port, this header first, then the
+/// data. The shims (`edge-systems/pdcell/`) write and read the same bytes.
+pub mod wire {
+    /// The header: "PD", kind, flags (bit 0: the size is final), flow, seq,
+    /// the flow's size so far (bytes), and for a credit its ts (µs after it
+    /// reaches the source) and its window (te − ts, µs). Big-endian.
+    pub const HEADER: usize = 28;
+    pub const MAGIC: [u8; 2] = *b"PD";
+    /// Data bytes in a full packet: a 1500-byte IP packet less IPv4, UDP and this header.
+    pub const PAYLOAD: u32 = 1500 - 20 - 8 - HEADER as u32;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Kind {
+        /// Request to transmit: a new flow (or more of it) and its size.
+        Rts = 1,
+        Data = 2,
+        /// CU → source: send packet `seq` from ts to ts + window.
+        Credit = 3,
+        /// CU → source: every packet of the flow has left over the air.
+        Done = 4,
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Header {
+        pub kind: Kind,
+        pub last: bool,
+        pub flow: u32,
+        pub seq: u32,
+        pub size: u64,
+        pub ts_us: u32,
+        pub window_us: u32,
+    }
+
+    impl Header {
+        pub fn parse(b: &[u8]) -> Option<Header> {
+            if b.len() < HEADER || b[..2] != MAGIC {
+                return None;
+            }
+            let kind = match b[2] {
+                1 => Kind::Rts,
+                2 => Kind::Data,
+                3 => Kind::Credit,
+                4 => Kind::Done,
+                _ => return None,
+            };
+            let u32_at = |i: usize| u32::from_be_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+            Some(Header { kind, last: b[3] & 1 == 1, flow: u32_at(4), seq: u32_at(8), size: u64::from_be_bytes(b[12..20].try_into().expect("8 bytes")),
+                          ts_us: u32_at(20), window_us: u32_at(24) })
+        }
+
+        pub fn bytes(&self) -> [u8; HEADER] {
+            let mut b = [0u8; HEADER];
+            b[..2].copy_from_slice(&MAGIC);
+            b[2] = self.kind as u8;
+            b[3] = u8::from(self.last);
+            b[4..8].copy_from_slice(&self.flow.to_be_bytes());
+            b[8..12].copy_from_slice(&self.seq.to_be_bytes());
+            b[12..20].copy_from_slice(&self.size.to_be_bytes());
+            b[20..24].copy_from_slice(&self.ts_us.to_be_bytes());
+            b[24..28].copy_from_slice(&self.window_us.to_be_bytes());
+            b
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,6 +573,19 @@ mod tests {
         assert_eq!(cu.slot(MS, &du).len(), 4);
         // 8 outstanding = 12 000 bytes: the buffer's bound
         assert!(cu.slot(2 * MS, &du).is_empty());
+    }
+
+    #[test]
+    fn the_header_reads_back_what_was_written_and_refuses_other_datagrams() {
+        use wire::*;
+        let h = Header { kind: Kind::Credit, last: true, flow: 0xdead_beef, seq: 7, size: 1 << 40, ts_us: 1500, window_us: 1000 };
+        assert_eq!(Header::parse(&h.bytes()), Some(h));
+        assert_eq!(PAYLOAD, 1444);
+        let mut b = h.bytes();
+        b[2] = 9;
+        assert_eq!(Header::parse(&b), None);
+        assert_eq!(Header::parse(&h.bytes()[..27]), None);
+        assert_eq!(Header::parse(b"XD\x03\x00aaaaaaaaaaaaaaaaaaaaaaaa"), None);
     }
 
     #[test]

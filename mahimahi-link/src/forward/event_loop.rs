@@ -120,6 +120,9 @@ impl Forwarder {
         for n in &mut self.nics {
             n.begin(t0_unix_ns);
         }
+        if let Some(cu) = self.cu.as_mut() {
+            cu.begin(t0_unix_ns);
+        }
         for l in &mut self.links {
             for d in [&mut l.up, &mut l.down] {
                 if let Some(log) = d.log.as_mut() {
@@ -142,6 +145,7 @@ impl Forwarder {
         }
         self.advance_cell(true, now);
         self.advance_cell(false, now);
+        self.serve_cu(now);
         self.serve_nics(now);
         if self.senders.iter().any(|(_, s)| s.pending() > 0) {
             r.last_active = now;
@@ -168,7 +172,7 @@ impl Forwarder {
     /// (a lone packet, a ping).
     fn next_events(&self, now2: Nanos, mut next: Nanos) -> (Nanos, Option<Nanos>) {
         let mut next_busy: Option<Nanos> = None;
-        for t in [self.timed.next_at(), self.nic_next].into_iter().flatten() {
+        for t in [self.timed.next_at(), self.nic_next, self.cu.as_ref().and_then(|c| c.next_event())].into_iter().flatten() {
             next = next.min(t);
         }
         for l in &self.links {
@@ -243,6 +247,9 @@ impl Forwarder {
         self.collect_ring_drops();
         if self.cfg.stats_path.is_some() {
             self.write_stats(now);
+        }
+        if let Some(cu) = self.cu.as_mut() {
+            cu.finish();
         }
         self.flush_logs()?;
         self.writer.finish()
@@ -346,6 +353,9 @@ impl Forwarder {
             }
         }
         self.flush_nic_logs();
+        if let Some(cu) = self.cu.as_mut() {
+            cu.flush();
+        }
         self.writer.take_error().map_or(Ok(()), Err)
     }
 }

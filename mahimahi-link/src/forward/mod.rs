@@ -26,6 +26,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 mod cellspec;
+mod cu;
 mod event_loop;
 mod frame;
 mod nic;
@@ -35,6 +36,7 @@ mod threads;
 mod timed;
 
 pub use cellspec::{CellSpec, Site};
+pub use cu::CuSpec;
 pub use frame::Frame;
 pub use nic::NicSpec;
 use cellspec::CellMembers;
@@ -111,6 +113,10 @@ pub struct ForwardConfig {
     /// Payload pattern matching in the stages, and the classes scanned (empty: every packet).
     pub nic_patterns: Option<crate::mecanic::Patterns>,
     pub nic_scan: Vec<String>,
+    /// pDCell's CU (issue 41): the transport's datagrams to the downlink cell's members end there.
+    pub cu: Option<CuSpec>,
+    /// Its log (see forward/cu.rs).
+    pub cu_log: Option<String>,
 }
 
 /// Where a delayed frame goes when its delay is over.
@@ -121,6 +127,8 @@ enum After {
     IntoDownlink,
     /// The edge's request notice for the uplink cell's UE (Tutti): told to the scheduler, not delivered.
     Notice(usize),
+    /// pDCell's transport for the downlink cell's UE: to the CU.
+    Cu(usize),
 }
 
 #[derive(Default, Clone, Copy)]
@@ -245,6 +253,7 @@ pub struct Forwarder {
     nics: Vec<nic::RunNic>,
     /// The stages' earliest next event (after the last round).
     nic_next: Option<Nanos>,
+    cu: Option<cu::RunCu>,
 }
 
 /// Why the loop ended.
@@ -370,7 +379,12 @@ impl Forwarder {
             cell_logs[k] = Some((writer.register(&path, f), 0));
         }
         let nics = cfg.nics.iter().map(|n| nic::RunNic::open(n, &cfg.nic_classes, cfg.nic_default, cfg.nic_log.as_deref(), &cfg.command_line, &writer)).collect::<Result<_, _>>()?;
-        Ok(Forwarder { cfg, links, cells, member_of, cell_logs, senders, t0: sys::monotonic_ns(), restart_seen: 0, stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer, timed, nics, nic_next: None })
+        let cu = match (&cfg.cu, &cfg.cells[1]) {
+            (Some(spec), Some(cell)) => Some(cu::RunCu::open(spec, cell.members.len(), cfg.cu_log.as_deref(), &cfg.command_line, &writer)?),
+            (Some(_), None) => return Err("--cu: the CU serves a downlink cell's members (--cell or --downlink-cell)".into()),
+            _ => None,
+        };
+        Ok(Forwarder { cfg, links, cells, member_of, cell_logs, senders, t0: sys::monotonic_ns(), restart_seen: 0, stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer, timed, nics, nic_next: None, cu })
     }
 
 }

@@ -48,6 +48,7 @@ impl Forwarder {
     fn ingress(&mut self, li: usize, uplink: bool, frame: Frame, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
         let meta = packet::parse(&frame.data);
         let bypass = meta.is_some_and(|m| self.cfg.bypass.iter().any(|r| r.matches(&m)));
+        let to_cu = if uplink { None } else { meta.and_then(|m| self.for_cu(li, &m)) };
         let l = &mut self.links[li];
         let Some(m) = meta else {
             // Not IP (ARP etc.): link-layer plumbing, forwarded unshaped and undelayed.
@@ -69,6 +70,7 @@ impl Forwarder {
             let notice = self.cfg.cell_notice_port.filter(|&p| m.ports.is_some_and(|(_, dst)| dst == p) && m.proto_udp);
             let after = match (notice.and(self.member_of[0][li]), bypass) {
                 (Some(ue), _) => After::Notice(ue),
+                (None, _) if to_cu.is_some() => After::Cu(to_cu.unwrap_or_default()),
                 (None, true) => {
                     l.down.extra.bypassed_packets += 1;
                     After::ToUe
@@ -87,7 +89,7 @@ impl Forwarder {
 
     /// Offer a frame to a direction's link: a super-frame as its MTU
     /// segments, one after another, each charged and timed on its own.
-    fn shape(&mut self, li: usize, uplink: bool, frame: Frame, ip_len: u32, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
+    pub(super) fn shape(&mut self, li: usize, uplink: bool, frame: Frame, ip_len: u32, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
         // In a shared cell the slots up to the frame's arrival are scheduled
         // first, so the link serves it with the right share.
         self.advance_cell(uplink, now);
@@ -140,6 +142,7 @@ impl Forwarder {
                 self.shape(li, false, frame, m.ip_len, now, deps);
                 self.downlink_departures(li, deps);
             }
+            After::Cu(ue) => self.cu_arrive(li, ue, frame, now, deps),
             After::Notice(ue) => {
                 // The slots before the notice are scheduled without it.
                 self.advance_cell(true, now);
@@ -150,7 +153,7 @@ impl Forwarder {
         }
     }
 
-    fn send_to_core(&mut self, li: usize, rule: Option<usize>, t: Nanos, frame: Frame) {
+    pub(super) fn send_to_core(&mut self, li: usize, rule: Option<usize>, t: Nanos, frame: Frame) {
         let l = &mut self.links[li];
         match rule.filter(|i| l.delayed(*i, true)) {
             Some(i) => push_delayed(&mut l.delay_up[i], t + l.delay_ns[i], frame, After::ToCore),
@@ -204,11 +207,14 @@ impl Forwarder {
         }
     }
 
-    fn downlink_departures(&mut self, li: usize, deps: &mut Vec<(Nanos, Pkt)>) {
+    pub(super) fn downlink_departures(&mut self, li: usize, deps: &mut Vec<(Nanos, Pkt)>) {
         if deps.is_empty() {
             return;
         }
-        for (_, frame) in assemble(deps) {
+        for (t, frame) in assemble(deps) {
+            if self.cu.is_some() {
+                self.cu_departed(li, &frame, t);
+            }
             self.transmit(li, false, frame);
         }
     }

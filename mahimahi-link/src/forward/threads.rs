@@ -173,7 +173,7 @@ mod tests {
             links: (0..links).map(link).collect(), bypass: Vec::new(), delays: Vec::new(), link_opts: LinkOptions::default(), seed: 1,
             stats_path: Some("s".into()), stats_interval_ns: 1, command_line: String::new(), quiet: true, batch_ns: 0, coalesce_ns: 0,
             cpu: Some(2), gso: false, ring_frames: None, cells: [cell, None], cell_notice_port: None, link_ids: Vec::new(), stats_share: None,
-            timeline: Vec::new(), timeline_log: None, nics: Vec::new(), nic_classes: Vec::new(), nic_default: crate::mecanic::DEFAULT_RULE, nic_log: None, nic_patterns: None, nic_scan: Vec::new(),
+            timeline: Vec::new(), timeline_log: None, nics: Vec::new(), nic_classes: Vec::new(), nic_default: crate::mecanic::DEFAULT_RULE, nic_log: None, nic_patterns: None, nic_scan: Vec::new(), cu: None, cu_log: None,
         }
     }
 
