@@ -28,7 +28,7 @@
 //!   it still does not fit, so it is not admitted and its packet is credited
 //!   again later. A queue's shrink ends when the queue empties.
 //! - ts and te: a credit may be used from ts to te = ts + window. A credit not
-//!   answered by te + RTT brought no data: its packet is credited again, and the
+//!   answered by te + 2 RTT brought no data: its packet is credited again, and the
 //!   UE's next credits start at the next TTI + α (α: the time its queued bytes
 //!   A(t) need at the lowest rate, or a fixed time) until a credit brings data.
 //! - Wireless-unaware (pHost-like): the threshold is the whole buffer and the
@@ -132,8 +132,10 @@ struct Flow {
     /// Packets to credit again (not admitted, or their credit expired).
     missing: BTreeSet<u32>,
     next_new: u32,
-    /// Sequence → the time the CU gives up on its credit.
+    /// Sequence → when its credit was sent, and when the CU gives up on it.
     outstanding: HashMap<u32, (Nanos, Nanos)>,
+    /// Credits given up on: when each was sent (its data, if it comes after all, still measures the loop).
+    given_up: HashMap<u32, Nanos>,
     departed_bytes: u64,
     departed_packets: u32,
 }
@@ -197,7 +199,7 @@ impl<K: Hash + Eq + Clone + Ord> Cu<K> {
         let order = self.registered;
         let f = self.flows.entry(flow.clone()).or_insert_with(|| Flow {
             ue, order, size, last, payload: payload.max(1), received: Vec::new(), received_count: 0, missing: BTreeSet::new(),
-            next_new: 0, outstanding: HashMap::new(), departed_bytes: 0, departed_packets: 0,
+            next_new: 0, outstanding: HashMap::new(), given_up: HashMap::new(), departed_bytes: 0, departed_packets: 0,
         });
         if f.order == order {
             self.registered += 1;
@@ -213,6 +215,8 @@ impl<K: Hash + Eq + Clone + Ord> Cu<K> {
         if let Some((sent, _)) = f.outstanding.remove(&seq) {
             self.ues[ue].outstanding -= self.cfg.mtu as u64;
             self.ues[ue].backoff = false;
+            self.rtt += SMOOTH * (now.saturating_sub(sent) as f64 - self.rtt);
+        } else if let Some(sent) = f.given_up.remove(&seq) {
             self.rtt += SMOOTH * (now.saturating_sub(sent) as f64 - self.rtt);
         }
         if f.has(seq) {
@@ -309,7 +313,8 @@ impl<K: Hash + Eq + Clone + Ord> Cu<K> {
                             f.next_new - 1
                         }
                     };
-                    let give_up = te + self.rtt as Nanos;
+                    // Data is due one loop after ts; it is given up on after two.
+                    let give_up = te + 2 * self.rtt as Nanos;
                     f.outstanding.insert(seq, (now, give_up));
                     let ue = f.ue;
                     self.ues[ue].outstanding += mtu;
@@ -334,7 +339,9 @@ impl<K: Hash + Eq + Clone + Ord> Cu<K> {
         for f in self.flows.values_mut() {
             let late: Vec<u32> = f.outstanding.iter().filter(|(_, (_, end))| *end < now).map(|(s, _)| *s).collect();
             for seq in late {
-                f.outstanding.remove(&seq);
+                if let Some((sent, _)) = f.outstanding.remove(&seq) {
+                    f.given_up.insert(seq, sent);
+                }
                 if !f.has(seq) {
                     f.missing.insert(seq);
                 }
@@ -538,12 +545,12 @@ mod tests {
         let du = [DuView { grant_bytes: 0, channel_bytes: 1500, backlogged: false }];
         let first = cu.slot(0, &du);
         assert_eq!(first.len(), 1);
-        // given up at te + RTT = 1 + 4 ms; at 6 ms it is credited again, from the next TTI + α
-        assert!(cu.slot(5 * MS, &du).is_empty());
-        let again = cu.slot(6 * MS, &du);
+        // given up at te + 2 RTT = 1 + 8 ms; at 10 ms it is credited again, from the next TTI + α
+        assert!(cu.slot(9 * MS, &du).is_empty());
+        let again = cu.slot(10 * MS, &du);
         assert_eq!((again.len(), cu.ues[0].expired), (1, 1));
         assert_eq!(again[0].seq, 0);
-        assert_eq!(again[0].ts, 7 * MS); // α = 0 bytes queued
+        assert_eq!(again[0].ts, 11 * MS); // α = 0 bytes queued
         // with 3000 bytes queued α is 3 ms
         let mut c2 = c;
         c2.unscheduled = 2;
@@ -551,12 +558,16 @@ mod tests {
         data(&mut cu, 0, 1, 0, 3 * 1448, 0);
         data(&mut cu, 0, 1, 0, 3 * 1448, 1);
         let _ = cu.slot(0, &[DuView { grant_bytes: 0, channel_bytes: 30_000, backlogged: false }]);
-        let again = cu.slot(6 * MS, &[DuView { grant_bytes: 0, channel_bytes: 30_000, backlogged: false }]);
-        assert_eq!(again.iter().map(|c| c.ts).collect::<Vec<_>>(), vec![7 * MS + 3 * MS]);
+        let again = cu.slot(10 * MS, &[DuView { grant_bytes: 0, channel_bytes: 30_000, backlogged: false }]);
+        assert_eq!(again.iter().map(|c| c.ts).collect::<Vec<_>>(), vec![11 * MS + 3 * MS]);
         // data from it clears the backoff; the RTT sample is taken
-        assert_eq!(data(&mut cu, 11 * MS, 1, 0, 3 * 1448, 2), Arrival::Admitted);
+        assert_eq!(data(&mut cu, 15 * MS, 1, 0, 3 * 1448, 2), Arrival::Admitted);
         assert!(!cu.ues[0].backoff);
-        assert!(cu.rtt_ns() < 4 * MS + MS);
+        assert!(cu.rtt_ns() < 4 * MS + MS, "{}", cu.rtt_ns());
+        // the first credit's data, long after it was given up on, still measures the loop (15 ms)
+        let before = cu.rtt_ns();
+        assert_eq!(cu.arrive(16 * MS, &1, 0, 3 * 1448, true, 1448, Some((2, 1500))), Some(Arrival::Duplicate));
+        assert!(cu.rtt_ns() > before);
     }
 
     #[test]
@@ -580,6 +591,9 @@ mod tests {
         use wire::*;
         let h = Header { kind: Kind::Credit, last: true, flow: 0xdead_beef, seq: 7, size: 1 << 40, ts_us: 1500, window_us: 1000 };
         assert_eq!(Header::parse(&h.bytes()), Some(h));
+        // the same bytes as edge-systems/pdcell/wire.py's (tests/mahimahi_link/test_pdcell_live.py)
+        let hex: String = h.bytes().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, "50440301deadbeef000000070000010000000000000005dc000003e8");
         assert_eq!(PAYLOAD, 1444);
         let mut b = h.bytes();
         b[2] = 9;
