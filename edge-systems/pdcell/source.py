@@ -31,9 +31,10 @@ class Flow:
     flow: int
     dst: tuple[str, int]
     size: int
-    data: bytes | None
+    data: bytes | bytearray | None
     started_ns: int
     on_done: Callable[["Flow"], None] | None
+    last: bool = True
     sent: int = 0
     credits: int = 0
     expired: int = 0
@@ -59,16 +60,31 @@ class Source:
         self._zeros = bytes(wire.PAYLOAD)
         self.done: list[Flow] = []
 
-    def start(self, dst: str, size: int, data: bytes | None = None, on_done: Callable[[Flow], None] | None = None) -> Flow:
-        """A new flow of `size` bytes to the UE at `dst` (its data, or zeros)."""
+    def start(self, dst: str, size: int, data: bytes | bytearray | None = None, on_done: Callable[[Flow], None] | None = None,
+              last: bool = True) -> Flow:
+        """A new flow of `size` bytes to the UE at `dst` (its data, or zeros). A flow whose size
+        is not known yet (`last` False) announces whole packets only, and grows with `grow`."""
         if size <= 0:
             raise ValueError("a flow has at least one byte")
-        f = Flow(next(self._ids), (dst, self.port), size, data, time.monotonic_ns(), on_done)
+        if not last and size % wire.PAYLOAD:
+            raise ValueError("until its size is final a flow announces whole packets")
+        f = Flow(next(self._ids), (dst, self.port), size, data, time.monotonic_ns(), on_done, last)
         self.flows[f.flow] = f
-        self._send(wire.Header(wire.RTS, f.flow, 0, size).pack(), f.dst)
+        self._send(wire.Header(wire.RTS, f.flow, 0, size, last).pack(), f.dst)
         for seq in range(min(self.unscheduled, wire.packets(size))):
             self._data(f, seq)
         return f
+
+    def grow(self, f: Flow, size: int, last: bool) -> None:
+        """More of a flow's data is there (f.data holds it): a new RTS with its size."""
+        if f.last or size < f.size or (not last and size % wire.PAYLOAD):
+            raise ValueError("a flow grows by whole packets until its size is final, and only until then")
+        f.size, f.last = size, last
+        self._send(wire.Header(wire.RTS, f.flow, 0, size, last).pack(), f.dst)
+
+    def add_reader(self, sock: socket.socket, ready: Callable[[], None]) -> None:
+        """Call `ready` from poll whenever `sock` has something to read (a shim's wakeup)."""
+        self.sel.register(sock, selectors.EVENT_READ, ready)
 
     def _send(self, b: bytes, dst: tuple[str, int]) -> None:
         try:
@@ -82,7 +98,7 @@ class Source:
         if n <= 0:
             return
         body = f.data[lo:lo + n] if f.data is not None else self._zeros[:n]
-        self._send(wire.Header(wire.DATA, f.flow, seq, f.size).pack() + body, f.dst)
+        self._send(wire.Header(wire.DATA, f.flow, seq, f.size, f.last).pack() + body, f.dst)
         f.sent += 1
 
     def poll(self, timeout: float) -> None:
@@ -102,8 +118,11 @@ class Source:
             if now >= end:
                 return
             wake = min(end, self._due[0][0]) if self._due else end
-            if self.sel.select(max(0.0, (wake - now) / 1e9)):
-                self._receive()
+            for key, _ in self.sel.select(max(0.0, (wake - now) / 1e9)):
+                if key.fileobj is self.sock:
+                    self._receive()
+                else:
+                    key.data()  # another reader's (add_reader)
 
     def _receive(self) -> None:
         while True:

@@ -29,6 +29,7 @@ class Arm:
     buffer_bytes: int | None = 3_000_000  # the CU's (None: unbounded); tcp: the UE's RLC-like queue
     cc: str = "cubic"  # tcp only
     unscheduled: int = 2  # packets a source sends with its RTS (the CU is told the same)
+    shims: bool = False  # pdcell/phost: the apps use TCP, the shims carry it (edge-systems/pdcell/shim.py)
     cu_options: tuple[str, ...] = ()
 
 
@@ -87,13 +88,19 @@ def run_flows(mml: Path, lab: tuple, folder: Path, arm: Arm, schedule: list[tupl
     traces = [constant_trace(folder / f"c{m}.trace", m) for m in channels_mbit]
     up = constant_trace(folder / "up.trace", 48)
     rtt_us = int(2 * delay_ms * 1000 + 2000)
+    (folder / "stats.json").unlink(missing_ok=True)  # a run before in this folder: wait for this one's
+    # Each run starts cold: no TCP metrics (ssthresh, RTT) kept from an earlier run's connections to the UEs.
+    subprocess.run(["ip", "-n", core, "tcp_metrics", "flush", "all"], check=False, capture_output=True)
+    subprocess.run(["ip", "netns", "exec", core, "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1"], check=True)
     emu = subprocess.Popen(["ip", "netns", "exec", ran, str(mml), "forward", *_emulator_args(arm, folder, traces, up, delay_ms, rtt_us)],
                            stderr=subprocess.PIPE, text=True)
-    transport = "tcp" if arm.transport == "tcp" else "pdcell"
+    transport = "tcp" if arm.transport == "tcp" or arm.shims else "pdcell"
     port = 5300 if transport == "tcp" else PORT
     procs: list[subprocess.Popen] = []
     try:
         wait_stats(folder / "stats.json", lambda links: len(links) == len(ues), emu)
+        if arm.shims and arm.transport != "tcp":
+            procs += _shims(core, ues, arm, folder, port)
         sinks = []
         for i, ue in enumerate(ues):
             p = subprocess.Popen(["ip", "netns", "exec", ue, "env", *(f"{k}={v}" for k, v in ENV.items()), sys.executable, "-m", "pdcell.flows",
@@ -123,6 +130,8 @@ def run_flows(mml: Path, lab: tuple, folder: Path, arm: Arm, schedule: list[tupl
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        if arm.shims and arm.transport != "tcp":
+            subprocess.run(["ip", "netns", "exec", core, "iptables", "-w", "-t", "nat", "-D", *_redirect(port)], check=False)
         emu.terminate()
         try:
             rc = emu.wait(timeout=10)
@@ -141,6 +150,29 @@ def run_flows(mml: Path, lab: tuple, folder: Path, arm: Arm, schedule: list[tupl
         flow, dst, size, start, _ = line.split()
         flows.append(FlowResult(int(flow), int(dst.split(".")[2]), int(size), int(start), last.get(int(flow), 0)))
     return Run(arm, flows, folder / "cu.log" if transport == "pdcell" else None)
+
+
+SHIM_PORT = 47201
+
+
+def _redirect(app_port: int) -> list[str]:
+    return ["OUTPUT", "-p", "tcp", "-d", "100.100.0.0/16", "--dport", str(app_port), "-j", "REDIRECT", "--to-ports", str(SHIM_PORT)]
+
+
+def _shims(core: str, ues: list[str], arm: Arm, folder: Path, app_port: int) -> list[subprocess.Popen]:
+    """The server side's shim in the core namespace (its TCP connections to the UEs' app port redirected to it) and
+    one on each UE; they run until killed, the nat rule goes with the namespace."""
+    for ns in (core, *ues):  # the redirected connections, and the UE shim's to its app, are local ones
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+    subprocess.run(["ip", "netns", "exec", core, "iptables", "-w", "-t", "nat", "-A", *_redirect(app_port)], check=True)
+    env = [f"{k}={v}" for k, v in ENV.items()]
+    out = [subprocess.Popen(["ip", "netns", "exec", core, "env", *env, sys.executable, "-m", "pdcell.shim", "source", f"--listen={SHIM_PORT}",
+                             f"--unscheduled={arm.unscheduled}"], stdout=subprocess.PIPE, stderr=open(folder / "shim-source.log", "w"), text=True)]
+    out += [subprocess.Popen(["ip", "netns", "exec", ue, "env", *env, sys.executable, "-m", "pdcell.shim", "sink"], stdout=subprocess.PIPE,
+                             stderr=open(folder / f"shim-sink{i}.log", "w"), text=True) for i, ue in enumerate(ues)]
+    for p in out:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready", "a shim did not start"
+    return out
 
 
 def cu_counters(log: Path) -> dict:
