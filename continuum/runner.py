@@ -350,7 +350,7 @@ def _start_edge_systems(ctx: Run) -> None:
         def watch(what: str, proc: subprocess.Popen, log: Path) -> None:
             ctx.vital.append(Vital(what, proc, log))
 
-        s.start(settings, EdgeRun(spec, target, ctx.run_dir, ctx.run_id, ctx.undo, ctx.phase, watch, note))
+        s.start(settings, EdgeRun(spec, target, ctx.run_dir, ctx.run_id, ctx.undo, ctx.phase, watch, note, dict(dep.nodes)))
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,13 @@ class Env:
         return [v for k, v in vars(cls).items() if k.isupper()]
 
 
+# An app whose answers are flows (`answers_as_flows = True` on both its sides: issue 41's flow workload): each
+# answer comes on a TCP connection of its own, from the server to the endpoint's port ANSWER_PORT (at the
+# request's "reply_to" address), framed as an MQTT answer (`pack`) and closed after it; its arrival time is its
+# last byte's. So a transport under the app (TCP, or pDCell's shims) carries each answer as one flow.
+ANSWER_PORT = 5300
+
+
 def request_topic(endpoint: str) -> str:
     return f"continuum/{endpoint}/request"
 

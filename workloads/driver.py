@@ -25,7 +25,7 @@ from typing import Callable, Protocol
 import numpy as np
 import paho.mqtt.client as mqtt
 
-from workloads import arrivals, congestion, contract
+from workloads import arrivals, congestion, contract, flow_answers
 from workloads.contract import EndpointSettings, ServerSettings
 
 
@@ -91,6 +91,7 @@ class _Requests:
         self.records = _CsvLog(s.records, contract.RECORD_FIELDS)
         self.rates = _CsvLog(s.rate_log, contract.RATE_FIELDS) if s.rate_log and cc else None
         self.fresh: list[float] = []  # latencies of answers since the last rate change: the evidence for the next one
+        self.header: dict = {}  # more for every request's header (answers as flows: where to send them)
 
     def adapt(self, now_ns: int) -> None:
         """Congestion control, on fresh evidence only: a request pending for longer
@@ -172,6 +173,10 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
     client.on_message = on_message
     _subscribed(client, s.broker_host, s.broker_port, [(contract.response_topic(s.endpoint), s.qos)])
     moves = _Moves(s, on_message, client, smec)
+    flows = None
+    if getattr(app, "answers_as_flows", False):
+        flows = flow_answers.Listener(lambda header, head, size, t: req.answered(header, head, size, t))
+        req.header = {"reply_to": flow_answers.own_address(s.broker_host, s.broker_port)}
 
     if s.arrivals == "onoff" and not s.onoff:
         raise SystemExit(f"arrivals = onoff needs its schedule in {contract.Env.ONOFF}")
@@ -226,6 +231,8 @@ def run_endpoint(app_cls: type[EndpointApp]) -> int:
         c.loop_stop()
     for timing in moves.timings():
         timing.close()
+    if flows is not None:
+        flows.close()
     req.close()
     return 0
 
@@ -321,7 +328,7 @@ def _publish(client: mqtt.Client, s: EndpointSettings, req: _Requests, smec, row
     with req.lock:
         row["t_published"] = time.time_ns()
         message = contract.pack({"request_id": row["request_id"], "endpoint": s.endpoint, "repetition": s.repetition,
-                                 "t_published": row["t_published"], **(smec.request_sent() if smec else {})}, payload)
+                                 "t_published": row["t_published"], **req.header, **(smec.request_sent() if smec else {})}, payload)
         row["request_bytes"] = len(message)
         req.pending[row["request_id"]] = row
     client.publish(contract.request_topic(s.endpoint), message, qos=s.qos)
@@ -404,6 +411,8 @@ def run_server(app_cls: type[ServerApp]) -> int:
     print(f"server ready: {json.dumps(app.info)}", flush=True)
     served = [0]
     count = threading.Lock()
+    as_flows = getattr(app, "answers_as_flows", False)
+    senders: list[threading.Thread] = []
 
     def work() -> None:
         """One worker: takes the next request, processes it, answers."""
@@ -425,12 +434,19 @@ def run_server(app_cls: type[ServerApp]) -> int:
             extra = edge.ended(header, budget, reason)
             answer = {"request_id": header["request_id"], "t_server_received": t_recv, "t_server_start": t_start,
                       "t_server_done": t_done, "t_server_published": time.time_ns()}
-            client.publish(contract.response_topic(header["endpoint"]), contract.pack({**answer, **extra}, result), qos=s.qos)
+            if as_flows:  # each on its own connection, side by side: the next request does not wait for the transfer
+                sender = threading.Thread(target=_send_flow, args=(header, contract.pack({**answer, **extra}, result)), daemon=True)
+                sender.start()
+                senders[:] = [t for t in senders if t.is_alive()] + [sender]
+            else:
+                client.publish(contract.response_topic(header["endpoint"]), contract.pack({**answer, **extra}, result), qos=s.qos)
             log.write({"repetition": header["repetition"], "endpoint": header["endpoint"], "request_bytes": len(message), **answer})
             with count:
                 served[0] += 1
 
     queueing = _run_workers(app, s, work, stop)
+    for sender in senders:  # answers still on their way: their transfers end with the run's teardown at the latest
+        sender.join(0.5)
     client.disconnect()  # before loop_stop, as the endpoint does
     client.loop_stop()
     log.close()
@@ -439,6 +455,13 @@ def run_server(app_cls: type[ServerApp]) -> int:
     edge.close()
     print(f"server stopped after {served[0]} requests", flush=True)
     return 0
+
+
+def _send_flow(header: dict, message: bytes) -> None:
+    try:
+        flow_answers.send(header["reply_to"], message)
+    except (OSError, KeyError) as e:  # the request then times out at the endpoint, which records it
+        print(f"answer to {header.get('request_id')} not delivered: {e}", flush=True)
 
 
 def _run_workers(app: ServerApp, s: ServerSettings, work: Callable[[], None], stop: threading.Event) -> bool:

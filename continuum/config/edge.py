@@ -40,6 +40,7 @@ class Draft:
     mix: bool  # [workload.apps]
     provider: str | None
     cell: CellSpec | None = None  # the shared cell, resolved
+    transport: raw.Transport | None = None  # [transport] as written
 
 
 class EdgeSection(Protocol):

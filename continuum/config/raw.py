@@ -252,13 +252,12 @@ class AppGroup(Strict):
 Workload.model_rebuild()
 
 
-# The shared cell's MAC schedulers (mahimahi-link's src/cell.rs; tests/orchestrator/test_facts.py): every
-# one schedules the uplink; tutti only there (it learns request starts from the edge's notices).
-DownlinkScheduler = Literal["rr", "pf", "smec"]
-UplinkScheduler = Literal[DownlinkScheduler, "tutti"]
-SCHEDULERS: tuple[str, ...] = typing.get_args(UplinkScheduler)
-# In the cell's core (mahimahi-link simulate-cell) but not yet in the forwarder: pDCell's MRFS waits for its CU (issue 41).
-CORE_ONLY_SCHEDULERS: tuple[str, ...] = ("mrfs",)
+# The shared cell's MAC schedulers (mahimahi-link's src/cell.rs; tests/orchestrator/test_facts.py): rr, pf
+# and smec schedule either direction; tutti only the uplink (it learns request starts from the edge's
+# notices), mrfs only the downlink (it orders UEs by the flow sizes pDCell's CU tells it: [transport]).
+DownlinkScheduler = Literal["rr", "pf", "smec", "mrfs"]
+UplinkScheduler = Literal["rr", "pf", "smec", "tutti"]
+SCHEDULERS: tuple[str, ...] = tuple(dict.fromkeys((*typing.get_args(UplinkScheduler), *typing.get_args(DownlinkScheduler))))
 
 
 class CellUe(Strict):
@@ -364,6 +363,22 @@ class TimelineEntry(Strict):
     handover: str | None = None
 
 
+class Transport(Strict):
+    """How the servers' flows reach the UEs (docs/pdcell.md): TCP end to end, or pDCell's credit
+    transport, whose CU sits at the shared cell's downlink and grants credit from what the MAC will
+    send next (pdcell), or grants it as fast as the fronthaul goes, unaware of the radio (phost)."""
+
+    kind: Literal["tcp", "pdcell", "phost"] = "tcp"
+    buffer_kb: float | Literal["inf"] = 3000  # the CU's buffer shared by its UEs' queues (the paper: 3 MB; "inf": unbounded)
+    unscheduled: int = Field(default=2, ge=0, le=64)  # packets a source sends with its request to transmit, without credit
+    window_us: int = Field(default=1000, ge=10, le=100_000)  # te - ts: how long a credit may be used
+    # after a credit that brought no data, the UE's credits start alpha later: this fixed time, or (unset)
+    # the time its queued bytes need at lowest_rate_mbit (the lowest MCS's rate; LTE 20 MHz at CQI 1: ~2 Mbit/s)
+    alpha_ms: float | None = Field(default=None, ge=0, le=10_000)
+    lowest_rate_mbit: float = Field(default=2.0, gt=0, le=100_000)
+    fronthaul_gbit: float = Field(default=10.0, gt=0, le=1000)  # phost: the credits' pace
+
+
 class ExperimentFile(Strict):
     experiment: Experiment
     provider: Provider = Provider()
@@ -373,6 +388,7 @@ class ExperimentFile(Strict):
     workload: Workload = Workload()
     cell: Cell | None = None
     cells: dict[str, CellSite] = {}  # [cells.NAME]: several cells, [cell] their shared settings
+    transport: Transport | None = None
     # [edge.SECTION]: each table belongs to an edge system (continuum/config/edge.py), checked by its model
     edge: dict[str, Any] = {}
     calibration: Calibration = Calibration()

@@ -9,11 +9,12 @@ from continuum.config import ExperimentSpec
 from continuum.config.edge import NEEDS, PROVIDER_VERBS
 from continuum.edge.mecanic import Mecanic
 from continuum.edge.mosaic import Mosaic
+from continuum.edge.pdcell import Pdcell
 from continuum.edge.smec import Smec
 from continuum.edge.system import EdgeSystem
 from continuum.edge.tutti import Tutti
 
-SYSTEMS: dict[str, EdgeSystem] = {s.name: s for s in (Smec(), Mosaic(), Tutti(), Mecanic())}
+SYSTEMS: dict[str, EdgeSystem] = {s.name: s for s in (Smec(), Mosaic(), Tutti(), Mecanic(), Pdcell())}
 
 
 def running(spec: ExperimentSpec) -> list[tuple[EdgeSystem, Any]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
@@ -41,6 +41,7 @@ class EdgeRun:
     phase: Callable[[str], None]
     watch: Callable[[str, subprocess.Popen, Path], None]
     note: Callable[[dict[str, Any]], None]  # merged into the system's manifest entry
+    nodes: dict[str, Node] = field(default_factory=dict)  # every node of the run, by name (a system with parts beside the UEs)
 
 
 class EdgeSystem:

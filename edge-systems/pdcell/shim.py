@@ -35,6 +35,7 @@ import struct
 import sys
 import threading
 import time
+from pathlib import Path
 
 from pdcell import wire
 from pdcell.sink import Received, Sink
@@ -185,18 +186,26 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("source")
     s.add_argument("--listen", type=int, required=True)
     s.add_argument("--unscheduled", type=int, default=2)
-    sub.add_parser("sink")
+    k = sub.add_parser("sink")
+    for p in (s, k):
+        p.add_argument("--ready", help="a file made once the shim listens")
     args = ap.parse_args(argv)
+
+    def ready() -> None:
+        print("ready", flush=True)
+        if args.ready:
+            Path(args.ready).touch()
+
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     if args.side == "source":
         shim = SourceShim(args.listen, args.unscheduled)
         shim.stop = stop
-        print("ready", flush=True)
+        ready()
         shim.run()
     else:
         sink = SinkShim()
-        print("ready", flush=True)
+        ready()
         sink.run(stop)
     return 0
 

@@ -17,10 +17,13 @@
 //!   transmit (RTS), without credit; every packet carries its flow's size as
 //!   known so far, so any of them registers the flow.
 //! - The threshold of UE u (coupled): what its grants will carry over the credit
-//!   loop, f_u × (RTT in slots + 1), at least one MTU. f_u, the DU's forecast
-//!   of u's next grant: this slot's grant to u while u is backlogged, else the
-//!   share its channel would give it beside the backlogged UEs (channel / (their
-//!   number + 1)), smoothed over 8 slots. RTT: credit sent to its data here,
+//!   loop, f_u × (RTT in slots + 2: the slot a credit waits for, and the slot its
+//!   data waits to be scheduled), at least one MTU. f_u, the DU's forecast
+//!   of u's next grants: its share of the cell's time at its current channel
+//!   (channel / the UEs active: with data queued or a flow at the CU, u counted)
+//!   or, when larger, this slot's grant to u; smoothed over 8 slots. (The grant
+//!   alone would shrink with the queue it is drawn from: a short queue asks
+//!   for few blocks.) RTT: credit sent to its data here,
 //!   smoothed (the first estimate from the caller: twice the core delay).
 //!   When the targets add up to more than the buffer they are scaled to it.
 //! - Modified LQD: an arrival that does not fit the buffer shrinks the longest
@@ -355,11 +358,19 @@ impl<K: Hash + Eq + Clone + Ord> Cu<K> {
 
     fn thresholds(&mut self, du: &[DuView]) {
         let mtu = self.cfg.mtu as f64;
-        let busy = du.iter().filter(|d| d.backlogged).count() as f64;
-        let horizon = self.rtt / self.cfg.slot_ns as f64 + 1.0;
+        let mut active: Vec<bool> = du.iter().map(|d| d.backlogged).collect();
+        for f in self.flows.values() {
+            if let Some(a) = active.get_mut(f.ue) {
+                *a = true;
+            }
+        }
+        let busy = active.iter().filter(|a| **a).count() as f64;
+        let horizon = self.rtt / self.cfg.slot_ns as f64 + 2.0;
         let mut targets: Vec<u64> = Vec::with_capacity(self.ues.len());
-        for (u, d) in self.ues.iter_mut().zip(du) {
-            let next = if d.backlogged && d.grant_bytes > 0 { d.grant_bytes as f64 } else { d.channel_bytes as f64 / (busy + 1.0) };
+        for ((u, d), on) in self.ues.iter_mut().zip(du).zip(&active) {
+            // At least its share of the cell's time at its channel, more when the scheduler gives it more.
+            let share = d.channel_bytes as f64 / if *on { busy.max(1.0) } else { busy + 1.0 };
+            let next = if *on { share.max(d.grant_bytes as f64) } else { share };
             u.forecast += SMOOTH * (next - u.forecast);
             targets.push((u.forecast * horizon).ceil().max(mtu) as u64);
         }
@@ -461,15 +472,16 @@ mod tests {
         for s in 0..200 {
             cu.slot(s * MS, &du);
         }
-        // forecast → 3000 and 6000/2 = 3000; horizon 4 ms / 1 ms + 1 = 5 slots
-        assert_eq!(cu.ues[0].threshold, 15_000);
-        assert_eq!(cu.ues[1].threshold, 15_000);
-        // The buffer caps the sum: 20 000 bytes split in proportion.
+        // forecast → UE 0 active alone: max(3000, 6000 / 1) = 6000; UE 1 idle: 6000 / (1 + 1) = 3000;
+        // horizon 4 ms / 1 ms + 2 = 6 slots
+        assert_eq!(cu.ues[0].threshold, 36_000);
+        assert_eq!(cu.ues[1].threshold, 18_000);
+        // The buffer caps the sum: 20 000 bytes split in proportion (2:1).
         let mut small: Cu<u32> = Cu::new(cfg(true, 20_000), 2);
         for s in 0..200 {
             small.slot(s * MS, &du);
         }
-        assert_eq!((small.ues[0].threshold, small.ues[1].threshold), (10_000, 10_000));
+        assert_eq!((small.ues[0].threshold, small.ues[1].threshold), (13_333, 6_666));
     }
 
     #[test]
@@ -479,20 +491,20 @@ mod tests {
         for s in 0..200 {
             cu.slot(s * MS, &du);
         }
-        // forecast 1500 (alone: channel / 1), horizon 5 slots: 7500 bytes = 5 packets
-        assert_eq!(cu.ues[0].threshold, 7500);
+        // forecast 1500 (alone: channel / 1), horizon 6 slots: 9000 bytes = 6 packets
+        assert_eq!(cu.ues[0].threshold, 9000);
         let t = 200 * MS;
         assert_eq!(cu.arrive(t, &7, 0, 20 * 1448, true, 1448, None), None); // the RTS
         assert_eq!(data(&mut cu, t, 7, 0, 20 * 1448, 0), Arrival::Admitted);
         assert_eq!(data(&mut cu, t, 7, 0, 20 * 1448, 1), Arrival::Admitted);
         let c = cu.slot(t, &du);
-        // 2 admitted + 3 credits = 5 packets; the credits start after the unscheduled ones
-        assert_eq!(c.iter().map(|c| c.seq).collect::<Vec<_>>(), vec![2, 3, 4]);
+        // 2 admitted + 4 credits = 6 packets; the credits start after the unscheduled ones
+        assert_eq!(c.iter().map(|c| c.seq).collect::<Vec<_>>(), vec![2, 3, 4, 5]);
         assert!(c.iter().all(|c| c.ts == t && c.te == t + MS));
         assert!(cu.slot(t + MS, &du).is_empty()); // nothing more until something leaves or arrives
         assert!(!cu.depart(&7, 1500, 1448));
         let c = cu.slot(t + 2 * MS, &du);
-        assert_eq!(c.iter().map(|c| c.seq).collect::<Vec<_>>(), vec![5]);
+        assert_eq!(c.iter().map(|c| c.seq).collect::<Vec<_>>(), vec![6]);
         assert_eq!(cu.remaining(0), Some(19 * 1448));
     }
 
@@ -506,8 +518,8 @@ mod tests {
         cu.arrive(0, &3, 0, 3 * 1448, true, 1448, None);
         let du = [DuView { grant_bytes: 0, channel_bytes: 30_000, backlogged: false }];
         let got: Vec<(u32, u32)> = cu.slot(0, &du).iter().map(|c| (c.flow, c.seq)).collect();
-        // threshold: forecast 30000/8 = 3750 × 5 = 18750 bytes: 12 credits; 2 before 3 (older), then 1
-        assert_eq!(got, vec![(2, 0), (2, 1), (2, 2), (3, 0), (3, 1), (3, 2), (1, 0), (1, 1), (1, 2), (1, 3), (1, 4), (1, 5)]);
+        // threshold: forecast 30000/8 = 3750 × 6 = 22500 bytes: 15 credits; 2 before 3 (older), then 1
+        assert_eq!(got, vec![(2, 0), (2, 1), (2, 2), (3, 0), (3, 1), (3, 2), (1, 0), (1, 1), (1, 2), (1, 3), (1, 4), (1, 5), (1, 6), (1, 7), (1, 8)]);
     }
 
     #[test]

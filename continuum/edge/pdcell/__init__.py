@@ -1,0 +1,152 @@
+"""pDCell on the edge-system interface (docs/pdcell.md): [transport] kind =
+"pdcell" carries the servers' flows to the UEs on credit from a CU at the
+shared cell's downlink (mahimahi-link --cu, src/pdcell.rs), which sizes each
+UE's queue by what the MAC will send next; "phost" is the same transport
+unaware of the radio (credits as fast as the fronthaul goes); "tcp" (the
+default) leaves TCP end to end. The apps keep TCP sockets: a shim on the
+offload node takes the connections its servers open to the UEs (the node's
+nat table), a shim on each UE hands the flows to the UE's app
+(edge-systems/pdcell/shim.py). This package checks the table, gives the
+emulator its options, starts the shims and reads the CU's log back."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from continuum.config import ExperimentSpec
+from continuum.config.edge import Draft
+from continuum.config.validation import Issues
+from continuum.edge.system import EdgeRun, EdgeSystem
+from continuum.network import plan
+from continuum.runtime import Node, stop_process, wait_for
+from workloads.contract import ANSWER_PORT
+
+if TYPE_CHECKING:
+    from continuum.network.plan import Plan
+    from continuum.results.plots import Plot, PlotJob
+
+CU_PORT = 47200  # the transport's UDP port (edge-systems/pdcell/wire.py PORT)
+SHIM_PORT = 47201  # the offload node's shim: where its nat table sends the servers' connections to the UEs
+
+
+@dataclass(frozen=True)
+class Settings:
+    kind: str  # "pdcell" | "phost"
+    buffer_bytes: int | None  # None: unbounded
+    unscheduled: int
+    window_us: int
+    alpha_us: int | None  # None: the UE's queued bytes at lowest_bps
+    lowest_bps: int
+    fronthaul_bps: int
+
+
+class Pdcell(EdgeSystem):
+    """Settings: Settings (it runs when [transport] kind is pdcell or phost)."""
+
+    name = "pdcell"
+    section = ""  # [transport] turns it on
+    title = "pDCell's transport"
+    switch = "transport.kind"
+    manifest_key = "transport"
+    summary_key = "transport"
+    node_code = ("edge-systems",)
+
+    def resolve(self, table: Any, draft: Draft, ctx: Issues) -> Settings | None:
+        t = draft.transport
+        c = draft.cell
+        downlink = set() if c is None else {c.downlink, *(site.downlink for site in c.sites)} - {None}
+        if "mrfs" in downlink and (t is None or t.kind == "tcp"):
+            ctx.bad("cell.downlink", "mrfs orders the UEs by the bytes left of their flows, which only pDCell's CU "
+                                     "tells the MAC: set [transport] kind = \"pdcell\" (or \"phost\"), or choose rr, pf or smec")
+        if t is None or t.kind == "tcp":
+            return None
+        if c is None or not downlink:
+            ctx.bad("transport.kind", f"{t.kind!r}: the CU sits at a shared cell's downlink: add [cell] with a downlink "
+                                      "scheduler (pf, rr, smec or mrfs)")
+            return None
+        if draft.provider not in (None, "netns"):
+            ctx.bad("transport.kind", f"{t.kind!r} runs on the netns provider for now (its shims and nat rules in the "
+                                      f"nodes, the CU in this machine's emulator); the {draft.provider} provider does not carry them yet")
+            return None
+        return Settings(kind=t.kind, buffer_bytes=None if t.buffer_kb == "inf" else int(float(t.buffer_kb) * 1000),
+                        unscheduled=t.unscheduled, window_us=t.window_us,
+                        alpha_us=None if t.alpha_ms is None else int(t.alpha_ms * 1000), lowest_bps=int(t.lowest_rate_mbit * 1e6),
+                        fronthaul_bps=int(t.fronthaul_gbit * 1e9))
+
+    def describe(self, s: Settings, spec: ExperimentSpec) -> list[str]:
+        buffer = "unbounded" if s.buffer_bytes is None else f"{s.buffer_bytes / 1000:g} KB"
+        how = ("credits from the cell's grants (pDCell)" if s.kind == "pdcell"
+               else f"credits at the fronthaul's {s.fronthaul_bps / 1e9:g} Gbit/s, unaware of the radio (pHost-like)")
+        return [f"transport {s.kind}: the servers' flows to the UEs on credit from a CU at the cell's downlink: {how}; "
+                f"CU buffer {buffer}, {s.unscheduled} packets with each RTS; TCP shims on {spec.offload_node.name} and each UE"]
+
+    def manifest(self, s: Settings | None, spec: ExperimentSpec) -> dict[str, Any] | None:
+        if s is None:
+            return {"kind": "tcp"}
+        return {**asdict(s), "rtt_us": cu_rtt_us(s, spec)}
+
+    def link_args(self, s: Settings, spec: ExperimentSpec, plan: Plan, logs: Path) -> list[str]:
+        buffer = "inf" if s.buffer_bytes is None else str(s.buffer_bytes)
+        alpha = f"alpha-us={s.alpha_us}" if s.alpha_us is not None else f"alpha-lowest-bps={s.lowest_bps}"
+        opt = (f"--cu=port={CU_PORT},buffer-bytes={buffer},window-us={s.window_us},unscheduled={s.unscheduled},"
+               f"rtt-us={cu_rtt_us(s, spec)},{alpha}" + (f",phost,fronthaul-bps={s.fronthaul_bps}" if s.kind == "phost" else ""))
+        return [opt, f"--cu-log={logs}/cu.log"]
+
+    def start(self, s: Settings, run: EdgeRun) -> None:
+        """The shims: one on the offload node (its servers' connections to the UEs' answer port redirected to it),
+        one on each UE, each in its node's network namespace, outside its cgroup (the transport's, not the app's)."""
+        addresses = plan.build(run.spec).addresses
+        endpoints = [n.name for n in run.spec.role("endpoint")]
+        node = run.node
+        self._shim(run, node, ["source", "--listen", str(SHIM_PORT), "--unscheduled", str(s.unscheduled)], f"pdcell-shim-{node.name}")
+        for e in endpoints:
+            rule = ["OUTPUT", "-p", "tcp", "-d", f"{addresses[e]}/32", "--dport", str(ANSWER_PORT), "-j", "REDIRECT", "--to-ports", str(SHIM_PORT)]
+            node.run(["iptables", "-w", "-t", "nat", "-A", *rule])
+            run.undo.callback(node.run, ["iptables", "-w", "-t", "nat", "-D", *rule], check=False)
+        for e in endpoints:
+            self._shim(run, run.nodes[e], ["sink"], f"pdcell-shim-{e}")
+        run.phase(f"pDCell's transport ({s.kind}): the CU at the cell's downlink, TCP shims on {node.name} and "
+                  f"{len(endpoints)} UE(s); flows to the UEs' port {ANSWER_PORT} go on credit")
+
+    def _shim(self, run: EdgeRun, node: Node, args: list[str], name: str) -> None:
+        ready, log = run.run_dir / "raw" / f"{name}.ready", run.run_dir / "logs" / f"{name}.log"
+        proc = node.start(node.argv([node.python, "-m", "pdcell.shim", *args, "--ready", str(ready)]), log, contained=False)
+        run.undo.callback(ready.unlink, missing_ok=True)
+        run.undo.callback(stop_process, proc)
+
+        def listening() -> bool:
+            if proc.poll() is not None:
+                from continuum.errors import ProviderError
+
+                raise ProviderError(f"pDCell's shim on {node.name} exited ({proc.returncode}); see {log}")
+            return ready.exists()
+
+        wait_for(listening, 15, f"pDCell's shim on {node.name}")
+        run.watch(f"pDCell's shim on {node.name}", proc, log)
+
+    def summarize(self, run_dir: Path, df: pd.DataFrame) -> dict | None:
+        from continuum.edge.pdcell import results
+
+        return results.summarize(run_dir, df)
+
+    def render(self, part: dict) -> Any:
+        from continuum.edge.pdcell import results
+
+        return results.render(part)
+
+    def plots(self, p: Plot) -> list[PlotJob]:
+        from continuum.edge.pdcell import plots
+
+        part = p.summary.get(self.summary_key)
+        return [lambda: plots.figures(p.run_dir, part, p.tl, p.xlim, p.folder)] if part else []
+
+
+def cu_rtt_us(s: Settings, spec: ExperimentSpec) -> int:
+    """The CU's first estimate of the credit loop: twice the core's one-way delay to the servers, two slots and a
+    millisecond of processing (it then measures the loop itself)."""
+    slot_us = spec.cell.slot_us if spec.cell is not None else 1000
+    return int(2 * spec.one_way_ms(spec.workload.offload) * 1000 + 2 * slot_us + 1000)
