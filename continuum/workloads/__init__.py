@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 import workloads
 
@@ -147,18 +147,9 @@ register(WorkloadKind("custom", "bring your own: images and/or commands named in
 class FlowsParams(_Params):
     """Flows to the UEs (workloads/flows, issue 41): sizes from a published CDF (workloads/flows/sizes.py) or fixed."""
 
-    sizes: Literal["web-search", "data-mining"] | list[tuple[int, float]] = "web-search"  # a name, or [bytes, cumulative probability] points
+    sizes: Literal["web-search", "data-mining"] = "web-search"
     max_bytes: int = Field(default=10_000_000, ge=1, le=1_000_000_000)  # the distribution cut here (its largest flows take minutes)
     size_bytes: int | None = Field(default=None, ge=1, le=1_000_000_000)  # every flow this size instead
-
-    @field_validator("sizes")
-    @classmethod
-    def _a_cdf(cls, v):
-        if isinstance(v, list):
-            sizes, probs = [b for b, _ in v], [q for _, q in v]
-            if len(v) < 2 or sizes != sorted(sizes) or probs != sorted(probs) or sizes[0] < 1 or probs[0] < 0 or probs[-1] != 1:
-                raise ValueError("a CDF: at least two [bytes, probability] points, both rising, sizes from 1, the last probability 1")
-        return v
 
 
 register(WorkloadKind("flows", "flows to the UEs: a 24-byte request, a flow of a published size distribution back on its own TCP connection "

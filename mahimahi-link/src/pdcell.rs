@@ -21,11 +21,16 @@
 //!   data waits to be scheduled), at least one MTU. f_u, the DU's forecast
 //!   of u's next grants: its share of the cell's time at its current channel
 //!   (channel / the UEs active: with data queued or a flow at the CU, u counted)
-//!   or, when larger, this slot's grant to u; smoothed over 8 slots. (The grant
-//!   alone would shrink with the queue it is drawn from: a short queue asks
-//!   for few blocks.) RTT: credit sent to its data here,
-//!   smoothed (the first estimate from the caller: twice the core delay).
-//!   When the targets add up to more than the buffer they are scaled to it.
+//!   or, when larger, this slot's grant to u; it follows a peak at once and
+//!   forgets it by 1/16 a slot, so a UE has data queued when its channel is good
+//!   (a mean would leave the radio idle at the peaks a scheduler like PF looks
+//!   for; the grant alone would shrink with the queue it is drawn from). RTT:
+//!   the least credit-to-data time of the last one to two seconds, on-time
+//!   credits only (the first estimate from the caller: twice the core delay and
+//!   two slots); the smoothed one, late data included, only says when to give
+//!   up on a credit (thresholds sized by it would take in the sources' own
+//!   queueing and feed it). When the targets add up to more than the buffer
+//!   they are scaled to it.
 //! - Modified LQD: an arrival that does not fit the buffer shrinks the longest
 //!   queue's threshold by one MTU (none admitted is dropped); evaluated again,
 //!   it still does not fit, so it is not admitted and its packet is credited
@@ -172,7 +177,12 @@ pub struct Cu<K> {
     pub ues: Vec<Ue>,
     flows: HashMap<K, Flow>,
     registered: u64,
+    /// The credit loop, smoothed (late data included): when to give up on a credit.
     rtt: f64,
+    /// Its least value over the last one to two seconds, on-time credits only: the loop the thresholds cover.
+    /// (The smoothed one would take in the sources' own queueing, and thresholds sized by it would feed it.)
+    base: [Option<Nanos>; 2],
+    base_since: Nanos,
     /// Bytes admitted and not yet sent, over all UEs, and the most ever.
     pub total: u64,
     pub peak_total: u64,
@@ -183,16 +193,40 @@ pub struct Cu<K> {
 /// The smoothing of the grant forecast and the RTT (1/8, as TCP's SRTT).
 const SMOOTH: f64 = 1.0 / 8.0;
 
+/// The base loop's window (ns): its least sample over the last one to two of these.
+const BASE_WINDOW: Nanos = 1_000_000_000;
+
+/// The forecast follows a UE's peaks at once and forgets them by this share a slot.
+const PEAK_DECAY: f64 = 1.0 / 16.0;
+
 impl<K: Hash + Eq + Clone + Ord> Cu<K> {
     pub fn new(cfg: Config, ues: usize) -> Self {
         let threshold = if cfg.coupled { cfg.mtu as u64 } else { cfg.buffer_bytes };
         Cu { cfg, ues: vec![Ue { threshold, ..Ue::default() }; ues], flows: HashMap::new(), registered: 0, rtt: cfg.rtt_ns as f64,
+             base: [None, None], base_since: 0,
              total: 0, peak_total: 0, first: 0 }
     }
 
     /// The smoothed credit loop (ns).
     pub fn rtt_ns(&self) -> Nanos {
         self.rtt as Nanos
+    }
+
+    /// The base credit loop (ns): the least recent on-time sample, else the first estimate.
+    pub fn base_rtt_ns(&self) -> Nanos {
+        self.base.iter().flatten().min().copied().unwrap_or(self.cfg.rtt_ns)
+    }
+
+    fn sample(&mut self, now: Nanos, sent: Nanos, on_time: bool) {
+        let d = now.saturating_sub(sent);
+        self.rtt += SMOOTH * (d as f64 - self.rtt);
+        if on_time {
+            if now.saturating_sub(self.base_since) > BASE_WINDOW {
+                self.base = [None, self.base[0]];
+                self.base_since = now;
+            }
+            self.base[0] = Some(self.base[0].map_or(d, |b| b.min(d)));
+        }
     }
 
     /// A packet of flow `flow` for UE `ue`: its flow's size so far (`last`: the
@@ -215,14 +249,20 @@ impl<K: Hash + Eq + Clone + Ord> Cu<K> {
         f.last |= last;
         let (seq, bytes) = data?;
         let ue = f.ue;
+        let mut took = None;
         if let Some((sent, _)) = f.outstanding.remove(&seq) {
             self.ues[ue].outstanding -= self.cfg.mtu as u64;
             self.ues[ue].backoff = false;
-            self.rtt += SMOOTH * (now.saturating_sub(sent) as f64 - self.rtt);
+            took = Some((sent, true));
         } else if let Some(sent) = f.given_up.remove(&seq) {
-            self.rtt += SMOOTH * (now.saturating_sub(sent) as f64 - self.rtt);
+            took = Some((sent, false));
         }
-        if f.has(seq) {
+        let dup = f.has(seq);
+        if let Some((sent, on_time)) = took {
+            self.sample(now, sent, on_time);
+        }
+        let f = self.flows.get_mut(flow).expect("registered above");
+        if dup {
             self.ues[ue].duplicates += 1;
             return Some(Arrival::Duplicate);
         }
@@ -365,13 +405,13 @@ impl<K: Hash + Eq + Clone + Ord> Cu<K> {
             }
         }
         let busy = active.iter().filter(|a| **a).count() as f64;
-        let horizon = self.rtt / self.cfg.slot_ns as f64 + 2.0;
+        let horizon = self.base_rtt_ns() as f64 / self.cfg.slot_ns as f64 + 2.0;
         let mut targets: Vec<u64> = Vec::with_capacity(self.ues.len());
         for ((u, d), on) in self.ues.iter_mut().zip(du).zip(&active) {
             // At least its share of the cell's time at its channel, more when the scheduler gives it more.
             let share = d.channel_bytes as f64 / if *on { busy.max(1.0) } else { busy + 1.0 };
             let next = if *on { share.max(d.grant_bytes as f64) } else { share };
-            u.forecast += SMOOTH * (next - u.forecast);
+            u.forecast = next.max(u.forecast * (1.0 - PEAK_DECAY));
             targets.push((u.forecast * horizon).ceil().max(mtu) as u64);
         }
         // More than the buffer in all: each scaled to its part of it.
@@ -516,9 +556,9 @@ mod tests {
         cu.arrive(0, &1, 0, 100 * 1448, true, 1448, None);
         cu.arrive(0, &2, 0, 3 * 1448, true, 1448, None);
         cu.arrive(0, &3, 0, 3 * 1448, true, 1448, None);
-        let du = [DuView { grant_bytes: 0, channel_bytes: 30_000, backlogged: false }];
+        let du = [DuView { grant_bytes: 0, channel_bytes: 3750, backlogged: false }];
         let got: Vec<(u32, u32)> = cu.slot(0, &du).iter().map(|c| (c.flow, c.seq)).collect();
-        // threshold: forecast 30000/8 = 3750 × 6 = 22500 bytes: 15 credits; 2 before 3 (older), then 1
+        // threshold: forecast 3750 (its channel, alone) × 6 = 22500 bytes: 15 credits; 2 before 3 (older), then 1
         assert_eq!(got, vec![(2, 0), (2, 1), (2, 2), (3, 0), (3, 1), (3, 2), (1, 0), (1, 1), (1, 2), (1, 3), (1, 4), (1, 5), (1, 6), (1, 7), (1, 8)]);
     }
 

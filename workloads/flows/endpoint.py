@@ -19,8 +19,7 @@ class Endpoint:
     def __init__(self, s: EndpointSettings) -> None:
         p = s.params
         seed = zlib.crc32(f"{s.seed}/{s.endpoint}/{s.repetition}".encode())  # one stream per endpoint and repetition, run after run
-        cdf = p.get("sizes", "web-search")
-        self.sizes = Sizes(cdf if isinstance(cdf, str) else tuple((int(b), float(q)) for b, q in cdf), int(p.get("max_bytes", 10_000_000)), seed)
+        self.sizes = Sizes(str(p.get("sizes", "web-search")), int(p.get("max_bytes", 10_000_000)), seed)
         self.fixed = p.get("size_bytes")
         self.repetition = s.repetition
         path = Path(s.records).with_name(f"flows-{s.endpoint}.csv")

@@ -30,10 +30,10 @@ CDFS: dict[str, tuple[tuple[int, float], ...]] = {
 
 
 class Sizes:
-    """Draws from one CDF (a name of CDFS, or points), cut at `max_bytes`."""
+    """Draws from one of CDFS, cut at `max_bytes`."""
 
-    def __init__(self, cdf: str | tuple[tuple[int, float], ...], max_bytes: int, seed: int):
-        self.points = CDFS[cdf] if isinstance(cdf, str) else cdf
+    def __init__(self, cdf: str, max_bytes: int, seed: int):
+        self.points = CDFS[cdf]
         self.max_bytes = max_bytes
         self.rng = random.Random(seed)
         self.probs = [p for _, p in self.points]
@@ -46,9 +46,9 @@ class Sizes:
         return max(1, min(self.max_bytes, round(size)))
 
 
-def mean_bytes(cdf: str | tuple[tuple[int, float], ...], max_bytes: int) -> float:
+def mean_bytes(cdf: str, max_bytes: int) -> float:
     """The mean flow size, cut at max_bytes (piecewise linear between the points): what a load's rate is computed from."""
-    points = CDFS[cdf] if isinstance(cdf, str) else cdf
+    points = CDFS[cdf]
     total = 0.0
     for (s0, p0), (s1, p1) in zip(points, points[1:]):
         if p1 == p0:

@@ -98,6 +98,14 @@ def summarize(run_dir: Path, df: pd.DataFrame) -> dict | None:
     t = m.get("transport") or {"kind": "tcp"}
     out: dict[str, Any] = {"kind": t.get("kind", "tcp"), "downlink_scheduler": (m.get("cell") or {}).get("downlink"),
                            "all": _stats(f), "by_size": {}, "by_channel": {}}
+    # The load: the bytes asked for in the measured window over what the cell carries with its time shared
+    # equally (the mean of the UEs' channels): the utilisation the paper states its load as.
+    rates = [r for _, r in channels(run_dir).values() if r]
+    window_s = (f["t_drawn"].max() - f["t_drawn"].min()) / 1e9
+    if rates and window_s > 0:
+        capacity = sum(rates) / len(rates)
+        out["cell_capacity_mbit"] = round(capacity, 3)
+        out["offered_load"] = round(float(f["bytes"].sum()) * 8 / window_s / (capacity * 1e6), 3)
     for name, lo, hi in SIZE_CLASSES:
         g = f[(f["bytes"] > lo) & (f["bytes"] <= hi)]
         if not g.empty:
@@ -124,8 +132,10 @@ def render(part: dict) -> Any:
         bound = "unbounded" if cu["buffer_bytes"] is None else f"{cu['buffer_bytes'] / 1000:g} KB"
         caption = (f"CU buffer {bound}: peak {cu['peak_bytes'] / 1000:g} KB, P99 {(cu['occupancy_p99_bytes'] or 0) / 1000:g} KB; "
                    f"{cu['credits']} credits, {cu['expired']} brought no data, {cu['not_admitted']} packets not admitted")
-    t = Table(title=f"flows: transport {part['kind']}, downlink {part['downlink_scheduler']}; FCT = server's first byte to the UE's last, "
-                    "slowdown = FCT / (bytes at the UE's channel alone)", caption=caption)
+    load = (f"; offered load {part['offered_load']:g} of the cell's {part['cell_capacity_mbit']:g} Mbit/s (its time shared equally)"
+            if "offered_load" in part else "")
+    t = Table(title=f"flows: transport {part['kind']}, downlink {part['downlink_scheduler']}{load}; FCT = server's first byte to the "
+                    "UE's last, slowdown = FCT / (bytes at the UE's channel alone)", caption=caption)
     for c in ("flows", "of them", "complete", "FCT P50 ms", "FCT P99 ms", "slowdown P50", "slowdown P99"):
         t.add_column(c, justify="right" if c not in ("flows", "of them") else "left")
     for group, rows in (("by size", part["by_size"]), ("by channel", part["by_channel"]), ("all", {"": part["all"]})):
