@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Protocol, Sequence
 from pydantic import BaseModel
 
 from continuum.config import raw
-from continuum.config.spec import AppSpec, CellSpec, NodeSpec, WorkloadSpec
+from continuum.config.spec import AppSpec, CellSpec, MobileSpec, NodeSpec, WorkloadSpec
 from continuum.config.validation import Issues, validate_section
 
 # What a running edge system may ask of the nodes and of the provider that builds them (EdgeSection.needs).
@@ -41,6 +41,7 @@ class Draft:
     provider: str | None
     cell: CellSpec | None = None  # the shared cell, resolved
     transport: raw.Transport | None = None  # [transport] as written
+    mobile: MobileSpec | None = None  # [mobile], resolved
 
 
 class EdgeSection(Protocol):

@@ -175,7 +175,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: C
     e = p.get("experiment")
     total_s = e.warmup_s + e.duration_s if e is not None else None
     events = timeline.resolve(p["timeline"], nodes, apps, c, p, total_s, ctx) if p["timeline"] else ()
-    draft = Draft(tuple(nodes), tuple(apps), workload, groups, mix, None if provider is None else provider.kind, c, p.get("transport"))
+    draft = Draft(tuple(nodes), tuple(apps), workload, groups, mix, None if provider is None else provider.kind, c, p.get("transport"), mobile)
     running, needs = edge.resolve(p["edge"], systems, draft, ctx)
     for role in ("endpoint", "edge", "cloud"):
         wanted = [n.name for n in nodes if n.role == role or (role == "endpoint" and n.role == "bulk")]

@@ -361,7 +361,7 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
                         "tutti" if key == "--uplink-cell" => out.push(v.to_string()),
                         "mrfs" if key == "--downlink-cell" => out.push(v.to_string()),
                         "mrfs" => bad = Some(format!("{key}: mrfs orders UEs by the flow sizes pDCell's CU reports; it schedules the downlink only (valid here: rr, pf, smec, tutti)")),
-                        "tutti" => bad = Some(format!("{key}: tutti learns uplink request starts from the edge; it schedules the uplink only (valid here: rr, pf, smec)")),
+                        "tutti" => bad = Some(format!("{key}: tutti learns uplink request starts from the edge; it schedules the uplink only (valid here: rr, pf, smec, mrfs)")),
                         _ => bad = Some(format!("{key}: {v:?} is not a scheduler; valid: rr, pf, smec, tutti (uplink), mrfs (downlink); several cells: one per cell, separated by ','")),
                     }
                 }

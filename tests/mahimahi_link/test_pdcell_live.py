@@ -53,7 +53,8 @@ def test_small_flows_finish_sooner_under_pdcell_with_mrfs_than_under_tcp_with_pf
             assert len(large) == 4 and all(f.fct_s is not None for f in large), (arm.name, large)
             if run.cu_log is not None:
                 c = cu_counters(run.cu_log)
-                assert c["peak_total"] <= arm.buffer_bytes and all(u["duplicates"] == 0 for u in c["ues"]), c
+                # a packet comes twice only after its credit was given up on and sent again
+                assert c["peak_total"] <= arm.buffer_bytes and all(u["duplicates"] <= u["expired"] for u in c["ues"]), c
         print(f"repetition {rep}: small flows' median FCT", {k: f"{v * 1e3:.1f} ms" for k, v in med.items()})
         assert med["pdcell-mrfs"] < 0.5 * med["tcp-pf"], med
 

@@ -201,7 +201,7 @@ def test_one_pass_reports_schema_and_resolution_problems_together():
     }, e.value
     assert "no-such-uplink-trace" in by_key["mobile.uplink"][0]
     assert "at least one endpoint" in by_key["nodes.endpoint.count"][0]
-    assert "valid: augmented_reality, custom, edge_tasks, file_download, file_transfer, image_classification" in by_key["workload.app"][0]
+    assert "valid: augmented_reality, custom, edge_tasks, file_download, file_transfer, flows, image_classification" in by_key["workload.app"][0]
     assert by_key["workload.payload"] == ["min_bytes 50000 > max_bytes 20000"]
     assert "needs a limit" in by_key["mobile.uplink_queue_args"][0]
     # the bad downlink queue is reported once, not again as bad queue arguments for its default

@@ -31,6 +31,7 @@ def _valid(*args: str) -> tuple[str, ...]:
 def test_the_cells_schedulers_are_the_emulators():
     assert set(_valid("simulate-cell", "--trace=/dev/null", "--scheduler=no-such")) == set(raw.SCHEDULERS)
     assert _valid("forward", "--downlink-cell=tutti") == raw.typing.get_args(raw.DownlinkScheduler)
+    assert _valid("forward", "--uplink-cell=mrfs") == raw.typing.get_args(raw.UplinkScheduler)
 
 
 def test_the_queues_are_the_emulators():

@@ -68,6 +68,11 @@ class Pdcell(EdgeSystem):
             ctx.bad("transport.kind", f"{t.kind!r}: the CU sits at a shared cell's downlink: add [cell] with a downlink "
                                       "scheduler (pf, rr, smec or mrfs)")
             return None
+        m = draft.mobile
+        if m is not None and (m.downlink_queue != "infinite" or m.downlink_loss > 0):
+            ctx.bad("mobile.downlink_queue" if m.downlink_queue != "infinite" else "mobile.downlink_loss",
+                    f"{t.kind!r}: the CU bounds the UEs' downlink queues (transport.buffer_kb) and leaves radio losses to the "
+                    "radio's own retransmissions: leave downlink_queue \"infinite\" and downlink_loss 0")
         if draft.provider not in (None, "netns"):
             ctx.bad("transport.kind", f"{t.kind!r} runs on the netns provider for now (its shims and nat rules in the "
                                       f"nodes, the CU in this machine's emulator); the {draft.provider} provider does not carry them yet")
