@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 # top-level folder -> (where its packages are, its packages, its layer: a folder imports only lower layers or its own)
 FOLDERS = {
     "smec-edge": ("smec-edge", ("smec_edge",), 0),
-    "edge-systems": ("edge-systems", ("mosaic", "mecanic"), 0),
+    "edge-systems": ("edge-systems", ("mosaic", "mecanic", "pdcell"), 0),
     "srsran-integration": ("srsran-integration", ("srsran_integration",), 0),
     "workloads": (".", ("workloads",), 1),
     "continuum": (".", ("continuum",), 2),
