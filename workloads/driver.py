@@ -413,6 +413,8 @@ def run_server(app_cls: type[ServerApp]) -> int:
     count = threading.Lock()
     as_flows = getattr(app, "answers_as_flows", False)
     senders: list[threading.Thread] = []
+    answers = _CsvLog(str(Path(s.server_log).with_name(Path(s.server_log).name.replace("server-", "answers-", 1))),
+                      ["request_id", "bytes", "tcp_retransmissions"]) if as_flows else None
 
     def work() -> None:
         """One worker: takes the next request, processes it, answers."""
@@ -434,8 +436,8 @@ def run_server(app_cls: type[ServerApp]) -> int:
             extra = edge.ended(header, budget, reason)
             answer = {"request_id": header["request_id"], "t_server_received": t_recv, "t_server_start": t_start,
                       "t_server_done": t_done, "t_server_published": time.time_ns()}
-            if as_flows:  # each on its own connection, side by side: the next request does not wait for the transfer
-                sender = threading.Thread(target=_send_flow, args=(header, contract.pack({**answer, **extra}, result)), daemon=True)
+            if answers is not None:  # answers as flows: each on its own connection, side by side (the next request does not wait)
+                sender = threading.Thread(target=_send_flow, args=(header, contract.pack({**answer, **extra}, result), answers), daemon=True)
                 sender.start()
                 senders[:] = [t for t in senders if t.is_alive()] + [sender]
             else:
@@ -447,6 +449,8 @@ def run_server(app_cls: type[ServerApp]) -> int:
     queueing = _run_workers(app, s, work, stop)
     for sender in senders:  # answers still on their way: their transfers end with the run's teardown at the latest
         sender.join(0.5)
+    if answers is not None:
+        answers.close()
     client.disconnect()  # before loop_stop, as the endpoint does
     client.loop_stop()
     log.close()
@@ -457,11 +461,17 @@ def run_server(app_cls: type[ServerApp]) -> int:
     return 0
 
 
-def _send_flow(header: dict, message: bytes) -> None:
+def _send_flow(header: dict, message: bytes, log: _CsvLog) -> None:
+    """One answer as a flow; its row in answers-NODE.csv: request_id, bytes, the segments its TCP sent again."""
     try:
-        flow_answers.send(header["reply_to"], message)
+        again = flow_answers.send(header["reply_to"], message)
     except (OSError, KeyError) as e:  # the request then times out at the endpoint, which records it
         print(f"answer to {header.get('request_id')} not delivered: {e}", flush=True)
+        return
+    try:
+        log.write({"request_id": header["request_id"], "bytes": len(message), "tcp_retransmissions": again})
+    except ValueError:  # the server stopped meanwhile (its log closed): the answer is the endpoint's record still
+        pass
 
 
 def _run_workers(app: ServerApp, s: ServerSettings, work: Callable[[], None], stop: threading.Event) -> bool:

@@ -74,10 +74,16 @@ class Listener:
         self.thread.join(1)
 
 
-def send(address: str, message: bytes, port: int = contract.ANSWER_PORT, timeout: float = 600) -> None:
-    """One answer to the endpoint at `address`: connect, write, close our side, wait for the endpoint's close."""
+TCPI_TOTAL_RETRANS = 100  # struct tcp_info (linux/tcp.h): 8 bytes of u8 fields, then u32s; tcpi_total_retrans is the 24th
+
+
+def send(address: str, message: bytes, port: int = contract.ANSWER_PORT, timeout: float = 600) -> int:
+    """One answer to the endpoint at `address`: connect, write, close our side, wait for the endpoint's close.
+    Returns the segments the connection's TCP sent again."""
     with socket.create_connection((address, port), timeout=timeout) as s:
         s.sendall(message)
         s.shutdown(socket.SHUT_WR)
         while s.recv(4096):
             pass
+        info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+        return struct.unpack_from("I", info, TCPI_TOTAL_RETRANS)[0] if len(info) >= 104 else 0

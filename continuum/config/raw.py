@@ -377,6 +377,9 @@ class Transport(Strict):
     alpha_ms: float | None = Field(default=None, ge=0, le=10_000)
     lowest_rate_mbit: float = Field(default=2.0, gt=0, le=100_000)
     fronthaul_gbit: float = Field(default=10.0, gt=0, le=1000)  # phost: the credits' pace
+    # the servers' TCP congestion control (their node's net.ipv4.tcp_congestion_control; unset: what the node
+    # inherited from this machine, recorded in the manifest). With pdcell/phost the servers' TCP ends at the local shim.
+    congestion_control: Literal["cubic", "reno", "bbr"] | None = None
 
 
 class ExperimentFile(Strict):

@@ -22,8 +22,8 @@ import pandas as pd  # noqa: E402
 from continuum.edge.pdcell import results as flows_results  # noqa: E402
 
 LABELS = {"mrfs": "pDCell, MRFS", "pfs": "pDCell, PF", "phost-inf": "pHost-like, unbounded CU buffer",
-          "phost-3mb": "pHost-like, 3 MB CU buffer", "tcp": "TCP (CUBIC), PF"}
-COLOURS = {"mrfs": "C0", "pfs": "C1", "phost-inf": "C2", "phost-3mb": "C4", "tcp": "C3"}
+          "phost-3mb": "pHost-like, 3 MB CU buffer", "tcp": "TCP CUBIC, PF", "tcp-reno": "TCP NewReno, PF", "tcp-bbr": "TCP BBR, PF"}
+COLOURS = {"mrfs": "C0", "pfs": "C1", "phost-inf": "C2", "phost-3mb": "C4", "tcp": "C3", "tcp-reno": "C5", "tcp-bbr": "C7"}
 CLASSES = [(name, lo, hi) for name, lo, hi in flows_results.SIZE_CLASSES if lo < 1_000_000]  # the runs' flows are cut at 1 MB
 
 

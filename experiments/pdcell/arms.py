@@ -1,8 +1,9 @@
 """The pDCell experiment's arms: configs/pdcell-*.toml with the run's folder
 and name set, and for the load sweep the flows' rate scaled, written to stdout:
     arms.py ARM LOAD OUTPUT_FOLDER
-ARM: mrfs, pfs, tcp, phost-inf (configs/pdcell-{mrfs,pfs,tcp,phost}.toml) or
-phost-3mb (pdcell-phost.toml with the 3 MB CU buffer of pDCell's arms); LOAD:
+ARM: mrfs, pfs, tcp, phost-inf (configs/pdcell-{mrfs,pfs,tcp,phost}.toml),
+phost-3mb (pdcell-phost.toml with the 3 MB CU buffer of pDCell's arms), tcp-reno
+or tcp-bbr (pdcell-tcp.toml with NewReno or BBR in place of CUBIC); LOAD:
 the offered load as a share of the cell (the configs are written for 0.6:
 rate 0.36/s per UE), each run measures and reports the load it offered."""
 
@@ -13,7 +14,8 @@ import sys
 from pathlib import Path
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-ARMS = {"mrfs": "pdcell-mrfs", "pfs": "pdcell-pfs", "tcp": "pdcell-tcp", "phost-inf": "pdcell-phost", "phost-3mb": "pdcell-phost"}
+ARMS = {"mrfs": "pdcell-mrfs", "pfs": "pdcell-pfs", "tcp": "pdcell-tcp", "phost-inf": "pdcell-phost", "phost-3mb": "pdcell-phost",
+        "tcp-reno": "pdcell-tcp", "tcp-bbr": "pdcell-tcp"}
 CONFIG_LOAD = 0.6
 
 
@@ -25,6 +27,9 @@ def arm(name: str, load: float, out: Path) -> str:
     rate = re.search(r"(?m)^rate = ([0-9.]+)$", text)
     assert rate, f"{ARMS[name]}.toml lost its rate"
     text = text.replace(rate.group(0), f"rate = {float(rate.group(1)) * load / CONFIG_LOAD:.4g}")
+    if name in ("tcp-reno", "tcp-bbr"):
+        assert 'congestion_control = "cubic"' in text
+        text = text.replace('congestion_control = "cubic"', f'congestion_control = "{name.removeprefix("tcp-")}"')
     if name == "phost-3mb":
         assert 'buffer_kb = "inf"' in text
         text = text.replace('buffer_kb = "inf"', "buffer_kb = 3000")

@@ -104,6 +104,11 @@ def test_the_table_becomes_the_cus_options(tmp_path):
                             materialize=False)
     argv = link.argv(phost, plan.build(phost), tmp_path, tmp_path / "s", "mahimahi-link", binary=Path("mml"))
     assert any(re.fullmatch(r"--cu=port=47200,buffer-bytes=inf,.*alpha-us=3000,phost,fronthaul-bps=10000000000", a) for a in argv), argv
+    # kind = "tcp": no CU, only the servers' congestion control
+    tcp = experiment.load(_file(tmp_path, SHORT.replace('downlink = "mrfs"', 'downlink = "pf"').replace(
+        'kind = "pdcell"\nbuffer_kb = 200', 'kind = "tcp"\ncongestion_control = "reno"')), materialize=False)
+    assert not [a for a in link.argv(tcp, plan.build(tcp), tmp_path, tmp_path / "s", "mahimahi-link", binary=Path("mml")) if a.startswith("--cu")]
+    assert tcp.edge["pdcell"].congestion_control == "reno"
     for name in ("pdcell-mrfs", "pdcell-pfs", "pdcell-tcp", "pdcell-phost"):
         text = (REPO / "configs" / f"{name}.toml").read_text()
         if "mahimahi-" in text and not (REPO.parent / "shared" / "traces").exists():

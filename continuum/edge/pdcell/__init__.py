@@ -35,13 +35,14 @@ SHIM_PORT = 47201  # the offload node's shim: where its nat table sends the serv
 
 @dataclass(frozen=True)
 class Settings:
-    kind: str  # "pdcell" | "phost"
+    kind: str  # "pdcell" | "phost" | "tcp" (only the servers' congestion control: no CU, no shims)
     buffer_bytes: int | None  # None: unbounded
     unscheduled: int
     window_us: int
     alpha_us: int | None  # None: the UE's queued bytes at lowest_bps
     lowest_bps: int
     fronthaul_bps: int
+    congestion_control: str | None  # the servers' TCP (None: the node's default, recorded)
 
 
 class Pdcell(EdgeSystem):
@@ -62,8 +63,10 @@ class Pdcell(EdgeSystem):
         if "mrfs" in downlink and (t is None or t.kind == "tcp"):
             ctx.bad("cell.downlink", "mrfs orders the UEs by the bytes left of their flows, which only pDCell's CU "
                                      "tells the MAC: set [transport] kind = \"pdcell\" (or \"phost\"), or choose rr, pf or smec")
-        if t is None or t.kind == "tcp":
+        if t is None:
             return None
+        if t.kind == "tcp":
+            return Settings("tcp", None, 0, 0, None, 0, 0, t.congestion_control)
         if c is None or not downlink:
             ctx.bad("transport.kind", f"{t.kind!r}: the CU sits at a shared cell's downlink: add [cell] with a downlink "
                                       "scheduler (pf, rr, smec or mrfs)")
@@ -80,21 +83,28 @@ class Pdcell(EdgeSystem):
         return Settings(kind=t.kind, buffer_bytes=None if t.buffer_kb == "inf" else int(float(t.buffer_kb) * 1000),
                         unscheduled=t.unscheduled, window_us=t.window_us,
                         alpha_us=None if t.alpha_ms is None else int(t.alpha_ms * 1000), lowest_bps=int(t.lowest_rate_mbit * 1e6),
-                        fronthaul_bps=int(t.fronthaul_gbit * 1e9))
+                        fronthaul_bps=int(t.fronthaul_gbit * 1e9), congestion_control=t.congestion_control)
 
     def describe(self, s: Settings, spec: ExperimentSpec) -> list[str]:
+        cc = f"the servers' TCP: {s.congestion_control or 'the node default (recorded in the manifest)'}"
+        if s.kind == "tcp":
+            return [f"transport tcp: end to end; {cc}"]
         buffer = "unbounded" if s.buffer_bytes is None else f"{s.buffer_bytes / 1000:g} KB"
         how = ("credits from the cell's grants (pDCell)" if s.kind == "pdcell"
                else f"credits at the fronthaul's {s.fronthaul_bps / 1e9:g} Gbit/s, unaware of the radio (pHost-like)")
         return [f"transport {s.kind}: the servers' flows to the UEs on credit from a CU at the cell's downlink: {how}; "
-                f"CU buffer {buffer}, {s.unscheduled} packets with each RTS; TCP shims on {spec.offload_node.name} and each UE"]
+                f"CU buffer {buffer}, {s.unscheduled} packets with each RTS; TCP shims on {spec.offload_node.name} and each UE; {cc}"]
 
     def manifest(self, s: Settings | None, spec: ExperimentSpec) -> dict[str, Any] | None:
         if s is None:
             return {"kind": "tcp"}
+        if s.kind == "tcp":
+            return {"kind": "tcp", "congestion_control": s.congestion_control}
         return {**asdict(s), "rtt_us": cu_rtt_us(s, spec)}
 
     def link_args(self, s: Settings, spec: ExperimentSpec, plan: Plan, logs: Path) -> list[str]:
+        if s.kind == "tcp":
+            return []
         buffer = "inf" if s.buffer_bytes is None else str(s.buffer_bytes)
         alpha = f"alpha-us={s.alpha_us}" if s.alpha_us is not None else f"alpha-lowest-bps={s.lowest_bps}"
         opt = (f"--cu=port={CU_PORT},buffer-bytes={buffer},window-us={s.window_us},unscheduled={s.unscheduled},"
@@ -104,9 +114,17 @@ class Pdcell(EdgeSystem):
     def start(self, s: Settings, run: EdgeRun) -> None:
         """The shims: one on the offload node (its servers' connections to the UEs' answer port redirected to it),
         one on each UE, each in its node's network namespace, outside its cgroup (the transport's, not the app's)."""
+        node = run.node
+        key = "net.ipv4.tcp_congestion_control"
+        if s.congestion_control:
+            node.run(["sysctl", "-qw", f"{key}={s.congestion_control}"])
+        cc = node.run(["sysctl", "-n", key]).stdout.strip()
+        run.note({"congestion_control": cc})
+        if s.kind == "tcp":
+            run.phase(f"transport tcp: the servers' congestion control on {node.name} is {cc}")
+            return
         addresses = plan.build(run.spec).addresses
         endpoints = [n.name for n in run.spec.role("endpoint")]
-        node = run.node
         self._shim(run, node, ["source", "--listen", str(SHIM_PORT), "--unscheduled", str(s.unscheduled)], f"pdcell-shim-{node.name}")
         for e in endpoints:
             rule = ["OUTPUT", "-p", "tcp", "-d", f"{addresses[e]}/32", "--dport", str(ANSWER_PORT), "-j", "REDIRECT", "--to-ports", str(SHIM_PORT)]
@@ -115,7 +133,7 @@ class Pdcell(EdgeSystem):
         for e in endpoints:
             self._shim(run, run.nodes[e], ["sink"], f"pdcell-shim-{e}")
         run.phase(f"pDCell's transport ({s.kind}): the CU at the cell's downlink, TCP shims on {node.name} and "
-                  f"{len(endpoints)} UE(s); flows to the UEs' port {ANSWER_PORT} go on credit")
+                  f"{len(endpoints)} UE(s); flows to the UEs' port {ANSWER_PORT} go on credit (the servers' TCP to the shim: {cc})")
 
     def _shim(self, run: EdgeRun, node: Node, args: list[str], name: str) -> None:
         ready, log = run.run_dir / "raw" / f"{name}.ready", run.run_dir / "logs" / f"{name}.log"

@@ -96,7 +96,8 @@ def summarize(run_dir: Path, df: pd.DataFrame) -> dict | None:
         return None
     m = json.loads((run_dir / "manifest.json").read_text())
     t = m.get("transport") or {"kind": "tcp"}
-    out: dict[str, Any] = {"kind": t.get("kind", "tcp"), "downlink_scheduler": (m.get("cell") or {}).get("downlink"),
+    out: dict[str, Any] = {"kind": t.get("kind", "tcp"), "congestion_control": t.get("congestion_control"),
+                           "downlink_scheduler": (m.get("cell") or {}).get("downlink"),
                            "all": _stats(f), "by_size": {}, "by_channel": {}}
     # The load: the bytes asked for in the measured window over what the cell carries with its time shared
     # equally (the mean of the UEs' channels): the utilisation the paper states its load as.
@@ -112,6 +113,13 @@ def summarize(run_dir: Path, df: pd.DataFrame) -> dict | None:
             out["by_size"][name] = _stats(g)
     for (name, mbit), g in f.groupby(["channel", "channel_mbit"], dropna=False):
         out["by_channel"][f"{name} ({mbit:.0f} Mbit/s)" if pd.notna(mbit) else str(name)] = _stats(g)
+    sent = [pd.read_csv(p) for p in sorted((run_dir / "raw").glob("answers-*.csv"))]
+    if sent:
+        a = pd.concat(sent)
+        a = a[a["request_id"].astype(str).isin(set(f["request_id"].astype(str)))]
+        segments = float((a["bytes"] / 1448).apply(np.ceil).sum())
+        out["tcp_retransmissions"] = int(a["tcp_retransmissions"].sum())
+        out["tcp_retransmitted_share"] = round(out["tcp_retransmissions"] / segments, 6) if segments else None
     cu = cu_log(run_dir)
     if cu is not None:
         head, occ, counters = cu
@@ -128,13 +136,18 @@ def render(part: dict) -> Any:
 
     cu = part.get("cu")
     caption = None
+    if "tcp_retransmissions" in part:
+        caption = (f"the servers' TCP sent {part['tcp_retransmissions']} segments again ({100 * (part['tcp_retransmitted_share'] or 0):.2f}%)"
+                   + ("; with pDCell it ends at the shim beside it" if cu else ""))
     if cu:
         bound = "unbounded" if cu["buffer_bytes"] is None else f"{cu['buffer_bytes'] / 1000:g} KB"
         caption = (f"CU buffer {bound}: peak {cu['peak_bytes'] / 1000:g} KB, P99 {(cu['occupancy_p99_bytes'] or 0) / 1000:g} KB; "
-                   f"{cu['credits']} credits, {cu['expired']} brought no data, {cu['not_admitted']} packets not admitted")
+                   f"{cu['credits']} credits, {cu['expired']} brought no data, {cu['not_admitted']} packets not admitted"
+                   + (f"; {caption}" if caption else ""))
     load = (f"; offered load {part['offered_load']:g} of the cell's {part['cell_capacity_mbit']:g} Mbit/s (its time shared equally)"
             if "offered_load" in part else "")
-    t = Table(title=f"flows: transport {part['kind']}, downlink {part['downlink_scheduler']}{load}; FCT = server's first byte to the "
+    cc = f" ({part['congestion_control']})" if part.get("congestion_control") and part["kind"] == "tcp" else ""
+    t = Table(title=f"flows: transport {part['kind']}{cc}, downlink {part['downlink_scheduler']}{load}; FCT = server's first byte to the "
                     "UE's last, slowdown = FCT / (bytes at the UE's channel alone)", caption=caption)
     for c in ("flows", "of them", "complete", "FCT P50 ms", "FCT P99 ms", "slowdown P50", "slowdown P99"):
         t.add_column(c, justify="right" if c not in ("flows", "of them") else "left")
