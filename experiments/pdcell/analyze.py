@@ -124,8 +124,10 @@ def cu_buffer(rs: list[dict], out: Path) -> None:
 
 def load(t: pd.DataFrame, out: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for arm in ("mrfs", "tcp"):
+    for arm in ("mrfs", "tcp", "tcp-bbr"):
         s = t[t["arm"] == arm].sort_values("offered_load")
+        if len(s) < 2:
+            continue
         for ax, key, what in ((axes[0], "small", "small flows (<= 100 KB)"), (axes[1], "medium", "medium flows (100 KB - 1 MB)")):
             ax.plot(s["offered_load"], s[f"{key}_fct_p50_ms"], "o-", color=COLOURS[arm], label=f"{LABELS[arm]}: median")
             ax.plot(s["offered_load"], s[f"{key}_fct_p99_ms"], "s--", color=COLOURS[arm], label=f"{LABELS[arm]}: P99")
@@ -133,7 +135,7 @@ def load(t: pd.DataFrame, out: Path) -> None:
     for ax in axes:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
-    fig.suptitle("Load sweep: pDCell-MRFS against TCP-PF (one 60 s run per point, measured)", fontsize=10)
+    fig.suptitle("Load sweep: pDCell-MRFS against TCP (CUBIC, BBR) with PF (one 60 s run per point, measured)", fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -117,6 +117,7 @@ class Pdcell(EdgeSystem):
         node = run.node
         key = "net.ipv4.tcp_congestion_control"
         if s.congestion_control:
+            _allow(s.congestion_control, run, node)
             node.run(["sysctl", "-qw", f"{key}={s.congestion_control}"])
         cc = node.run(["sysctl", "-n", key]).stdout.strip()
         run.note({"congestion_control": cc})
@@ -166,6 +167,28 @@ class Pdcell(EdgeSystem):
 
         part = p.summary.get(self.summary_key)
         return [lambda: plots.figures(p.run_dir, part, p.tl, p.xlim, p.folder)] if part else []
+
+
+ALLOWED = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+
+
+def _allow(cc: str, run: EdgeRun, node: Node) -> None:
+    """A namespace may pick only the congestion controls this machine allows (reno and its default, here BBR):
+    another one available (cubic) is allowed for the run and the list restored at its end."""
+    if node.host is not None or not ALLOWED.exists():
+        return  # a VM or a machine of its own: its own kernel's list
+    before = ALLOWED.read_text().split()
+    available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    if cc in before:
+        return
+    if cc not in available:
+        from continuum.errors import ProviderError
+
+        raise ProviderError(f"transport.congestion_control = {cc!r}: this kernel has no {cc} (available: {', '.join(available)}; "
+                            f"modprobe tcp_{cc} if it is a module)")
+    ALLOWED.write_text(" ".join([*before, cc]))
+    run.undo.callback(ALLOWED.write_text, " ".join(before))
+    run.note({"allowed_for_the_run": cc})
 
 
 def cu_rtt_us(s: Settings, spec: ExperimentSpec) -> int:
