@@ -125,7 +125,9 @@ def _processes(spec: ExperimentSpec, plan: netplan.Plan) -> list[str]:
         slo = "" if not spec.mix else ", best effort" if a.slo_ms is None else f", SLO {a.slo_ms:g} ms"
         lines.append(f"  {n.name}: {a.name + ': ' if spec.mix else ''}{aw.app} endpoint ({_how(aw.endpoint, spec.engine)}) -> {plan.offload_target} "
                      f"({plan.addresses[plan.offload_target]}), "
-                     + (f"utilisation {aw.utilisation:g} of its capacity" if aw.utilisation is not None else f"{aw.rate:g} req/s")
+                     + (f"utilisation {aw.utilisation:g} of its capacity" if aw.utilisation is not None
+                        else f"load {aw.params['load']:g} of the cell (its rate at the run's start)" if aw.params.get("load")
+                        else f"{aw.rate:g} req/s")
                      + f" {aw.arrivals}"
                      + (f" ({aw.onoff['on_s']:g} s bursts at {aw.onoff['ratio']:g}x every ~{aw.onoff['off_s']:g} s)" if aw.onoff else "")
                      + (f", bursts of {aw.burst}" if aw.burst > 1 else "")

@@ -5,6 +5,7 @@ folder keeps whatever was measured up to that point."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -35,7 +36,7 @@ from continuum.providers.base import Deployment, Provider
 from continuum.runtime import Node, exit_status, stop_process, stop_processes, wait_for
 from continuum.results import events, manifest, report, tables
 from continuum.undo import Undo
-from continuum.workloads import launch
+from continuum.workloads import REGISTRY as WORKLOADS, launch
 from srsran_integration import stack
 from workloads.contract import Env
 
@@ -204,6 +205,7 @@ def _run(ctx: Run, provider) -> None:
     ctx.phase(f"done in {time.monotonic() - t:.1f} s")
     ctx.undo.callback(launch.hand_over(run_dir / "raw", spec))
     _calibrate(ctx)
+    _rates_from_params(ctx)
     spec = ctx.spec
 
     if spec.mobile.srsran is not None:
@@ -308,6 +310,24 @@ def _calibrate(ctx: Run) -> None:
     for line in calibration.describe(ctx.spec, found):
         ctx.phase(line)
     ctx.save()
+
+
+def _rates_from_params(ctx: Run) -> None:
+    """Apps whose load is one of their own params (the flows' share of the cell): their rate per endpoint now,
+    once the traces it is measured from are made."""
+    apps = []
+    for a in ctx.spec.apps:
+        kind = WORKLOADS.get(a.workload.app)
+        got = kind.rate_from_params(a, ctx.spec) if kind is not None and kind.rate_from_params is not None else None
+        if got is not None:
+            a = dataclasses.replace(a, workload=dataclasses.replace(a.workload, rate=got[0]))
+            ctx.phase(got[1])
+            ctx.manifest.apps = {**ctx.manifest.apps, a.name: {**ctx.manifest.apps.get(a.name, {}), "rate": got[0], "rate_from": got[1]}}
+        apps.append(a)
+    if any(x is not y for x, y in zip(apps, ctx.spec.apps)):
+        workload = apps[0].workload if not ctx.spec.mix else ctx.spec.workload
+        ctx.spec = dataclasses.replace(ctx.spec, apps=tuple(apps), workload=workload)
+        ctx.save()
 
 
 def _srsran(ctx: Run) -> None:

@@ -23,6 +23,14 @@ class TraceRef:
     archive_id: str | None = None
 
 
+def mean_mbit(path: Path | str | None) -> float | None:
+    """A Mahimahi trace's mean rate in Mbit/s (one 1504-byte opportunity per line, over its period); None without the file."""
+    if not path or not Path(path).is_file():
+        return None
+    ms = [int(x) for x in Path(path).read_text().split()]
+    return len(ms) * 1504 * 8 / max(ms[-1], 1) / 1e3 if ms else None
+
+
 def mahimahi_link_binary() -> Path:
     """The emulator binary: $MAHIMAHI_LINK, the repository build, or PATH."""
     env = os.environ.get("MAHIMAHI_LINK")

@@ -7,6 +7,7 @@ container, and what payload sizes they default to."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from typing import Literal
 
@@ -30,6 +31,9 @@ class WorkloadKind:
     # Debian packages its server needs beyond the workload role's common ones (workload_debian_packages):
     # the role installs them on the offload node's machine, the qemu guest image and continuum/host carry them
     debian_packages: tuple[str, ...] = ()
+    # Its rate per endpoint from its own params, once the run's traces are made (None: [workload] rate as written):
+    # (app, spec) -> (requests/s per endpoint, a line that says how), or None when the params give none
+    rate_from_params: Callable[[Any, Any], tuple[float, str] | None] | None = None
 
 
 REGISTRY: dict[str, WorkloadKind] = {}
@@ -150,7 +154,33 @@ class FlowsParams(_Params):
     sizes: Literal["web-search", "data-mining"] = "web-search"
     max_bytes: int = Field(default=10_000_000, ge=1, le=1_000_000_000)  # the distribution cut here (its largest flows take minutes)
     size_bytes: int | None = Field(default=None, ge=1, le=1_000_000_000)  # every flow this size instead
+    # the offered load as a share of the cell (its time shared equally: the mean of the UEs' downlink channels);
+    # sets each endpoint's rate at the run's start (in place of [workload] rate)
+    load: float | None = Field(default=None, gt=0, le=10)
+
+
+def flows_rate(app: Any, spec: Any) -> tuple[float, str] | None:
+    """`load` as requests per second per endpoint: load x the cell's capacity / (UEs x the mean flow size)."""
+    from continuum.traces import mean_mbit
+    from workloads.flows.sizes import mean_bytes
+
+    p = app.workload.params
+    if not p.get("load"):
+        return None
+    mean = float(p.get("size_bytes") or mean_bytes(str(p.get("sizes", "web-search")), int(p.get("max_bytes", 10_000_000))))
+    rates: list[float] = []
+    for e in app.endpoints:
+        ref = spec.cell.channel(e, spec.cell.start(e), "downlink") if spec.cell is not None else None
+        got = mean_mbit((ref or spec.mobile.downlink).path)
+        if got is None:
+            raise ValueError(f"workload.params.load: {e}'s downlink trace is not there to measure the cell's capacity")
+        rates.append(got)
+    capacity = sum(rates) / len(rates)
+    rate = float(p["load"]) * capacity * 1e6 / 8 / mean / len(app.endpoints)
+    return rate, (f"{app.name}: load {float(p['load']):g} of the cell's {capacity:.1f} Mbit/s (its time shared equally by "
+                  f"{len(app.endpoints)} UEs), flows of {mean / 1000:.0f} KB on average: {rate:.3g} flows/s per UE")
 
 
 register(WorkloadKind("flows", "flows to the UEs: a 24-byte request, a flow of a published size distribution back on its own TCP connection "
-                      "(pDCell's evaluation; [transport])", FlowsParams, (24, 24), payload_from_params=True, payload_unit="flows"))
+                      "(pDCell's evaluation; [transport])", FlowsParams, (24, 24), payload_from_params=True, payload_unit="flows",
+                      rate_from_params=flows_rate))

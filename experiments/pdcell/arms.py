@@ -4,8 +4,8 @@ and name set, and for the load sweep the flows' rate scaled, written to stdout:
 ARM: mrfs, pfs, tcp, phost-inf (configs/pdcell-{mrfs,pfs,tcp,phost}.toml),
 phost-3mb (pdcell-phost.toml with the 3 MB CU buffer of pDCell's arms), tcp-reno
 or tcp-bbr (pdcell-tcp.toml with NewReno or BBR in place of CUBIC); LOAD:
-the offered load as a share of the cell (the configs are written for 0.6:
-rate 0.36/s per UE), each run measures and reports the load it offered."""
+the offered load as a share of the cell ([workload.params] load; the configs
+say 0.6), each run measures and reports the load it offered."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ def arm(name: str, load: float, out: Path) -> str:
         raise SystemExit(f"arms.py: no arm {name!r}; arms: {', '.join(ARMS)}")
     text = (CONFIGS / f"{ARMS[name]}.toml").read_text()
     text = re.sub(r'(?m)^name = "pdcell-[a-z]+"$', f'name = "pdcell-{name}-load{load:g}"\noutput = "{out}"', text)
-    rate = re.search(r"(?m)^rate = ([0-9.]+)$", text)
-    assert rate, f"{ARMS[name]}.toml lost its rate"
-    text = text.replace(rate.group(0), f"rate = {float(rate.group(1)) * load / CONFIG_LOAD:.4g}")
+    given = re.search(r"(?m)^load = ([0-9.]+)", text)
+    assert given and float(given.group(1)) == CONFIG_LOAD, f"{ARMS[name]}.toml lost its load"
+    text = text.replace(given.group(0), f"load = {load:g}")
     if name in ("tcp-reno", "tcp-bbr"):
         assert 'congestion_control = "cubic"' in text
         text = text.replace('congestion_control = "cubic"', f'congestion_control = "{name.removeprefix("tcp-")}"')

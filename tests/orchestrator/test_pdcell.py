@@ -1,5 +1,5 @@
 """[transport] (pDCell, docs/pdcell.md): the table's problems named by key and
-the emulator options it becomes; then one short run of the flows app over
+the emulator options it becomes, the flows' rate from a load; then one short run of the flows app over
 pDCell's transport with MRFS (two UEs on constant channels): every flow
 complete through the shims, the results' FCT table and the CU's buffer within
 its bound, and nothing of the run left on the host."""
@@ -42,12 +42,12 @@ downlink = "const-48mbps"
 [workload]
 app = "flows"
 arrivals = "poisson"
-rate = 3.0
 timeout_s = 10
 
 [workload.params]
 sizes = "web-search"
 max_bytes = 300000
+load = 0.25
 
 [cell]
 uplink = "pf"
@@ -104,6 +104,17 @@ def test_the_table_becomes_the_cus_options(tmp_path):
                             materialize=False)
     argv = link.argv(phost, plan.build(phost), tmp_path, tmp_path / "s", "mahimahi-link", binary=Path("mml"))
     assert any(re.fullmatch(r"--cu=port=47200,buffer-bytes=inf,.*alpha-us=3000,phost,fronthaul-bps=10000000000", a) for a in argv), argv
+    # load as a share of the cell: 0.5 x the mean of 48 and 12 Mbit/s over 2 UEs and the mean flow (web-search cut at 300 KB)
+    from continuum.traces import mean_mbit
+    from continuum.workloads import REGISTRY as WORKLOADS
+    from workloads.flows.sizes import mean_bytes
+
+    loaded = experiment.load(_file(tmp_path, SHORT.replace("load = 0.25", "load = 0.5")))
+    rate, said = WORKLOADS["flows"].rate_from_params(loaded.apps[0], loaded)
+    channels = [mean_mbit(loaded.mobile.downlink.path), mean_mbit(loaded.cell.channel("endpoint1", None, "downlink").path)]
+    assert [round(c) for c in channels] == [48, 12]  # (1504-byte opportunities: 48.1 and 12.0 Mbit/s)
+    assert abs(rate - 0.5 * sum(channels) / 2 * 1e6 / 8 / mean_bytes("web-search", 300_000) / 2) < 1e-9, rate
+    assert "load 0.5 of the cell's 30.1 Mbit/s" in said, said
     # kind = "tcp": no CU, only the servers' congestion control
     tcp = experiment.load(_file(tmp_path, SHORT.replace('downlink = "mrfs"', 'downlink = "pf"').replace(
         'kind = "pdcell"\nbuffer_kb = 200', 'kind = "tcp"\ncongestion_control = "reno"')), materialize=False)
@@ -132,7 +143,10 @@ def test_flows_go_through_the_shims_on_credit_and_every_one_completes(short_run)
     part = json.loads((run_dir / "summary.json").read_text())["transport"]
     assert part["kind"] == "pdcell" and part["downlink_scheduler"] == "mrfs", part
     total = part["all"]
-    assert total["flows"] >= 10 and total["complete"] == total["flows"], part  # 2 UEs x 3/s x 6 s, all within the timeout
+    assert total["flows"] >= 10 and total["complete"] == total["flows"], part  # 2 UEs x ~3.2/s x 6 s, all within the timeout
+    # the rate came from the load: 0.25 of the cell's 30.1 Mbit/s, and the run offered about that
+    assert "flows: load 0.25 of the cell's 30.1 Mbit/s" in " ".join(short_run["stdout"].split())
+    assert 0.1 < part["offered_load"] < 0.5, part["offered_load"]
     cu = part["cu"]
     # the flows crossed the CU on credit, none refused; a packet came twice only after its credit was given up on
     # and sent again (late data, not a loss); the bound held

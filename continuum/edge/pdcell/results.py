@@ -16,15 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from continuum.traces import mean_mbit
+
 SIZE_CLASSES = (("small (<= 100 KB)", 0, 100_000), ("medium (100 KB - 1 MB)", 100_000, 1_000_000), ("large (> 1 MB)", 1_000_000, np.inf))
-
-
-def trace_mbit(path: str | None) -> float | None:
-    """A Mahimahi trace's mean rate (one 1504-byte opportunity per line, over its period)."""
-    if not path or not Path(path).is_file():
-        return None
-    ms = [int(x) for x in Path(path).read_text().split()]
-    return len(ms) * 1504 * 8 / max(ms[-1], 1) / 1e3 if ms else None
 
 
 def channels(run_dir: Path) -> dict[str, tuple[str, float | None]]:
@@ -34,7 +28,7 @@ def channels(run_dir: Path) -> dict[str, tuple[str, float | None]]:
     out = {}
     for member in (m.get("cell") or {}).get("members", []):
         t = member.get("downlink") or default
-        out[member["name"]] = (str(t.get("given", "?")), trace_mbit(t.get("path")))
+        out[member["name"]] = (str(t.get("given", "?")), mean_mbit(t.get("path")))
     return out
 
 
