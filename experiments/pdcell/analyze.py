@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -135,6 +136,9 @@ def load(t: pd.DataFrame, out: Path) -> None:
     for ax in axes:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
+        # a log axis spanning less than a decade: label its minor ticks too
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}" if str(int(v))[0] in "1235" else ""))
+        ax.tick_params(axis="y", which="minor", labelsize=7)
     fig.suptitle("Load sweep: pDCell-MRFS against TCP (CUBIC, BBR) with PF (one 60 s run per point, measured)", fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
