@@ -68,6 +68,7 @@ class Env:
     MOSAIC_AGENT = "CONTINUUM_MOSAIC_AGENT"  # server, edge_tasks: the socket of MOSAIC's root cgroup agent
     SMEC_EARLY_DROP = "CONTINUUM_SMEC_EARLY_DROP"  # server: 1 (default) drops a request whose budget is spent
     SMEC_MANAGER = "CONTINUUM_SMEC_MANAGER"  # server: the edge manager daemon's socket (told each budget)
+    SHARED = "CONTINUUM_SHARED_SUBSCRIPTION"  # server: 1 when several servers share the requests (each served by one)
 
     @classmethod
     def names(cls) -> list[str]:

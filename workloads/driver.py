@@ -404,7 +404,9 @@ def run_server(app_cls: type[ServerApp]) -> int:
     client = mqtt.Client(client_id=f"server-{name}-{s.repetition}", clean_session=True)
     client.on_message = on_request
     # ready means subscribed: a request sent now is not lost
-    _subscribed(client, s.broker_host, s.broker_port, [(contract.request_topic(e), s.qos) for e in served_endpoints])
+    # several servers on several nodes share one broker's requests: an MQTT shared subscription gives each to one of them
+    share = f"$share/{name}/" if os.environ.get(contract.Env.SHARED) == "1" else ""
+    _subscribed(client, s.broker_host, s.broker_port, [(share + contract.request_topic(e), s.qos) for e in served_endpoints])
     tmp = Path(s.ready_file + ".tmp")
     tmp.write_text(json.dumps(app.info))
     tmp.replace(s.ready_file)  # whole or absent: the orchestrator reads it as soon as it exists

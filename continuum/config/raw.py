@@ -380,6 +380,9 @@ class Transport(Strict):
     # the servers' TCP congestion control (their node's net.ipv4.tcp_congestion_control; unset: what the node
     # inherited from this machine, recorded in the manifest). With pdcell/phost the servers' TCP ends at the local shim.
     congestion_control: Literal["cubic", "reno", "bbr"] | None = None
+    # the nodes the flows come from (the data center's servers): each runs the app's server, sharing the offload
+    # node's requests (default: the offload node alone)
+    servers: list[str] | None = Field(default=None, min_length=1)
 
 
 class ExperimentFile(Strict):

@@ -25,8 +25,9 @@
 //!   forgets it by 1/16 a slot, so a UE has data queued when its channel is good
 //!   (a mean would leave the radio idle at the peaks a scheduler like PF looks
 //!   for; the grant alone would shrink with the queue it is drawn from). RTT:
-//!   the least credit-to-data time of the last one to two seconds, on-time
-//!   credits only (the first estimate from the caller: twice the core delay and
+//!   per source (an edge server and a cloud one are loops apart), the least
+//!   credit-to-data time of the last one to two seconds, on-time credits only;
+//!   a UE's thresholds cover the longest loop among its flows' sources (the first estimate from the caller: twice the core delay and
 //!   two slots); the smoothed one, late data included, only says when to give
 //!   up on a credit (thresholds sized by it would take in the sources' own
 //!   queueing and feed it). When the targets add up to more than the buffer
@@ -130,6 +131,8 @@ pub struct Ue {
 #[derive(Debug)]
 struct Flow {
     ue: usize,
+    /// Its source (the caller's number: its address), whose credit loop it shares.
+    source: u64,
     /// Registration order (ties between flows go to the older).
     order: u64,
     size: u64,
@@ -171,18 +174,45 @@ impl Flow {
     }
 }
 
+/// The credit loop to one source (sources sit at different distances: an edge server, a cloud one).
+#[derive(Clone, Copy, Debug)]
+struct Loop {
+    /// Smoothed (late data included): when to give up on a credit.
+    rtt: f64,
+    /// Its least value over the last one to two seconds, on-time credits only: the loop the thresholds cover.
+    /// (The smoothed one would take in the sources' own queueing, and thresholds sized by it would feed it.)
+    base: [Option<Nanos>; 2],
+    base_since: Nanos,
+}
+
+impl Loop {
+    fn new(rtt_ns: Nanos) -> Loop {
+        Loop { rtt: rtt_ns as f64, base: [None, None], base_since: 0 }
+    }
+    fn base_or(&self, first: Nanos) -> Nanos {
+        self.base.iter().flatten().min().copied().unwrap_or(first)
+    }
+    fn sample(&mut self, now: Nanos, sent: Nanos, on_time: bool) {
+        let d = now.saturating_sub(sent);
+        self.rtt += SMOOTH * (d as f64 - self.rtt);
+        if on_time {
+            if now.saturating_sub(self.base_since) > BASE_WINDOW {
+                self.base = [None, self.base[0]];
+                self.base_since = now;
+            }
+            self.base[0] = Some(self.base[0].map_or(d, |b| b.min(d)));
+        }
+    }
+}
+
 /// The CU: per-UE queues in one buffer, thresholds, credits.
 pub struct Cu<K> {
     pub cfg: Config,
     pub ues: Vec<Ue>,
     flows: HashMap<K, Flow>,
     registered: u64,
-    /// The credit loop, smoothed (late data included): when to give up on a credit.
-    rtt: f64,
-    /// Its least value over the last one to two seconds, on-time credits only: the loop the thresholds cover.
-    /// (The smoothed one would take in the sources' own queueing, and thresholds sized by it would feed it.)
-    base: [Option<Nanos>; 2],
-    base_since: Nanos,
+    /// The credit loop to each source (the caller's number for it: its address).
+    loops: HashMap<u64, Loop>,
     /// Bytes admitted and not yet sent, over all UEs, and the most ever.
     pub total: u64,
     pub peak_total: u64,
@@ -202,40 +232,32 @@ const PEAK_DECAY: f64 = 1.0 / 16.0;
 impl<K: Hash + Eq + Clone + Ord> Cu<K> {
     pub fn new(cfg: Config, ues: usize) -> Self {
         let threshold = if cfg.coupled { cfg.mtu as u64 } else { cfg.buffer_bytes };
-        Cu { cfg, ues: vec![Ue { threshold, ..Ue::default() }; ues], flows: HashMap::new(), registered: 0, rtt: cfg.rtt_ns as f64,
-             base: [None, None], base_since: 0,
+        Cu { cfg, ues: vec![Ue { threshold, ..Ue::default() }; ues], flows: HashMap::new(), registered: 0, loops: HashMap::new(),
              total: 0, peak_total: 0, first: 0 }
     }
 
-    /// The smoothed credit loop (ns).
-    pub fn rtt_ns(&self) -> Nanos {
-        self.rtt as Nanos
+    fn the_loop(&self, source: u64) -> Loop {
+        self.loops.get(&source).copied().unwrap_or(Loop::new(self.cfg.rtt_ns))
     }
 
-    /// The base credit loop (ns): the least recent on-time sample, else the first estimate.
-    pub fn base_rtt_ns(&self) -> Nanos {
-        self.base.iter().flatten().min().copied().unwrap_or(self.cfg.rtt_ns)
+    /// The smoothed credit loop to a source (ns).
+    pub fn rtt_ns(&self, source: u64) -> Nanos {
+        self.the_loop(source).rtt as Nanos
     }
 
-    fn sample(&mut self, now: Nanos, sent: Nanos, on_time: bool) {
-        let d = now.saturating_sub(sent);
-        self.rtt += SMOOTH * (d as f64 - self.rtt);
-        if on_time {
-            if now.saturating_sub(self.base_since) > BASE_WINDOW {
-                self.base = [None, self.base[0]];
-                self.base_since = now;
-            }
-            self.base[0] = Some(self.base[0].map_or(d, |b| b.min(d)));
-        }
+    /// The base credit loop to a source (ns): its least recent on-time sample, else the first estimate.
+    pub fn base_rtt_ns(&self, source: u64) -> Nanos {
+        self.the_loop(source).base_or(self.cfg.rtt_ns)
     }
 
-    /// A packet of flow `flow` for UE `ue`: its flow's size so far (`last`: the
+    /// A packet of flow `flow` from `source` (its address, say) for UE `ue`: its flow's size so far (`last`: the
     /// size is final), and, for data (`seq`), its IP bytes. An RTS has no data.
     #[allow(clippy::too_many_arguments)]
-    pub fn arrive(&mut self, now: Nanos, flow: &K, ue: usize, size: u64, last: bool, payload: u32, data: Option<(u32, u32)>) -> Option<Arrival> {
+    pub fn arrive(&mut self, now: Nanos, flow: &K, source: u64, ue: usize, size: u64, last: bool, payload: u32,
+                  data: Option<(u32, u32)>) -> Option<Arrival> {
         let order = self.registered;
         let f = self.flows.entry(flow.clone()).or_insert_with(|| Flow {
-            ue, order, size, last, payload: payload.max(1), received: Vec::new(), received_count: 0, missing: BTreeSet::new(),
+            ue, source, order, size, last, payload: payload.max(1), received: Vec::new(), received_count: 0, missing: BTreeSet::new(),
             next_new: 0, outstanding: HashMap::new(), given_up: HashMap::new(), departed_bytes: 0, departed_packets: 0,
         });
         if f.order == order {
@@ -259,7 +281,8 @@ impl<K: Hash + Eq + Clone + Ord> Cu<K> {
         }
         let dup = f.has(seq);
         if let Some((sent, on_time)) = took {
-            self.sample(now, sent, on_time);
+            let first = self.cfg.rtt_ns;
+            self.loops.entry(source).or_insert_with(|| Loop::new(first)).sample(now, sent, on_time);
         }
         let f = self.flows.get_mut(flow).expect("registered above");
         if dup {
@@ -348,6 +371,8 @@ impl<K: Hash + Eq + Clone + Ord> Cu<K> {
                     }
                     let ts = if u.backoff { now + self.cfg.slot_ns + self.alpha(f.ue) } else { now };
                     let te = ts + self.cfg.window_ns;
+                    // Data is due one loop after ts; it is given up on after two.
+                    let give_up = te + 2 * self.rtt_ns(f.source);
                     let f = self.flows.get_mut(key).expect("listed");
                     let seq = match f.missing.pop_first() {
                         Some(s) => s,
@@ -356,8 +381,6 @@ impl<K: Hash + Eq + Clone + Ord> Cu<K> {
                             f.next_new - 1
                         }
                     };
-                    // Data is due one loop after ts; it is given up on after two.
-                    let give_up = te + 2 * self.rtt as Nanos;
                     f.outstanding.insert(seq, (now, give_up));
                     let ue = f.ue;
                     self.ues[ue].outstanding += mtu;
@@ -399,15 +422,19 @@ impl<K: Hash + Eq + Clone + Ord> Cu<K> {
     fn thresholds(&mut self, du: &[DuView]) {
         let mtu = self.cfg.mtu as f64;
         let mut active: Vec<bool> = du.iter().map(|d| d.backlogged).collect();
+        // Each UE's loop: the longest base loop of the sources its flows come from (the first estimate without flows).
+        let mut base: Vec<Nanos> = vec![0; self.ues.len()];
         for f in self.flows.values() {
             if let Some(a) = active.get_mut(f.ue) {
                 *a = true;
+                base[f.ue] = base[f.ue].max(self.base_rtt_ns(f.source));
             }
         }
         let busy = active.iter().filter(|a| **a).count() as f64;
-        let horizon = self.base_rtt_ns() as f64 / self.cfg.slot_ns as f64 + 2.0;
         let mut targets: Vec<u64> = Vec::with_capacity(self.ues.len());
-        for ((u, d), on) in self.ues.iter_mut().zip(du).zip(&active) {
+        for (((u, d), on), b) in self.ues.iter_mut().zip(du).zip(&active).zip(&base) {
+            let b = if *b == 0 { self.cfg.rtt_ns } else { *b };
+            let horizon = b as f64 / self.cfg.slot_ns as f64 + 2.0;
             // At least its share of the cell's time at its channel, more when the scheduler gives it more.
             let share = d.channel_bytes as f64 / if *on { busy.max(1.0) } else { busy + 1.0 };
             let next = if *on { share.max(d.grant_bytes as f64) } else { share };
@@ -501,7 +528,7 @@ mod tests {
     }
 
     fn data(cu: &mut Cu<u32>, now: Nanos, flow: u32, ue: usize, size: u64, seq: u32) -> Arrival {
-        cu.arrive(now, &flow, ue, size, true, 1448, Some((seq, 1500))).expect("data")
+        cu.arrive(now, &flow, 0, ue, size, true, 1448, Some((seq, 1500))).expect("data")
     }
 
     #[test]
@@ -534,7 +561,7 @@ mod tests {
         // forecast 1500 (alone: channel / 1), horizon 6 slots: 9000 bytes = 6 packets
         assert_eq!(cu.ues[0].threshold, 9000);
         let t = 200 * MS;
-        assert_eq!(cu.arrive(t, &7, 0, 20 * 1448, true, 1448, None), None); // the RTS
+        assert_eq!(cu.arrive(t, &7, 0, 0, 20 * 1448, true, 1448, None), None); // the RTS
         assert_eq!(data(&mut cu, t, 7, 0, 20 * 1448, 0), Arrival::Admitted);
         assert_eq!(data(&mut cu, t, 7, 0, 20 * 1448, 1), Arrival::Admitted);
         let c = cu.slot(t, &du);
@@ -553,9 +580,9 @@ mod tests {
         let mut c = cfg(true, 1_000_000);
         c.unscheduled = 0;
         let mut cu: Cu<u32> = Cu::new(c, 1);
-        cu.arrive(0, &1, 0, 100 * 1448, true, 1448, None);
-        cu.arrive(0, &2, 0, 3 * 1448, true, 1448, None);
-        cu.arrive(0, &3, 0, 3 * 1448, true, 1448, None);
+        cu.arrive(0, &1, 0, 0, 100 * 1448, true, 1448, None);
+        cu.arrive(0, &2, 0, 0, 3 * 1448, true, 1448, None);
+        cu.arrive(0, &3, 0, 0, 3 * 1448, true, 1448, None);
         let du = [DuView { grant_bytes: 0, channel_bytes: 3750, backlogged: false }];
         let got: Vec<(u32, u32)> = cu.slot(0, &du).iter().map(|c| (c.flow, c.seq)).collect();
         // threshold: forecast 3750 (its channel, alone) × 6 = 22500 bytes: 15 credits; 2 before 3 (older), then 1
@@ -593,7 +620,7 @@ mod tests {
         c.unscheduled = 0;
         c.alpha = Alpha::Queue { lowest_bps: 8_000_000 }; // 1 byte per µs
         let mut cu: Cu<u32> = Cu::new(c, 1);
-        cu.arrive(0, &1, 0, 1448, true, 1448, None);
+        cu.arrive(0, &1, 0, 0, 1448, true, 1448, None);
         let du = [DuView { grant_bytes: 0, channel_bytes: 1500, backlogged: false }];
         let first = cu.slot(0, &du);
         assert_eq!(first.len(), 1);
@@ -615,11 +642,36 @@ mod tests {
         // data from it clears the backoff; the RTT sample is taken
         assert_eq!(data(&mut cu, 15 * MS, 1, 0, 3 * 1448, 2), Arrival::Admitted);
         assert!(!cu.ues[0].backoff);
-        assert!(cu.rtt_ns() < 4 * MS + MS, "{}", cu.rtt_ns());
+        assert!(cu.rtt_ns(0) < 4 * MS + MS, "{}", cu.rtt_ns(0));
         // the first credit's data, long after it was given up on, still measures the loop (15 ms)
-        let before = cu.rtt_ns();
-        assert_eq!(cu.arrive(16 * MS, &1, 0, 3 * 1448, true, 1448, Some((2, 1500))), Some(Arrival::Duplicate));
-        assert!(cu.rtt_ns() > before);
+        let before = cu.rtt_ns(0);
+        assert_eq!(cu.arrive(16 * MS, &1, 0, 0, 3 * 1448, true, 1448, Some((2, 1500))), Some(Arrival::Duplicate));
+        assert!(cu.rtt_ns(0) > before);
+    }
+
+    #[test]
+    fn each_source_has_its_own_loop_and_a_ue_covers_its_longest() {
+        let mut c = cfg(true, 1_000_000);
+        c.unscheduled = 0;
+        let mut cu: Cu<u32> = Cu::new(c, 2);
+        let du = [DuView { grant_bytes: 0, channel_bytes: 6000, backlogged: false }; 2];
+        // flow 1 from a near source (1), flow 2 from a far one (2), both to UE 0; flow 3 from the near one to UE 1
+        // (thresholds 6000 / 2 active x (4 ms first estimate + 2) slots = 12 credits a UE: flow 1's 10, 2 of flow 2)
+        cu.arrive(0, &1, 1, 0, 10 * 1448, true, 1448, None);
+        cu.arrive(0, &2, 2, 0, 10 * 1448, true, 1448, None);
+        cu.arrive(0, &3, 1, 1, 10 * 1448, true, 1448, None);
+        let sent = cu.slot(0, &du);
+        let seq0 = |flow: u32| sent.iter().find(|c| c.flow == flow).map(|c| c.seq).expect("a credit");
+        // their data: 2 ms back from the near source, 10 ms from the far one
+        assert_eq!(cu.arrive(2 * MS, &1, 1, 0, 10 * 1448, true, 1448, Some((seq0(1), 1500))), Some(Arrival::Admitted));
+        assert_eq!(cu.arrive(2 * MS, &3, 1, 1, 10 * 1448, true, 1448, Some((seq0(3), 1500))), Some(Arrival::Admitted));
+        assert_eq!(cu.arrive(10 * MS, &2, 2, 0, 10 * 1448, true, 1448, Some((seq0(2), 1500))), Some(Arrival::Admitted));
+        assert_eq!((cu.base_rtt_ns(1), cu.base_rtt_ns(2)), (2 * MS, 10 * MS));
+        cu.slot(11 * MS, &du);
+        // UE 0 (flows from both): 6000 / 2 active x (10 + 2) slots; UE 1 (the near one only): 3000 x (2 + 2)
+        assert_eq!((cu.ues[0].threshold, cu.ues[1].threshold), (36_000, 12_000));
+        // the far source's credits are given up on later than the near one's
+        assert!(cu.rtt_ns(2) > cu.rtt_ns(1));
     }
 
     #[test]
@@ -627,8 +679,8 @@ mod tests {
         let mut c = cfg(false, 12_000);
         c.unscheduled = 0;
         let mut cu: Cu<u32> = Cu::new(c, 2);
-        cu.arrive(0, &1, 0, 50 * 1448, true, 1448, None);
-        cu.arrive(0, &2, 1, 2 * 1448, true, 1448, None);
+        cu.arrive(0, &1, 0, 0, 50 * 1448, true, 1448, None);
+        cu.arrive(0, &2, 0, 1, 2 * 1448, true, 1448, None);
         let du = [DuView::default(); 2];
         // 6000 bytes a slot = 4 credits: the shorter flow (UE 1's) first, whichever UE
         let got: Vec<u32> = cu.slot(0, &du).iter().map(|c| c.flow).collect();
@@ -658,7 +710,7 @@ mod tests {
     fn a_flow_is_done_when_its_last_packet_leaves() {
         let mut cu: Cu<u32> = Cu::new(cfg(true, 100_000), 1);
         data(&mut cu, 0, 1, 0, 1448 + 100, 0);
-        cu.arrive(0, &1, 0, 1448 + 100, true, 1448, Some((1, 152)));
+        cu.arrive(0, &1, 0, 0, 1448 + 100, true, 1448, Some((1, 152)));
         assert_eq!(cu.remaining(0), Some(1548));
         assert!(!cu.depart(&1, 1500, 1448));
         assert!(cu.depart(&1, 152, 100));

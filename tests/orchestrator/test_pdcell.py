@@ -1,8 +1,9 @@
 """[transport] (pDCell, docs/pdcell.md): the table's problems named by key and
 the emulator options it becomes, the flows' rate from a load; then one short run of the flows app over
-pDCell's transport with MRFS (two UEs on constant channels): every flow
-complete through the shims, the results' FCT table and the CU's buffer within
-its bound, and nothing of the run left on the host."""
+pDCell's transport with MRFS (two UEs on constant channels, flows from two
+server nodes): every flow complete through the shims, each server node sending
+some, the results' FCT table and the CU's buffer within its bound, and nothing
+of the run left on the host."""
 
 from __future__ import annotations
 
@@ -35,6 +36,11 @@ memory = "256M"
 cpus = 1.0
 memory = "1G"
 
+[nodes.cloud]
+count = 1
+cpus = 0.5
+memory = "512M"
+
 [mobile]
 uplink = "const-12mbps"
 downlink = "const-48mbps"
@@ -61,6 +67,7 @@ downlink = "const-12mbps"
 [transport]
 kind = "pdcell"
 buffer_kb = 200
+servers = ["edge0", "cloud0"]
 """
 
 
@@ -86,6 +93,10 @@ def test_every_transport_problem_is_named_by_key(tmp_path):
     assert "leave downlink_queue \"infinite\"" in got["mobile.downlink_queue"]
     got = problems(_file(tmp_path, SHORT.replace('downlink = "const-48mbps"\n', 'downlink = "const-48mbps"\ndownlink_loss = 0.01\n')))
     assert "downlink_loss 0" in got["mobile.downlink_loss"]
+    # the flows' servers: edge or cloud nodes, the offload node among them
+    got = problems(_file(tmp_path, SHORT.replace('servers = ["edge0", "cloud0"]', 'servers = ["cloud0", "endpoint1"]')))
+    assert "'endpoint1' is not an edge or cloud node of this file; valid: edge0, cloud0" in got["transport.servers[1]"]
+    assert "the offload node edge0 takes the requests and serves too" in got["transport.servers"]
     # netns only, for now
     got = problems(_file(tmp_path, SHORT.replace("[experiment]", '[provider]\nkind = "qemu"\n\n[experiment]')))
     assert "netns provider" in got["transport.kind"]
@@ -160,5 +171,9 @@ def test_flows_go_through_the_shims_on_credit_and_every_one_completes(short_run)
     assert m["transport"]["kind"] == "pdcell" and m["transport"]["buffer_bytes"] == 200_000 and m["teardown"]["complete"], m["transport"]
     # the shims ran in the nodes, and the run left nothing behind (processes, namespaces, cgroups)
     logs = {p.name for p in (run_dir / "logs").glob("pdcell-shim-*.log")}
-    assert logs == {"pdcell-shim-edge0.log", "pdcell-shim-endpoint0.log", "pdcell-shim-endpoint1.log"}, logs
+    assert logs == {"pdcell-shim-edge0.log", "pdcell-shim-cloud0.log", "pdcell-shim-endpoint0.log", "pdcell-shim-endpoint1.log"}, logs
+    # two server nodes shared the requests (one MQTT shared subscription at edge0's broker): each sent some flows
+    served = {n: len((run_dir / "raw" / f"server-{n}.csv").read_text().splitlines()) - 1 for n in ("edge0", "cloud0")}
+    assert all(k > 0 for k in served.values()) and sum(served.values()) >= total["flows"], served  # (with the warm-up's)
+    assert m["transport"]["servers"] == ["edge0", "cloud0"], m["transport"]
     assert short_run["after"] == short_run["before"], (short_run["before"], short_run["after"])

@@ -43,6 +43,7 @@ class Settings:
     lowest_bps: int
     fronthaul_bps: int
     congestion_control: str | None  # the servers' TCP (None: the node's default, recorded)
+    servers: tuple[str, ...] = ()  # the nodes the flows come from (empty: the offload node alone)
 
 
 class Pdcell(EdgeSystem):
@@ -65,8 +66,19 @@ class Pdcell(EdgeSystem):
                                      "tells the MAC: set [transport] kind = \"pdcell\" (or \"phost\"), or choose rr, pf or smec")
         if t is None:
             return None
+        servers: tuple[str, ...] = ()
+        if t.servers:
+            valid = [n.name for n in draft.nodes if n.role in ("edge", "cloud")]
+            for i, n in enumerate(t.servers):
+                if n not in valid:
+                    ctx.bad(f"transport.servers[{i}]", f"{n!r} is not an edge or cloud node of this file; valid: {', '.join(valid) or 'none'}")
+            offload = draft.workload.offload if draft.workload is not None else "edge"
+            first = next((n.name for n in draft.nodes if n.role == offload), None)
+            if first is not None and first not in t.servers:
+                ctx.bad("transport.servers", f"the offload node {first} takes the requests and serves too: list it first")
+            servers = tuple(dict.fromkeys(t.servers))
         if t.kind == "tcp":
-            return Settings("tcp", None, 0, 0, None, 0, 0, t.congestion_control)
+            return Settings("tcp", None, 0, 0, None, 0, 0, t.congestion_control, servers)
         if c is None or not downlink:
             ctx.bad("transport.kind", f"{t.kind!r}: the CU sits at a shared cell's downlink: add [cell] with a downlink "
                                       "scheduler (pf, rr, smec or mrfs)")
@@ -83,7 +95,7 @@ class Pdcell(EdgeSystem):
         return Settings(kind=t.kind, buffer_bytes=None if t.buffer_kb == "inf" else int(float(t.buffer_kb) * 1000),
                         unscheduled=t.unscheduled, window_us=t.window_us,
                         alpha_us=None if t.alpha_ms is None else int(t.alpha_ms * 1000), lowest_bps=int(t.lowest_rate_mbit * 1e6),
-                        fronthaul_bps=int(t.fronthaul_gbit * 1e9), congestion_control=t.congestion_control)
+                        fronthaul_bps=int(t.fronthaul_gbit * 1e9), congestion_control=t.congestion_control, servers=servers)
 
     def describe(self, s: Settings, spec: ExperimentSpec) -> list[str]:
         cc = f"the servers' TCP: {s.congestion_control or 'the node default (recorded in the manifest)'}"
@@ -102,6 +114,20 @@ class Pdcell(EdgeSystem):
             return {"kind": "tcp", "congestion_control": s.congestion_control}
         return {**asdict(s), "rtt_us": cu_rtt_us(s, spec)}
 
+    def server_places(self, s: Settings, spec: ExperimentSpec) -> list[tuple[str, str]]:
+        """The flows' other server nodes: each runs every app's server, sharing the offload node's requests."""
+        return [(n, a.name) for n in s.servers if n != spec.offload_node.name for a in spec.apps]
+
+    def server_env(self, s: Settings, spec: ExperimentSpec, app: Any, node: Node, raw: Path) -> dict[str, str]:
+        if len(s.servers) < 2:
+            return {}
+        from workloads.contract import Env
+
+        out = {Env.SHARED: "1"}
+        if node.name != spec.offload_node.name:  # the requests are at the offload node's broker
+            out[Env.BROKER] = f"{plan.build(spec).addresses[spec.offload_node.name]}:{plan.MQTT_PORT}"
+        return out
+
     def link_args(self, s: Settings, spec: ExperimentSpec, plan: Plan, logs: Path) -> list[str]:
         if s.kind == "tcp":
             return []
@@ -114,26 +140,29 @@ class Pdcell(EdgeSystem):
     def start(self, s: Settings, run: EdgeRun) -> None:
         """The shims: one on the offload node (its servers' connections to the UEs' answer port redirected to it),
         one on each UE, each in its node's network namespace, outside its cgroup (the transport's, not the app's)."""
-        node = run.node
+        servers = [run.nodes[n] for n in s.servers] or [run.node]
+        names = ", ".join(n.name for n in servers)
         key = "net.ipv4.tcp_congestion_control"
-        if s.congestion_control:
-            _allow(s.congestion_control, run, node)
-            node.run(["sysctl", "-qw", f"{key}={s.congestion_control}"])
-        cc = node.run(["sysctl", "-n", key]).stdout.strip()
-        run.note({"congestion_control": cc})
+        for node in servers:
+            if s.congestion_control:
+                _allow(s.congestion_control, run, node)
+                node.run(["sysctl", "-qw", f"{key}={s.congestion_control}"])
+        cc = servers[0].run(["sysctl", "-n", key]).stdout.strip()
+        run.note({"congestion_control": cc, "servers": [n.name for n in servers]})
         if s.kind == "tcp":
-            run.phase(f"transport tcp: the servers' congestion control on {node.name} is {cc}")
+            run.phase(f"transport tcp: the servers' congestion control on {names} is {cc}")
             return
         addresses = plan.build(run.spec).addresses
         endpoints = [n.name for n in run.spec.role("endpoint")]
-        self._shim(run, node, ["source", "--listen", str(SHIM_PORT), "--unscheduled", str(s.unscheduled)], f"pdcell-shim-{node.name}")
-        for e in endpoints:
-            rule = ["OUTPUT", "-p", "tcp", "-d", f"{addresses[e]}/32", "--dport", str(ANSWER_PORT), "-j", "REDIRECT", "--to-ports", str(SHIM_PORT)]
-            node.run(["iptables", "-w", "-t", "nat", "-A", *rule])
-            run.undo.callback(node.run, ["iptables", "-w", "-t", "nat", "-D", *rule], check=False)
+        for node in servers:
+            self._shim(run, node, ["source", "--listen", str(SHIM_PORT), "--unscheduled", str(s.unscheduled)], f"pdcell-shim-{node.name}")
+            for e in endpoints:
+                rule = ["OUTPUT", "-p", "tcp", "-d", f"{addresses[e]}/32", "--dport", str(ANSWER_PORT), "-j", "REDIRECT", "--to-ports", str(SHIM_PORT)]
+                node.run(["iptables", "-w", "-t", "nat", "-A", *rule])
+                run.undo.callback(node.run, ["iptables", "-w", "-t", "nat", "-D", *rule], check=False)
         for e in endpoints:
             self._shim(run, run.nodes[e], ["sink"], f"pdcell-shim-{e}")
-        run.phase(f"pDCell's transport ({s.kind}): the CU at the cell's downlink, TCP shims on {node.name} and "
+        run.phase(f"pDCell's transport ({s.kind}): the CU at the cell's downlink, TCP shims on {names} and "
                   f"{len(endpoints)} UE(s); flows to the UEs' port {ANSWER_PORT} go on credit (the servers' TCP to the shim: {cc})")
 
     def _shim(self, run: EdgeRun, node: Node, args: list[str], name: str) -> None:

@@ -216,7 +216,7 @@ impl Forwarder {
         cu.answers.entry(key).or_insert(Answer { li, ue_ip: u.dst, src_ip: u.src, sport: u.sport, macs });
         let ip_len = (frame.data.len() - 14) as u32;
         let data = (h.kind == wire::Kind::Data).then_some((h.seq, ip_len));
-        let got = cu.core.arrive(now, &key, ue, h.size, h.last, wire::PAYLOAD, data);
+        let got = cu.core.arrive(now, &key, key.0 as u64, ue, h.size, h.last, wire::PAYLOAD, data);
         let name = flow_name(&key);
         if cu.log.is_some() {
             let _ = match got {
