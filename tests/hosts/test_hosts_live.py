@@ -295,21 +295,31 @@ def test_a_killed_run_is_removed_from_the_machines_by_destroy_twice_safely(hosts
     config = _experiment(tmp_path, machines)
     config.write_text(config.read_text().replace("duration_s = 6", "duration_s = 120").replace("[provider]\n", "[provider]\nprovision = false\n"))
     cli = [sys.executable, "-m", "continuum"]
-    p = subprocess.Popen([*cli, "run", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
-    run_id = None
-    seen = []
-    assert p.stdout is not None
-    for line in p.stdout:  # until SMEC's manager runs on mec: a daemon of the run is there, outside its namespaces
-        seen.append(line)
-        m = re.search(r"run ([0-9a-f]{8}) ->", line)
-        run_id = m.group(1) if m else run_id
-        if line.startswith("  SMEC's edge manager on edge0:"):  # its phase line (not the server's start: W1's model load cost 15-25 s)
+    ended = []
+    for _ in range(3):  # the premise: a run that got as far as SMEC's manager
+        p = subprocess.Popen([*cli, "run", str(config)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+        run_id, reached, seen = None, False, []
+        assert p.stdout is not None
+        for line in p.stdout:  # until SMEC's manager runs on mec: a daemon of the run is there, outside its namespaces
+            seen.append(line)
+            m = re.search(r"run ([0-9a-f]{8}) ->", line)
+            run_id = m.group(1) if m else run_id
+            if line.startswith("  SMEC's edge manager on edge0:"):  # its phase line (not the server's start: W1's model load cost 15-25 s)
+                reached = True
+                break
+        assert run_id, "no run id printed: " + "".join(seen)[-3000:]
+        p.kill()
+        p.wait()
+        seen += p.stdout.readlines()  # what it printed before the kill reached it
+        if reached:
             break
-    assert run_id, "no run id printed: " + "".join(seen)[-3000:]
-    p.kill()
-    p.wait()
-    seen += p.stdout.readlines()  # what it printed before the kill reached it
-    (run_dir,) = (tmp_path / "runs").glob("*")
+        # The run ended before it: beside the link lane's load its network check can find the core's RTT out of the
+        # plan (2.2 ms for 1.0 +- 0.6, twice in CI) and tear everything down; that run is not this test's subject.
+        said = "".join(seen)
+        assert "the live network does not match the plan" in said, said[-3000:]
+        ended.append(run_id)
+    assert reached, f"three runs in a row ended at the network check before SMEC's manager started: {ended}"
+    (run_dir,) = [d for d in (tmp_path / "runs").glob("*") if json.loads((d / "manifest.json").read_text())["run_id"] == run_id]
     left = {n: _state(c, run_dir) for n, c in machines["containers"].items()}
     said = "".join(seen)[-3000:]
     assert f"ctm-{run_id}-edge0" in left["mec"]["namespaces"] and left["mec"]["run_folder"], (said, left["mec"])
