@@ -127,18 +127,8 @@ def test_profiling_gives_the_matrix_its_alone_times_so_the_first_pair_already_te
         cg.remove()
 
 
-def test_under_sustained_overload_no_task_waits_longer_than_three_deadlines_and_a_tick():
-    """One task at a time, a dispatch_api burst (100-ms deadline) every third of its time
-    alone, measured on the node first (~10 ms here), for 2 s: three times what the node can
-    serve on any machine, so the queue only grows (at twice, one fresh-clone run's profile
-    came out slow enough that the longest wait was 423 ms, under the premise's 500). Background
-    log_archive tasks with a 300-ms deadline queue behind every burst that arrived
-    before them (past their deadlines all are equally urgent, and earlier ones go first),
-    so only the starvation guard lets them in: within 3 x 300 ms + one 100-ms tick (plus
-    150 ms for the workers' reports on this loaded 2-core machine). The bursts themselves
-    starve too, by the hundred: the guard admits each, but only as fast as their class's
-    two workers free up, so for a class that alone arrives faster than it is served the
-    bound cannot hold (docs/mosaic.md)."""
+def _sustained_overload():
+    """The overload run of the test below: (what finished, the policy, the profiled time alone, the bursts)."""
     version, _ = cgroups.detect()
     cg = node_cgroup(naming.cgroup(naming.new_run_id(), "edge0"), 2 << 30)
     matrix = Interference(["dispatch_api", "log_archive"], prior=0.0)
@@ -161,6 +151,25 @@ def test_under_sustained_overload_no_task_waits_longer_than_three_deadlines_and_
         ex.close()
         services.stop()
         cg.remove()
+    return done, mosaic, alone_ms, n
+
+
+def test_under_sustained_overload_no_task_waits_longer_than_three_deadlines_and_a_tick():
+    """One task at a time, a dispatch_api burst (100-ms deadline) every third of its time
+    alone, measured on the node first (~10 ms here), for 2 s: three times what the node can
+    serve on any machine, so the queue only grows (at twice, one fresh-clone run's profile
+    came out slow enough that the longest wait was 423 ms, under the premise's 500). Background
+    log_archive tasks with a 300-ms deadline queue behind every burst that arrived
+    before them (past their deadlines all are equally urgent, and earlier ones go first),
+    so only the starvation guard lets them in: within 3 x 300 ms + one 100-ms tick (plus
+    150 ms for the workers' reports on this loaded 2-core machine). The bursts themselves
+    starve too, by the hundred: the guard admits each, but only as fast as their class's
+    two workers free up, so for a class that alone arrives faster than it is served the
+    bound cannot hold (docs/mosaic.md)."""
+    for _ in range(2):  # a profile taken in one of this machine's slow moments (34 ms, not ~10) offers too little: again
+        done, mosaic, alone_ms, n = _sustained_overload()
+        if max(d.task.waited_ms(d.task.finished_ns) for d in done if d.task.cls == "dispatch_api") > SPAN_MS / 4:
+            break
     bg = [d for d in done if d.task.cls == "log_archive"]
     assert len(bg) == 4 and len(done) == n + 4
     # the premise: overloaded, a backlog of about two thirds of the span by its end (SPAN_MS x (1 - 1/3))
