@@ -54,11 +54,19 @@ def figures(run_dir: Path, part: dict, tl: Timeline, xlim: tuple[float, float], 
         t = tl.seconds(occ["t_ns"])
         ax.plot(t, occ["bytes"] / 1000, lw=0.8, color="C0", label="CU buffer in use (per slot with flows)")
         bound = head.get("buffer_bytes", "inf")
-        if bound != "inf":
+        peak_kb = counters["peak_bytes"] / 1000
+        top = max(peak_kb * 1.3, 1.0)
+        title = f"CU buffer: peak {peak_kb:g} KB"
+        if bound == "inf":
+            title += " (unbounded)"
+        elif int(bound) / 1000 <= top * 1.5:  # the bound in view: drawn
             ax.axhline(int(bound) / 1000, color="C3", ls="--", lw=1, label=f"its bound, {int(bound) / 1000:g} KB")
+            top = max(top, int(bound) / 1000 * 1.05)
+        else:  # far above what was used: said, not drawn (it would flatten the curve)
+            title += f"\n(its bound, {int(bound) / 1000:g} KB, is off this scale)"
         shade(ax, tl, xlim)
-        ax.set(xlim=xlim, xlabel=TIME_LABEL, ylabel="KB", title=f"CU buffer (peak {counters['peak_bytes'] / 1000:g} KB)")
-        ax.set_ylim(bottom=0)
+        ax.set(xlim=xlim, xlabel=TIME_LABEL, ylabel="KB", title=title)
+        ax.set_ylim(0, top)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper right")
     fig.suptitle(f"flows over transport {part['kind']}, downlink scheduler {part['downlink_scheduler']} (measured)", fontsize=10)
