@@ -9,6 +9,7 @@ Every method has a do-nothing default: a system overrides what it uses."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,14 +135,26 @@ class EdgeSystem:
         """Its per-request columns beside requests.csv's."""
         return df
 
+    # Where its results live: a package with results.py (summarize(run_dir, df), render(part)) and plots.py
+    # (figures(run_dir, part, tl, xlim, folder)), imported only when a run's results are made (None: none).
+    results_package: ClassVar[str | None] = None
+
     def summarize(self, run_dir: Path, df: pd.DataFrame) -> dict | None:
         """Its part of summary.json (under summary_key), None when the run has no records of it."""
-        return None
+        if self.results_package is None:
+            return None
+        return importlib.import_module(f"{self.results_package}.results").summarize(run_dir, df)
 
     def render(self, part: dict) -> Any | None:
         """Its part of the summary as a rich table (None: nothing to print)."""
-        return None
+        if self.results_package is None:
+            return None
+        return importlib.import_module(f"{self.results_package}.results").render(part)
 
     def plots(self, p: Plot) -> list[PlotJob]:
-        return []
+        part = p.summary.get(self.summary_key) if self.summary_key else None
+        if self.results_package is None or not part:
+            return []
+        figures = importlib.import_module(f"{self.results_package}.plots").figures
+        return [lambda: figures(p.run_dir, part, p.tl, p.xlim, p.folder)]
 

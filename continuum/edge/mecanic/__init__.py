@@ -14,7 +14,7 @@ import ipaddress
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
 from pydantic import Field, model_validator
@@ -30,7 +30,6 @@ from continuum.runtime import stop_process, wait_for
 
 if TYPE_CHECKING:
     from continuum.network.plan import Plan
-    from continuum.results.plots import Plot, PlotJob
 
 NAME = r"^[A-Za-z0-9_.-]+$"
 MAX_PATTERNS, MAX_PATTERN_BYTES = 1024, 128  # mahimahi-link's (the paper's NIC: 100 of 128 bytes)
@@ -198,6 +197,7 @@ class Mecanic(EdgeSystem):
     manages = None  # the NIC's path: no edge resource another system decides over
     model = EdgeNic
     manifest_key = "nic"
+    results_package = "continuum.edge.mecanic"
     summary_key = "nic"
     node_code = ("edge-systems",)
 
@@ -433,19 +433,3 @@ class Mecanic(EdgeSystem):
         if "dropped" in df:  # (the server never saw it: answered by the NIC, not lost on the way)
             df.loc[df["nic_cache"].isin(["hit", "fetched"]), "dropped"] = 0
         return df
-
-    def summarize(self, run_dir: Path, df: pd.DataFrame) -> dict | None:
-        from continuum.edge.mecanic import results
-
-        return results.summarize(run_dir, df)
-
-    def render(self, part: dict) -> Any:
-        from continuum.edge.mecanic import results
-
-        return results.render(part)
-
-    def plots(self, p: Plot) -> list[PlotJob]:
-        from continuum.edge.mecanic import plots
-
-        part = p.summary.get(self.summary_key)
-        return [lambda: plots.figures(p.run_dir, part, p.tl, p.xlim, p.folder)] if part else []

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-import pandas as pd
 from pydantic import Field
 
 from continuum.config import AppSpec, ExperimentSpec
@@ -21,8 +20,6 @@ from continuum.edge.system import EdgeRun, EdgeSystem
 from continuum.runtime import Node, start_node_daemon, stop_process
 from workloads.contract import Env
 
-if TYPE_CHECKING:
-    from continuum.results.plots import Plot, PlotJob
 
 APP = "edge_tasks"  # the workload whose tasks it admits (workloads/edge_tasks)
 
@@ -56,6 +53,7 @@ class Mosaic(EdgeSystem):
     model = EdgeAdmission
     node_code = ("edge-systems", "smec-edge")  # mosaic.agent borrows smec_edge.unixpath
     manifest_key = "admission"
+    results_package = "continuum.edge.mosaic"
     summary_key = "admission"
 
     def resolve(self, table: Any, draft: Draft, ctx: Issues) -> dict | None:
@@ -114,19 +112,3 @@ class Mosaic(EdgeSystem):
 
     def queued_requests(self, manifest: dict) -> bool:
         return manifest.get(self.manifest_key or "") is not None
-
-    def summarize(self, run_dir: Path, df: pd.DataFrame) -> dict | None:
-        from continuum.edge.mosaic import results
-
-        return results.summarize(run_dir, df)
-
-    def render(self, part: dict) -> Any:
-        from continuum.edge.mosaic import results
-
-        return results.render(part)
-
-    def plots(self, p: Plot) -> list[PlotJob]:
-        from continuum.edge.mosaic import plots
-
-        a = p.summary.get(self.summary_key)
-        return [lambda: plots.figures(p.run_dir, a, p.tl, p.xlim, p.folder)] if a else []

@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 
 from continuum.config import ExperimentSpec
 from continuum.config.edge import Draft
@@ -27,7 +26,6 @@ from workloads.contract import ANSWER_PORT
 
 if TYPE_CHECKING:
     from continuum.network.plan import Plan
-    from continuum.results.plots import Plot, PlotJob
 
 CU_PORT = 47200  # the transport's UDP port (edge-systems/pdcell/wire.py PORT)
 SHIM_PORT = 47201  # the offload node's shim: where its nat table sends the servers' connections to the UEs
@@ -54,6 +52,7 @@ class Pdcell(EdgeSystem):
     title = "pDCell's transport"
     switch = "transport.kind"
     manifest_key = "transport"
+    results_package = "continuum.edge.pdcell"
     summary_key = "transport"
     node_code = ("edge-systems",)
 
@@ -181,21 +180,6 @@ class Pdcell(EdgeSystem):
         wait_for(listening, 15, f"pDCell's shim on {node.name}")
         run.watch(f"pDCell's shim on {node.name}", proc, log)
 
-    def summarize(self, run_dir: Path, df: pd.DataFrame) -> dict | None:
-        from continuum.edge.pdcell import results
-
-        return results.summarize(run_dir, df)
-
-    def render(self, part: dict) -> Any:
-        from continuum.edge.pdcell import results
-
-        return results.render(part)
-
-    def plots(self, p: Plot) -> list[PlotJob]:
-        from continuum.edge.pdcell import plots
-
-        part = p.summary.get(self.summary_key)
-        return [lambda: plots.figures(p.run_dir, part, p.tl, p.xlim, p.folder)] if part else []
 
 
 ALLOWED = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
