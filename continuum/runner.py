@@ -28,7 +28,7 @@ from continuum.cell import traffic
 from continuum.config import ExperimentSpec
 from continuum.errors import ContinuumError, ProviderError, VerificationError
 from continuum.monitor import NodeSampler
-from continuum.network import link, plan as netplan, verify
+from continuum.network import link, mahimahi, plan as netplan, verify
 from continuum.providers import REGISTRY
 from continuum.edge import registry as edge_registry
 from continuum.edge.system import EdgeRun
@@ -211,6 +211,12 @@ def _run(ctx: Run, provider) -> None:
     if spec.mobile.srsran is not None:
         console.print(f"[bold]network[/]: {spec.mobile.describe()}; core delay by {dep.facts['delay_mechanism']}"
                       + (" (mahimahi-link, every frame past its trace)" if dep.facts["delay_mechanism"] == "mahimahi-link" else ""))
+    elif plan.mahimahi:
+        info = mahimahi.build_info() or {}
+        console.print(f"[bold]network[/]: cellular link (upstream mm-link {str(info.get('commit', '?'))[:7]} with "
+                      f"{len(info.get('patches', []))} patches of mahimahi-patches/, one per endpoint), core delay by "
+                      f"{dep.facts['delay_mechanism']}" + (" (mahimahi-link, every frame past its trace)"
+                                                          if dep.facts["delay_mechanism"] == "mahimahi-link" else ""))
     else:
         console.print(f"[bold]network[/]: cellular link (mahimahi-link), core delay by {dep.facts['delay_mechanism']}"
                       f" (netem {'available' if dep.facts['netem_available'] else 'not in this kernel'})")
@@ -218,8 +224,15 @@ def _run(ctx: Run, provider) -> None:
     ctx.undo.callback(stop_process, emulator)
     ctx.emulator = emulator
     # What must stay alive while requests flow; a death ends the run, named.
-    ctx.vital.append(Vital("mahimahi-link (the cellular link)" if spec.mobile.srsran is None
+    ctx.vital.append(Vital("mahimahi-link (the cellular link)" if spec.mobile.srsran is None and not plan.mahimahi
                            else "mahimahi-link (the core delay)", emulator, run_dir / "logs" / "mahimahi-link.log"))
+    shells: list[mahimahi.Shell] = []
+    if plan.mahimahi:
+        shells = mahimahi.start(dep.nodes, spec, plan, ctx.run_id, run_dir / "logs")
+        ctx.undo.callback(mahimahi.stop, shells, mahimahi.stage(ctx.run_id), run_dir / "links")
+        for sh in shells:
+            ctx.vital.append(Vital(f"mm-link of {sh.spec.endpoint} (the cellular link, upstream Mahimahi)", sh.proc, sh.log))
+        ctx.phase(f"{len(shells)} mm-link shells ready (pass-through, probe addresses past the filter)")
     if spec.mobile.srsran is not None:
         _srsran(ctx)
 
@@ -259,6 +272,8 @@ def _run(ctx: Run, provider) -> None:
             _repetition(ctx, rep)
     ctx.save()
     stop_process(emulator)  # flushes the link logs before the report reads them
+    if shells:  # their logs into links/, where the report reads them
+        mahimahi.stop(shells, mahimahi.stage(ctx.run_id), run_dir / "links")
 
 
 def _load_plan(spec: ExperimentSpec) -> list[str]:

@@ -63,8 +63,11 @@ def mobile(p: dict[str, Any], nodes: list[NodeSpec], ctx: Issues) -> MobileSpec 
             mobile = MobileSpec(
                 m.preset, up_ref, down_ref, m.uplink_queue, m.uplink_queue_args,
                 m.downlink_queue, m.downlink_queue_args, m.uplink_loss, m.downlink_loss, tuple(m.bypass), m.ms_bursts,
-                segmentation=_segmentation(m.segmentation, provider), emulator_threads=m.emulator_threads,
+                segmentation="emulator" if m.emulator == "mahimahi" else _segmentation(m.segmentation, provider),
+                emulator_threads=m.emulator_threads, emulator=m.emulator,
             )
+        if m.emulator == "mahimahi":
+            _upstream_problems(m, p, bad)
         if m.segmentation == "kernel" and provider is not None and provider.kind != "netns":
             bad("mobile.segmentation", f"\"kernel\" (host offloads on, mahimahi-link --gso) is built by the netns provider; "
                                        f"{provider.kind!r} keeps \"emulator\"")
@@ -98,7 +101,37 @@ def core(p: dict[str, Any], ctx: Issues) -> CoreSpec | None:
 
 EMULATED_ONLY = ("preset", "uplink", "downlink", "uplink_queue", "uplink_queue_args", "downlink_queue",
                  "downlink_queue_args", "uplink_loss", "downlink_loss", "bypass", "ms_bursts", "segmentation",
-                 "emulator_threads")
+                 "emulator_threads", "emulator")
+
+
+def _upstream_problems(m: raw.Mobile, p: dict[str, Any], bad) -> None:
+    """emulator = "mahimahi": what only mahimahi-link does, named by its key (upstream mm-link
+    replays one UE's traces through its queues; the rest is this project's)."""
+    why = "emulator = \"mahimahi\" (upstream mm-link) "
+    provider = p.get("provider")
+    if provider is not None and provider.kind != "netns":
+        bad("mobile.emulator", f"{why}runs on the netns provider (one mm-link per endpoint in this machine's namespaces); "
+                               f"this file's provider.kind is {provider.kind!r}")
+    if m.segmentation == "kernel":
+        bad("mobile.segmentation", f"{why}reads MTU packets from its TUN devices: \"kernel\" (mahimahi-link --gso) is "
+                                   "mahimahi-link's; leave the key out")
+    if m.emulator_threads > 1:
+        bad("mobile.emulator_threads", f"{why}is one process per endpoint, each single-threaded: forwarding threads are "
+                                       "mahimahi-link's (--threads); leave the key out")
+    if m.ms_bursts:
+        bad("mobile.ms_bursts", f"{why}always delivers in its 1-ms ticks; the key makes mahimahi-link do as mm-link does: "
+                                "leave it out")
+    for key in ("uplink_loss", "downlink_loss"):
+        if getattr(m, key):
+            bad(f"mobile.{key}", f"{why}has no random loss (upstream's mm-loss is another shell); "
+                                 "loss is mahimahi-link's: set it to 0 or use emulator = \"mahimahi-link\"")
+    for i, rule in enumerate(m.bypass):
+        if ":" in rule:
+            bad(f"mobile.bypass[{i}]", f"{rule!r}: {why}filters by address only (mahimahi-patches/0004): "
+                                       "give a PREFIX without a port")
+    if p.get("cell") is not None:
+        bad("cell", f"{why}replays each UE's own traces; the shared cell and its MAC schedulers are mahimahi-link's "
+                    "(--uplink-cell/--downlink-cell): remove [cell] or use emulator = \"mahimahi-link\"")
 
 
 def _segmentation(asked: str, provider: raw.Provider | None) -> str:

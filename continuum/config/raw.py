@@ -145,6 +145,10 @@ class Mobile(Strict):
     # --threads): links are dealt out, a shared cell's members stay on one thread. One thread carries
     # ~10 Gbit/s; more only help with several endpoints and spare cores.
     emulator_threads: int = Field(default=1, ge=1, le=256)
+    # Which emulator replays the traces: this project's mahimahi-link, or upstream Mahimahi's
+    # mm-link with the patches of mahimahi-patches/ (built by mahimahi-patches/build), one per
+    # endpoint, to check a result on the original; features only mahimahi-link has are refused.
+    emulator: Literal["mahimahi-link", "mahimahi"] = "mahimahi-link"
 
 
 class Core(Strict):

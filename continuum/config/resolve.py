@@ -175,6 +175,10 @@ def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: C
     e = p.get("experiment")
     total_s = e.warmup_s + e.duration_s if e is not None else None
     events = timeline.resolve(p["timeline"], nodes, apps, c, p, total_s, ctx) if p["timeline"] else ()
+    if mobile is not None and mobile.emulator == "mahimahi" and any(e.kind != "load" for e in events):
+        bad("timeline", "emulator = \"mahimahi\" (upstream mm-link) replays its traces as they are: outages, trace "
+                        "switches, handovers and core-delay steps are mahimahi-link's (--timeline); keep only load "
+                        "steps or use emulator = \"mahimahi-link\"")
     draft = Draft(tuple(nodes), tuple(apps), workload, groups, mix, None if provider is None else provider.kind, c, p.get("transport"), mobile)
     running, needs = edge.resolve(p["edge"], systems, draft, ctx)
     for role in ("endpoint", "edge", "cloud"):

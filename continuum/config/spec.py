@@ -77,6 +77,7 @@ class MobileSpec:
     srsran: SrsranSpec | None = None
     segmentation: str = "emulator"  # emulator | kernel (offloads on, mahimahi-link --gso)
     emulator_threads: int = 1  # mahimahi-link --threads
+    emulator: str = "mahimahi-link"  # mahimahi-link | mahimahi (upstream mm-link, patched: mahimahi-patches/)
 
     def describe(self) -> str:
         """One line: the traces replayed, or the real stack."""

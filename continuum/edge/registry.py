@@ -37,4 +37,7 @@ def problems(spec: ExperimentSpec, kind: str, verbs: frozenset[str]) -> list[str
             out.append(f"the {kind} provider does not run {s.title} ({f'[edge.{s.section}]' if s.section else s.switch}) yet: it needs "
                        + " and ".join(NEEDS[n] for n in missing) + " (the netns provider has them)")
         out += s.host_problems(settings, spec)
+        if spec.mobile.emulator == "mahimahi" and type(s).link_args is not EdgeSystem.link_args:
+            out.append(f"{s.title} ({f'[edge.{s.section}]' if s.section else s.switch}) runs inside mahimahi-link; "
+                       "mobile.emulator = \"mahimahi\" (upstream mm-link) has no such stage: use emulator = \"mahimahi-link\"")
     return out

@@ -23,7 +23,7 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
     for link in plan.cell_links:
         c = plan.cell  # a cell member may have its own channel, or its first cell's
         own = {d: c.channel(link.name, c.start(link.name), d) if c else None for d in ("uplink", "downlink")}
-        if m.uplink is None or m.downlink is None:  # srsRAN is the link: every frame bypasses this placeholder
+        if m.uplink is None or m.downlink is None or plan.mahimahi:  # srsRAN or mm-link is the link: a delay stage here
             up = down = unshaped_trace(logs)
         else:
             up = (own["uplink"] or m.uplink).path
@@ -32,8 +32,8 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
     out += [
         f"--uplink-queue={m.uplink_queue}",
         f"--downlink-queue={m.downlink_queue}",
-        f"--uplink-log={logs}/{{name}}.uplink.log",
-        f"--downlink-log={logs}/{{name}}.downlink.log",
+        f"--uplink-log={logs}{'/core-delay' if plan.mahimahi else ''}/{{name}}.uplink.log",
+        f"--downlink-log={logs}{'/core-delay' if plan.mahimahi else ''}/{{name}}.downlink.log",
         f"--stats={stats}",
         f"--seed={spec.seed}",
         "--quiet",
@@ -141,7 +141,7 @@ def cell_argv(plan: Plan, logs: Path) -> list[str]:
 def start(ran: Node, spec: ExperimentSpec, plan: Plan, run_dir: Path, delay_mechanism: str) -> tuple[subprocess.Popen, Path]:
     """Start the emulator and wait until it serves (its first statistics file)."""
     logs = run_dir / "links"
-    logs.mkdir(parents=True, exist_ok=True)
+    (logs / "core-delay" if plan.mahimahi else logs).mkdir(parents=True, exist_ok=True)
     stats = run_dir / "links" / "stats.json"
     if any(e.kind != "load" for e in spec.timeline):
         (logs / "timeline.txt").write_text("\n".join(timeline_lines(spec, plan)) + "\n")

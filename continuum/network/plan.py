@@ -13,6 +13,15 @@ frames from the UE, downlink trace for frames toward it, so each direction is
 shaped exactly once. The per-tier one-way core delay is applied by the same
 process (--delay by destination prefix uplink, source prefix downlink).
 
+With mobile.emulator = "mahimahi" each endpoint's own upstream mm-link (patched:
+mahimahi-patches/) is its link, in a namespace between it and ran:
+
+    endpoint_i  eth0 ==veth== ue [mm-link's shell] ~TUN~ mm-link ~TUN~ [mm_i] eth0 ==veth== ue_i  [ran: delay only] ...
+
+mm-link --pass-through takes `ue` (the endpoint's gateway) into its shell, so the
+endpoint's traffic crosses its uplink queue and traffic routed to it its downlink
+queue, once each; ran lets every frame past its trace and adds only the core delay.
+
 With mobile.mode = "srsran" the stack takes the link's place:
 
     endpoint_0  tun_srsue ~~ srsUE ~ZMQ radio~ srsENB ~S1~ srsEPC  [epc] eth0 ==veth== ue_0  [ran: delay only] ...
@@ -23,6 +32,7 @@ the endpoint's), which takes the endpoint's place towards ran and the core.
 Addresses live in 10.200.0.0/14 and only inside this run's namespaces:
     endpoint i: 10.200.i.2/24 (core side 10.200.i.1)
     bulk UE i:  10.200.(100+i).2/24 (a shared cell's best-effort file transfers)
+    mm-link i:  10.200.(64+i).2/24 (emulator = "mahimahi": its namespace's side toward ran; core side .1)
     probe addr: 10.201.i.2/32 on endpoint i (bypasses the trace, keeps the core delay:
                 used to verify core RTT without the cellular link's waiting time)
     edge j:     10.202.j.2/24 (core side 10.202.j.1)
@@ -44,6 +54,8 @@ ALL_NETS = "10.200.0.0/14"
 TIER_NET = {"edge": EDGE_NET, "cloud": CLOUD_NET}
 MQTT_PORT = 1883
 BULK_NET_OFFSET = 100  # bulk UE i lives in 10.200.(100+i).0/24 (endpoints stay below 64)
+MM_NET_OFFSET = 64  # emulator = "mahimahi": endpoint i's mm-link namespace reaches ran from 10.200.(64+i).0/24
+MM_DEVICE = "ue"  # ...and holds the endpoint's gateway on this device, which mm-link takes into its shell
 BULK_PORT = 5201  # bulk UE i's iperf3 server listens on BULK_PORT + i on the offload target
 NOTICE_PORT = 47000  # Tutti: the edge's request notices to a UE's address on this UDP port
 NODE_IF = "eth0"  # a node's one interface
@@ -71,7 +83,7 @@ class PlanNode:
     """One namespace of the run: a workload node, or the ran/core infrastructure."""
 
     name: str  # logical name: endpoint0, edge0, cloud0, ran, core
-    role: str  # endpoint | bulk | edge | cloud | ran | core
+    role: str  # endpoint | bulk | edge | cloud | ran | core | mm (an endpoint's mm-link, emulator = "mahimahi")
     address: str | None = None  # where its workload is reached (no prefix)
     limits: Limits | None = None  # None: infrastructure, not limited
     sandboxed: bool = False  # its namespace comes from a sandbox container (container workloads)
@@ -149,6 +161,19 @@ class CellLink:
 
 
 @dataclass(frozen=True)
+class MmShell:
+    """emulator = "mahimahi": one endpoint's mm-link, started in `namespace`, which
+    takes `device` (the endpoint's gateway) into its shell; the endpoint's probe
+    address passes its address filter and is routed to the endpoint from inside."""
+
+    endpoint: str
+    namespace: str
+    device: str
+    endpoint_address: str
+    probe_address: str
+
+
+@dataclass(frozen=True)
 class Plan:
     nodes: tuple[PlanNode, ...]  # workload nodes in spec order, then "ran", "core"
     veths: tuple[Veth, ...]
@@ -186,6 +211,7 @@ class Plan:
     vm_cpu: str = "auto"  # the qemu provider: the VMs' CPU model ([provider] vm_cpu)
     vm_manager: str = "qemu"  # the qemu provider: QEMU started by continuum, or transient libvirt domains
     gso: bool = False  # mobile.segmentation = "kernel": every veth keeps its offloads, the emulator runs --gso
+    mahimahi: tuple[MmShell, ...] = ()  # emulator = "mahimahi": each endpoint's mm-link (ran adds only the core delay)
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -227,6 +253,8 @@ def build(spec: ExperimentSpec) -> Plan:
     links: list[CellLink] = []
     delays: list[CoreDelay] = []
     srsran = spec.mobile.srsran is not None
+    mahimahi = spec.mobile.emulator == "mahimahi"
+    shells: list[MmShell] = []
     for n in spec.role("endpoint") + spec.role("bulk"):
         i = n.index + (BULK_NET_OFFSET if n.role == "bulk" else 0)  # the UE's subnet; interface names say which
         if srsran:
@@ -236,6 +264,9 @@ def build(spec: ExperimentSpec) -> Plan:
         nodes.append(PlanNode(n.name, n.role, ip, Limits(n.cpus, n.memory_bytes, n.period_us, n.speed), n.name in boxed))
         probes[n.name] = f"{PROBE_NET}.{i}.2"
         extra.append(Address(n.name, NODE_IF, f"{probes[n.name]}/32"))
+        if mahimahi:
+            shells.append(_mahimahi_ue(n, i, ip, gw, probes[n.name], nodes, veths, routes, neighbours, links))
+            continue
         veths.append(Veth(Interface(n.name, NODE_IF, f"{ip}/24"), Interface("ran", f"ue{i}", None)))
         veths.append(Veth(Interface("ran", f"core{i}", None), Interface("core", f"ran{i}", f"{gw}/24")))
         links.append(CellLink(n.name, f"ue{i}", f"core{i}"))
@@ -276,7 +307,8 @@ def build(spec: ExperimentSpec) -> Plan:
         cell_links=tuple(links),
         core_delays=tuple(delays),
         delay_mechanism=delay_mechanism(spec),
-        bypass=("0.0.0.0/0",) if srsran else (f"{PROBE_NET}.0.0/16", *spec.mobile.bypass),
+        bypass=("0.0.0.0/0",) if srsran or mahimahi else (f"{PROBE_NET}.0.0/16", *spec.mobile.bypass),
+        mahimahi=tuple(shells),
         probe_addresses=probes,
         offload_target=offload_target,
         cell=spec.cell,
@@ -296,6 +328,28 @@ def build(spec: ExperimentSpec) -> Plan:
         vm_cpu=spec.vm_cpu,
         vm_manager=spec.vm_manager,
     )
+
+
+def _mahimahi_ue(n, i: int, ip: str, gw: str, probe: str, nodes: list[PlanNode], veths: list[Veth], routes: list[Route],
+                 neighbours: list[Neighbour], links: list[CellLink]) -> MmShell:
+    """emulator = "mahimahi": the endpoint's gateway is in the namespace mm-link starts in
+    (and then in its shell), whose other side reaches the core through ran as an endpoint
+    does in the emulated mode, with mahimahi-link there letting every frame past its trace."""
+    shell = f"mm{i}"
+    transit, transit_gw = f"{ENDPOINT_NET}.{MM_NET_OFFSET + i}.2", f"{ENDPOINT_NET}.{MM_NET_OFFSET + i}.1"
+    nodes.append(PlanNode(shell, "mm", forwarding=True))
+    veths.append(Veth(Interface(n.name, NODE_IF, f"{ip}/24"), Interface(shell, MM_DEVICE, f"{gw}/24")))
+    veths.append(Veth(Interface(shell, NODE_IF, f"{transit}/24"), Interface("ran", f"ue{i}", None)))
+    veths.append(Veth(Interface("ran", f"core{i}", None), Interface("core", f"ran{i}", f"{transit_gw}/24")))
+    links.append(CellLink(shell, f"ue{i}", f"core{i}"))
+    routes.append(Route(n.name, ALL_NETS, gw))
+    routes.append(Route(shell, ALL_NETS, transit_gw))
+    routes.append(Route("core", f"{ENDPOINT_NET}.{i}.0/24", transit))
+    routes.append(Route("core", f"{probe}/32", transit))
+    neighbours.append(Neighbour(n.name, NODE_IF, gw, shell, MM_DEVICE))
+    neighbours.append(Neighbour(shell, NODE_IF, transit_gw, "core", f"ran{i}"))
+    neighbours.append(Neighbour("core", f"ran{i}", transit, shell, NODE_IF))
+    return MmShell(n.name, shell, MM_DEVICE, ip, probe)
 
 
 def _srsran_ue(n, i: int, nodes: list[PlanNode], veths: list[Veth], routes: list[Route],

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable
 from continuum import cgroups, commands, naming
 from continuum.engines import containers
 from continuum.errors import ProviderError
+from continuum.network import mahimahi
 from continuum.network.configure import configure
 from continuum.network.namespaces import delete_namespace, list_namespaces, namespace_pids
 from continuum.network.plan import Plan
@@ -59,6 +60,8 @@ class NetnsProvider(Provider):
         if spec.mobile.srsran is not None:
             s = spec.mobile.srsran
             problems += [f"mobile.mode = \"srsran\": {p}" for p in environment.problems(s.prefix, s.cell.radio)]
+        if spec.mobile.emulator == "mahimahi":
+            problems += mahimahi.problems()
         if spec.core.jitter_ms > 0 and spec.core.mechanism == "mahimahi-link":
             problems.append("core.jitter_ms > 0 needs tc netem: set core.mechanism = \"auto\" or \"netem\" "
                             "(mahimahi-link's core delay is constant)")
@@ -111,6 +114,7 @@ class NetnsProvider(Provider):
         for _rid, cgs in cgroups.existing(run_id).items():
             for cg in cgs:
                 out.append(f"cgroup {next(iter(cg.dirs.values()))}")
+        out += [f"mm-link process {pid} ({folder})" if pid else f"folder {folder}" for pid, folder in mahimahi.leftovers(run_id)]
         return out
 
     def destroy(self, run_id: str | None, say: Callable[[str], None]) -> int:
@@ -118,6 +122,9 @@ class NetnsProvider(Provider):
         for name in containers.leftovers(run_id):
             say(f"removing container {name}")
             containers.remove(name)
+            removed += 1
+        for what in mahimahi.destroy(run_id):  # before their namespaces: a shell's own goes with its process
+            say(f"removing {what}")
             removed += 1
         for ns in list_namespaces():
             parsed = naming.parse_netns(ns)

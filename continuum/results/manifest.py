@@ -20,6 +20,7 @@ import continuum
 from continuum.config import ExperimentSpec
 from continuum import REPO
 from continuum.results import events
+from continuum.network import mahimahi
 from continuum.traces import mahimahi_link_binary
 
 
@@ -66,7 +67,11 @@ def _mobile(spec: ExperimentSpec) -> dict[str, Any]:
     """What carried the endpoint's traffic: the emulated link, or the real stack and its cell."""
     s = spec.mobile.srsran
     if s is None:
-        return {"mode": "emulated", "segmentation": spec.mobile.segmentation, "emulator_threads": spec.mobile.emulator_threads}
+        out: dict[str, Any] = {"mode": "emulated", "segmentation": spec.mobile.segmentation,
+                               "emulator_threads": spec.mobile.emulator_threads, "emulator": {"name": spec.mobile.emulator}}
+        if spec.mobile.emulator == "mahimahi":  # upstream's commit, the patches applied (their SHA-256), the binary
+            out["emulator"] = mahimahi.manifest_entry()
+        return out
     from srsran_integration import environment, lte
 
     c = s.cell
