@@ -26,7 +26,7 @@ TESTS = Path(__file__).resolve().parent
 LANE_ENV = "CONTINUUM_TEST_LANE"
 
 # the second lane: wall-bound link tests
-LINK_LANE = ("mahimahi_link/", "tracearchive/test_record.py")
+LINK_LANE = ("mahimahi_link/", "mahimahi_patches/", "tracearchive/test_record.py")
 # what the first lane runs beside it: nothing here measures time or the edge's speed
 BESIDE = (
     "experiments/", "hosts/", "k3s/", "playbooks/", "qemu/test_libvirt_domain.py",
