@@ -13,7 +13,7 @@ import pytest
 from continuum.network import mahimahi
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "mahimahi-link" / "lab"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "mahimahi-patches" / "lab"))
 
 CACHE_CLONE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "continuum" / "mahimahi"
 

@@ -14,12 +14,14 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
-from netlab import sh
-
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "mahimahi-link" / "lab"))  # netlab: the same lab for mahimahi-link
+
+from netlab import sh  # noqa: E402
 UE_IP, GW_IP, SRV_IP, PROBE_IP = "10.210.0.2", "10.210.0.1", "10.211.0.2", "10.212.0.2"
 
 
@@ -72,9 +74,10 @@ class MmLab:
             sh("ip", "netns", "del", ns, check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def start(self, up: Path, down: Path, *options: str) -> dict[str, str]:
+    def start(self, up: Path, down: Path, *options: str, cpu: int | None = None) -> dict[str, str]:
         """mm-link with --no-command --pass-through=ue, until it says it is ready; the probe
-        address routed to the UE from inside its shell and to the shell from the mm namespace."""
+        address routed to the UE from inside its shell and to the shell from the mm namespace.
+        cpu: pinned to that core (the benchmarks pin either emulator to CPU 0)."""
         traces = []
         for name, t in (("up", up), ("down", down)):
             dst = self.dir / f"{name}.trace"
@@ -83,7 +86,7 @@ class MmLab:
         pw = pwd.getpwnam(self.user)
         r, w = os.pipe()
         self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", self.mm, "setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups",
+            [*(["taskset", "-c", str(cpu)] if cpu is not None else []), "ip", "netns", "exec", self.mm, "setpriv", f"--reuid={pw.pw_uid}", f"--regid={pw.pw_gid}", "--clear-groups",
              str(self.mm_link), "--no-command", "--pass-through=ue", f"--ready-fd={w}", *options, *map(str, traces)],
             pass_fds=(w,), stderr=subprocess.PIPE, text=True)
         os.close(w)
