@@ -4,6 +4,7 @@ cell), the edge systems that run, the processes and the schedule."""
 
 from __future__ import annotations
 
+from continuum.runtime import WORKLOAD_USER
 from continuum import naming
 from continuum.config import ExperimentSpec
 from continuum.edge.registry import running
@@ -37,7 +38,11 @@ def _nodes(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list[str]:
     if spec.mobile.srsran is not None:
         lines.append(f"  {netplan.EPC:<10} namespace {naming.netns(run_id, netplan.EPC):<24} "
                      f"{plan.node(netplan.EPC).address:<12} srsepc, srsenb, srsue (no limits)")
-    ran = "mahimahi-link forward (core delay only)" if spec.mobile.srsran is not None else "mahimahi-link forward"
+    for sh in plan.mahimahi:
+        lines.append(f"  {sh.namespace:<10} namespace {naming.netns(run_id, sh.namespace):<24} "
+                     f"upstream mm-link for {sh.endpoint} (its own shell namespace; runs as {WORKLOAD_USER})")
+    ran = ("mahimahi-link forward (core delay only)" if spec.mobile.srsran is not None or plan.mahimahi
+           else "mahimahi-link forward")
     lines.append(f"  {'ran':<10} namespace {naming.netns(run_id, 'ran'):<24} {ran} (no limits)")
     lines.append(f"  {'core':<10} namespace {naming.netns(run_id, 'core'):<24} router")
     if plan.placement:
@@ -67,10 +72,16 @@ def _network(spec: ExperimentSpec, plan: netplan.Plan) -> list[str]:
         lines.append(f"  {v.a.namespace}:{v.a.name} ({v.a.address or 'unnumbered'}) <-> {v.b.namespace}:{v.b.name} ({v.b.address or 'unnumbered'})")
     m = spec.mobile
     if m.uplink is not None and m.downlink is not None:
-        lines.append("cellular link (per endpoint, in ran):")
+        lines.append("cellular link (per endpoint, upstream mm-link with mahimahi-patches/ in its mmN namespace; "
+                     f"ran adds the core delay only, bypass {', '.join(plan.bypass)}):" if plan.mahimahi
+                     else "cellular link (per endpoint, in ran):")
         lines.append(f"  uplink   {m.uplink.path}  queue {m.uplink_queue} {m.uplink_queue_args}  loss {m.uplink_loss}")
         lines.append(f"  downlink {m.downlink.path}  queue {m.downlink_queue} {m.downlink_queue_args}  loss {m.downlink_loss}")
-        lines.append(f"  bypass   {', '.join(plan.bypass)} (first one: verification probe addresses)")
+        if plan.mahimahi:
+            lines.append(f"  bypass   {', '.join([netplan.PROBE_NET + '.0.0/16', *m.bypass])} (mm-link --bypass; first one: "
+                         "verification probe addresses)")
+        else:
+            lines.append(f"  bypass   {', '.join(plan.bypass)} (first one: verification probe addresses)")
         lines.append("  segmentation " + ("kernel: host offloads on, mahimahi-link --gso charges each MTU segment"
                                           if plan.gso else "emulator: host offloads off, MTU frames into the link"))
         if m.emulator_threads > 1:
@@ -107,6 +118,11 @@ def _processes(spec: ExperimentSpec, plan: netplan.Plan) -> list[str]:
     if spec.mobile.srsran is not None:
         lines.append(f"  {netplan.EPC}: srsepc, srsenb, srsue from {spec.mobile.srsran.prefix}/bin (configs in the run's srsran/), "
                      f"the UE's tunnel {lte.UE_TUN} in {spec.role('endpoint')[0].name}")
+        lines.append("  ran: mahimahi-link forward: every frame past its trace (bypass 0.0.0.0/0), the core delay added")
+    elif plan.mahimahi:
+        for sh in plan.mahimahi:
+            lines.append(f"  {sh.namespace}: mm-link --no-command --pass-through={sh.device} (the gateway of {sh.endpoint}), "
+                         f"as {WORKLOAD_USER}")
         lines.append("  ran: mahimahi-link forward: every frame past its trace (bypass 0.0.0.0/0), the core delay added")
     else:
         lines.append(f"  ran: mahimahi-link forward ({len(plan.cell_links)} link(s))")

@@ -121,13 +121,22 @@ def compare(a: Side, b: Side, tol: Tolerance = Tolerance()) -> dict:
 def _describe(s: Side) -> dict:
     m = s.manifest
     facts = m.get("provider_facts") or {}
+    emulator = ((m.get("mobile") or {}).get("emulator") or {}).get("name", "mahimahi-link")
     return {"folder": str(s.folder), "experiment": m.get("experiment"), "provider": m.get("provider"),
-            "accelerator": facts.get("accelerator"), "config_sha256": m.get("config_sha256"), "label": s.label}
+            "emulator": emulator, "accelerator": facts.get("accelerator"), "config_sha256": m.get("config_sha256"),
+            "label": s.label}
+
+
+def side_name(d: dict, other: dict) -> str:
+    """What tells a side from the other: its provider, or (one provider) the emulator of its link."""
+    if d["provider"] == other["provider"] and d.get("emulator") != other.get("emulator"):
+        return f"{d['provider']}, emulator {d['emulator']}"
+    return str(d["provider"])
 
 
 def markdown(c: dict) -> str:
     a, b, t = c["a"], c["b"], c["tolerance"]
-    lines = [f"# {a['experiment']}: {a['provider']} (A) against {b['provider']} (B)", "",
+    lines = [f"# {a['experiment']}: {side_name(a, b)} (A) against {side_name(b, a)} (B)", "",
              f"- A: `{a['folder']}` ({_where(a)})", f"- B: `{b['folder']}` ({_where(b)})"]
     if not c["same_experiment"]:
         lines.append(f"- **not one experiment**: A is {a['experiment']!r}, B is {b['experiment']!r}")
@@ -151,7 +160,8 @@ def markdown(c: dict) -> str:
 
 
 def _where(d: dict) -> str:
-    return ", ".join(x for x in (f"provider {d['provider']}", d["accelerator"] and f"accelerator {d['accelerator']}") if x)
+    return ", ".join(x for x in (f"provider {d['provider']}", d.get("emulator") and f"emulator {d['emulator']}",
+                                 d["accelerator"] and f"accelerator {d['accelerator']}") if x)
 
 
 def _f(v, fmt: str = "{:.2f}") -> str:
@@ -182,10 +192,11 @@ def figure(a: Side, b: Side, c: dict, out: Path) -> Path:
             v = np.sort(side.requests.loc[side.requests["status"] == "ok", r["metric"]].dropna().astype(float).to_numpy())
             if len(v):
                 values.append(v)
+                me, other = (c["a"], c["b"]) if side is a else (c["b"], c["a"])
                 ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", color=colour,
-                        label=f"{name}: {side.manifest.get('provider')} ({len(v)})")
+                        label=f"{name}: {side_name(me, other)} ({len(v)})")
             else:  # nothing answered on that side: said in the panel, not drawn as an empty curve
-                missing.append(f"{name} ({side.manifest.get('provider')}): no request answered")
+                missing.append(f"{name} ({side_name(*((c['a'], c['b']) if side is a else (c['b'], c['a'])))}): no request answered")
         low, high = min(v[0] for v in values), max(v[-1] for v in values)
         if low > 0 and high / low > 30:  # one side 100x the other: both stay readable
             ax.set_xscale("log")
