@@ -56,6 +56,7 @@ class Run:
     dep: Deployment | None = None
     vital: list["Vital"] = field(default_factory=list)
     emulator: subprocess.Popen | None = None  # mahimahi-link, once it runs
+    mm_shells: list[mahimahi.Shell] = field(default_factory=list)  # emulator = "mahimahi": each endpoint's mm-link
     recalibrate: bool = False  # measure every app's service time again, whatever the cache holds
 
     def phase(self, msg: str) -> None:
@@ -228,7 +229,7 @@ def _run(ctx: Run, provider) -> None:
                            else "mahimahi-link (the core delay)", emulator, run_dir / "logs" / "mahimahi-link.log"))
     shells: list[mahimahi.Shell] = []
     if plan.mahimahi:
-        shells = mahimahi.start(dep.nodes, spec, plan, ctx.run_id, run_dir / "logs")
+        shells = ctx.mm_shells = mahimahi.start(dep.nodes, spec, plan, ctx.run_id, run_dir / "logs")
         ctx.undo.callback(mahimahi.stop, shells, mahimahi.stage(ctx.run_id), run_dir / "links")
         for sh in shells:
             ctx.vital.append(Vital(f"mm-link of {sh.spec.endpoint} (the cellular link, upstream Mahimahi)", sh.proc, sh.log))
@@ -543,6 +544,8 @@ def _restart_traces(ctx: Run) -> None:
     would otherwise decide which part of the trace the measurement sees."""
     assert ctx.emulator is not None
     ctx.emulator.send_signal(signal.SIGUSR2)
+    for sh in ctx.mm_shells:  # upstream mm-link with mahimahi-patches/0005: the same signal, the same restart
+        sh.proc.send_signal(signal.SIGUSR2)
     ctx.manifest.trace_restarts_unix_ns = [*ctx.manifest.trace_restarts_unix_ns, time.time_ns()]
 
 

@@ -75,13 +75,23 @@ def problems(user: str = WORKLOAD_USER) -> list[str]:
     if not _reachable(mm, user, os.X_OK):
         out.append(f"{mm} cannot be run by the user {user!r} (mm-link refuses to be run as root): a folder above "
                    f"it is closed to others; install elsewhere with `{BUILD} --prefix DIR` and set CONTINUUM_MM_LINK")
-    if build_info(mm) is None:
+    info = build_info(mm)
+    if info is None:
         out.append(f"{mm} has no build record (share/continuum/mahimahi.json beside it): build it with {BUILD}, "
                    "so the manifest can name upstream's commit and the patches applied")
+    elif [(x["name"], x["sha256"]) for x in info.get("patches", [])] != series():
+        out.append(f"{mm} was built with another patch series than mahimahi-patches/ holds now "
+                   f"({', '.join(x['name'] for x in info.get('patches', [])) or 'none'}): rebuild it with {BUILD}")
     for tool in ("dnsmasq", "iptables", "setpriv"):
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
             out.append(f"mm-link needs {tool} (Debian: {'dnsmasq-base' if tool == 'dnsmasq' else tool if tool != 'setpriv' else 'util-linux'})")
     return out
+
+
+def series() -> list[tuple[str, str]]:
+    """(name, SHA-256) of each patch of mahimahi-patches/, in order: what a build must have applied."""
+    return [(p.name, hashlib.sha256(p.read_bytes()).hexdigest())
+            for p in sorted((REPO / "mahimahi-patches").glob("[0-9][0-9][0-9][0-9]-*.patch"))]
 
 
 def _reachable(path: Path, user: str, mode: int) -> bool:

@@ -23,7 +23,7 @@ def test_the_series_applies_to_the_recorded_commit_and_builds(upstream_source, t
                        capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     patches = sorted((REPO / "mahimahi-patches").glob("[0-9][0-9][0-9][0-9]-*.patch"))
-    assert len(patches) == 4
+    assert len(patches) == 5
     for patch in patches:  # each applied, in order
         assert f"    {patch.name}\n" in p.stdout
     commit = re.search(r'UPSTREAM_COMMIT="([0-9a-f]{40})"', BUILD.read_text()).group(1)

@@ -82,7 +82,7 @@ def short_run(tmp_path_factory, root_netns):
 def test_the_quickstart_runs_on_upstream_mm_link(short_run):
     run_dir = short_run["run"]
     out = " ".join(short_run["stdout"].split())
-    assert "cellular link (upstream mm-link ae477d4 with 4 patches" in out
+    assert "cellular link (upstream mm-link ae477d4 with 5 patches" in out
     v = json.loads((run_dir / "verification.json").read_text())
     shaped = v["shaped_once"][0]
     assert shaped["ok"] and shaped["endpoint0.uplink_packets"] == shaped["endpoint0.downlink_packets"] == 10, shaped
