@@ -212,8 +212,9 @@ def figure(a: Side, b: Side, c: dict, out: Path) -> Path:
     for row in axes:
         row[0].set_ylabel("share of answered requests")
     axes.flat[0].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"{c['a']['experiment']}: the answered requests' CDFs, A against B\nA = {c['a']['label']}, "
-                 f"B = {c['b']['label']} (compare.md names the folders)", fontsize=8)
+    fig.suptitle(f"{c['a']['experiment']}: the answered requests' CDFs, A against B\n"
+                 f"A = {side_name(c['a'], c['b'])}: {Path(c['a']['folder']).name}, "
+                 f"B = {side_name(c['b'], c['a'])}: {Path(c['b']['folder']).name} (compare.md names the folders)", fontsize=8)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -25,9 +25,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 SCENARIOS = {"quickstart": "quickstart (12 / 48 Mbit/s)", "lte": "Verizon LTE trace", "g1200": "1.2 Gbit/s"}
 SHORT = {"quickstart": "quickstart\n12 / 48 Mbit/s", "lte": "Verizon LTE\n(trace)", "g1200": "constant\n1.2 Gbit/s"}
-EMULATORS = ("mahimahi-link", "mahimahi")
-LABEL = {"mahimahi-link": "mahimahi-link", "mahimahi": "upstream mm-link + patches"}
-COLOUR = {"mahimahi-link": "tab:blue", "mahimahi": "tab:orange"}
+EMULATORS = ("mahimahi-link", "mahimahi", "mahimahi-link-ms")
+LABEL = {"mahimahi-link": "mahimahi-link", "mahimahi": "upstream mm-link + patches",
+         "mahimahi-link-ms": "mahimahi-link --ms-bursts (mm-link's timing)"}
+COLOUR = {"mahimahi-link": "tab:blue", "mahimahi": "tab:orange", "mahimahi-link-ms": "tab:green"}
+WIDTH = 0.27
 GOODPUT = 1472 / 1504  # iperf3 counts UDP payload; an opportunity carries 1504 bytes (IP packet + 4-byte TUN header)
 
 
@@ -63,7 +65,7 @@ def _cell(xs: list[float], fmt: str = "{:.3g}") -> str:
 def link_figure(rows: list[dict], out: Path) -> Path:
     scen = [s for s in SCENARIOS if any(r["scenario"] == s for r in rows)]
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    width = 0.38
+    width = WIDTH
     for ax, (what, title, ylabel) in zip(axes, (
             ("uplink", "uplink: delivered / trace", "share of the trace's rate"),
             ("downlink", "downlink: delivered / trace", "share of the trace's rate"),
@@ -77,7 +79,7 @@ def link_figure(rows: list[dict], out: Path) -> Path:
                 else:
                     xs = _share(rows, what)[(s, e)]
                 vals.append(xs)
-            x = [i + (k - 0.5) * width for i in range(len(scen))]
+            x = [i + (k - 1) * width for i in range(len(scen))]
             ax.bar(x, [statistics.mean(v) if v else 0 for v in vals], width, color=COLOUR[e], label=LABEL[e])
             for xi, v in zip(x, vals):  # every repetition, not only the mean
                 ax.plot([xi] * len(v), v, "k.", ms=4)
@@ -112,8 +114,8 @@ def delay_figure(rows: list[dict], out: Path) -> Path:
             labels.append(f"{load}\n{q[:3].upper()}")
             for k, e in enumerate(EMULATORS):
                 xs = _group(rows, f"uplink delay, {load}", q)[(s, e)]
-                xpos = i + (k - 0.5) * 0.38
-                ax.bar(xpos, statistics.mean(xs) if xs else 0, 0.38, color=COLOUR[e], label=LABEL[e] if i == 0 else None)
+                xpos = i + (k - 1) * WIDTH
+                ax.bar(xpos, statistics.mean(xs) if xs else 0, WIDTH, color=COLOUR[e], label=LABEL[e] if i == 0 else None)
                 ax.plot([xpos] * len(xs), xs, "k.", ms=4)
         ax.set_xticks(range(4), labels, fontsize=8)
         ax.set_yscale("log")
@@ -146,6 +148,8 @@ def summary(rows: list[dict], results: Path) -> str:
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     for s in scen:
         for e in EMULATORS:
+            if not any(r["scenario"] == s and r["emulator"] == e for r in rows):
+                continue
             g = lambda m, k, s=s, e=e: _group(rows, m, k)[(s, e)]  # noqa: E731
             lines.append(f"| {SCENARIOS[s]} | {LABEL[e]} | {_cell(_share(rows, 'uplink')[(s, e)], '{:.3f}')} | "
                          f"{_cell(_share(rows, 'downlink')[(s, e)], '{:.3f}')} | "
@@ -156,6 +160,8 @@ def summary(rows: list[dict], results: Path) -> str:
               "|---|---|---:|---:|---:|---:|---:|---:|"]
     for s in scen:
         for e in EMULATORS:
+            if not any(r["scenario"] == s and r["emulator"] == e for r in rows):
+                continue
             g = lambda m, k, s=s, e=e: _group(rows, m, k)[(s, e)]  # noqa: E731
             lines.append(f"| {SCENARIOS[s]} | {LABEL[e]} | " + " | ".join(
                 _cell(g(f"uplink delay, {load}", q), "{:.2f}") for load in ("idle", "half load") for q in ("p50_ms", "p90_ms", "p99_ms")) + " |")

@@ -12,7 +12,11 @@ emulator pinned to CPU 0 and the end hosts' receive work on CPU 1:
   clock for all namespaces) on the uplink for 5 s, alone, then beside iperf3
   at half the trace's mean rate; its percentiles.
 
-    linklab.py OUT.csv [--reps N] [--scenarios quickstart,lte,g1200]
+    linklab.py OUT.csv [--reps N] [--scenarios quickstart,lte,g1200] [--emulators mahimahi-link,mahimahi,mahimahi-link-ms]
+
+mahimahi-link-ms is mahimahi-link with --ms-bursts (a millisecond's opportunities all at
+its start, as mm-link serves them): what of a difference is that timing, and what is
+the rest (user space, TUN devices).
 """
 
 from __future__ import annotations
@@ -98,7 +102,8 @@ class Side:
 
     def __init__(self, emulator: str, work: Path):
         self.emulator, self.work = emulator, work
-        self.lab = Lab(mahimahi_link_binary(), work) if emulator == "mahimahi-link" else MmLab(mahimahi.binary(), work)
+        self.mml = emulator.startswith("mahimahi-link")  # "mahimahi-link-ms": with --ms-bursts (mm-link's timing)
+        self.lab = Lab(mahimahi_link_binary(), work) if self.mml else MmLab(mahimahi.binary(), work)
 
     def __enter__(self):
         self.lab.__enter__()
@@ -117,27 +122,27 @@ class Side:
 
     @property
     def server(self) -> str:
-        return self.lab.core if self.emulator == "mahimahi-link" else self.lab.srv
+        return self.lab.core if self.mml else self.lab.srv
 
     @property
     def server_ip(self) -> str:
-        return CORE_IP if self.emulator == "mahimahi-link" else SRV_IP
+        return CORE_IP if self.mml else SRV_IP
 
     def start(self, up: Path, down: Path) -> float:
         q = [f"--uplink-queue={QUEUE[0]}", f"--uplink-queue-args={QUEUE[1]}",
              f"--downlink-queue={QUEUE[0]}", f"--downlink-queue-args={QUEUE[1]}"]
         t0 = time.monotonic()
-        if self.emulator == "mahimahi-link":
-            self.lab.start_emulator(up, down, *q)  # (--cpu=0 is the lab's)
+        if self.mml:
+            self.lab.start_emulator(up, down, *q, *(["--ms-bursts"] if self.emulator == "mahimahi-link-ms" else []))  # (--cpu=0: the lab's)
         else:
             self.lab.start(up, down, *q, cpu=0)
         return t0
 
     def pid(self) -> int:
-        return (self.lab.emulator if self.emulator == "mahimahi-link" else self.lab.proc).pid
+        return (self.lab.emulator if self.mml else self.lab.proc).pid
 
     def stop(self) -> None:
-        if self.emulator == "mahimahi-link":
+        if self.mml:
             self.lab.stop_emulator()
         else:
             self.lab.stop()
@@ -228,6 +233,8 @@ def main() -> None:
     ap.add_argument("out", type=Path)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
+    ap.add_argument("--emulators", default="mahimahi-link,mahimahi,mahimahi-link-ms",
+                    help="mahimahi-link-ms: mahimahi-link --ms-bursts, all of a millisecond's opportunities at its start as in mm-link")
     a = ap.parse_args()
     problems = mahimahi.problems()
     if problems:
@@ -237,7 +244,7 @@ def main() -> None:
     rows: list[dict] = []
     for scenario in a.scenarios.split(","):
         for rep in range(1, a.reps + 1):
-            for emulator in ("mahimahi-link", "mahimahi"):  # alternating, so a slow phase of the machine hits both
+            for emulator in a.emulators.split(","):  # alternating, so a slow phase of the machine hits each
                 got = measure(scenario, emulator, rep)
                 rows += got
                 for r in got:
