@@ -221,13 +221,33 @@ def stop(shells: list[Shell], folder: Path, links: Path | None) -> None:
         stop_process(sh.proc)
     for sh in shells:
         if sh.inner_pid and _alive(sh.inner_pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(sh.inner_pid, signal.SIGKILL)
+            _kill_tree(sh.inner_pid)
     if links is not None and folder.exists():
         links.mkdir(parents=True, exist_ok=True)
         for log in folder.glob("*.log"):
             shutil.move(str(log), links / log.name)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                kids = [int(c) for c in (task / "children").read_text().split()]
+                out += kids
+                todo += kids
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL a process and everything under it (a shell's dnsmasq would outlive a killed shell)."""
+    for p in [pid, *_descendants(pid)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:
@@ -259,13 +279,16 @@ def leftovers(run_id: str | None) -> list[tuple[int, Path]]:
 
 
 def destroy(run_id: str | None) -> list[str]:
-    """What a crash left of the shells: their processes (SIGKILL: the shells' namespaces go with
-    them) and folders. Returns what it removed."""
+    """What a crash left of the shells: their processes and everything under them (SIGKILL: the
+    shells' namespaces go with them) and folders. Returns what it removed."""
     done = []
-    for pid, folder in leftovers(run_id):
+    found = leftovers(run_id)
+    tree = {pid: _descendants(pid) for pid, _ in found if pid}  # all of it first: a killed parent's children move away
+    for pid, folder in found:
         if pid:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+            for p in [pid, *tree[pid]]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p, signal.SIGKILL)
             done.append(f"mm-link process {pid}")
         elif folder.exists():
             shutil.rmtree(folder, ignore_errors=True)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ import hoststate
 from continuum import experiment
 from continuum.network import link, mahimahi, plan
 from named_problems import problems
-from test_run import run
+from test_run import CLI, run
 
 REPO = Path(__file__).resolve().parents[2]
 QUICK = (REPO / "configs" / "quickstart.toml").read_text()
@@ -100,3 +102,40 @@ def test_the_quickstart_runs_on_upstream_mm_link(short_run):
     assert m["teardown"]["complete"]
     assert short_run["after"] == short_run["before"], (short_run["before"], short_run["after"])
     assert not list(Path("/tmp").glob("ctm-*-mahimahi")), "the run's mm-link folder was left behind"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
+def test_a_killed_run_leaves_no_mm_link_after_destroy_twice(tmp_path, root_netns):
+    """SIGKILL to `continuum run` once its mm-link shells are up: `continuum destroy --all`
+    removes the shells, their dnsmasq, namespaces and folder; a second time finds nothing."""
+    missing = mahimahi.problems()
+    if missing:
+        pytest.skip("; ".join(missing))
+    cfg = tmp_path / "mm.toml"
+    cfg.write_text(MM.replace('output = "runs"', f'output = "{tmp_path / "runs"}"'))
+    log = open(tmp_path / "out.log", "wb")
+    p = subprocess.Popen([*CLI, "run", str(cfg)], stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    deadline = time.monotonic() + 120
+    while b"shells ready" not in (tmp_path / "out.log").read_bytes():
+        assert p.poll() is None and time.monotonic() < deadline, (tmp_path / "out.log").read_text()[-2000:]
+        time.sleep(0.1)
+    p.kill()
+    p.wait()
+    left = mahimahi.leftovers(None)
+    assert [pid for pid, _ in left if pid], "the killed run's mm-link shells should still be running before destroy"
+    tree = {pid: mahimahi._descendants(pid) for pid, _ in left if pid}
+    first = subprocess.run([*CLI, "destroy", "--all"], capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0 and "mm-link process" in first.stdout, first.stdout + first.stderr
+    second = subprocess.run([*CLI, "destroy", "--all"], capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0 and "nothing to remove" in second.stdout, second.stdout
+    alive = [q for pid, kids in tree.items() for q in (pid, *kids) if _running(q)]
+    assert alive == [], f"still running after destroy: {alive}"
+    assert mahimahi.leftovers(None) == [] and not list(Path("/tmp").glob("ctm-*-mahimahi"))
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (the killed run's children wait for their reaper)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
