@@ -129,7 +129,7 @@ def decomposition(summary: dict, out: Path) -> bool:
 
 
 def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim: tuple[float, float], out: Path,
-         bin_s: float) -> bool:
+         bin_s: float, emulator: str = "mahimahi-link") -> bool:
     """Each direction on its own scale: a log scale where the traffic is far
     below the capacity (a 0.01 Mbit/s downlink under a 48 Mbit/s trace)."""
     if all(b is None or b.empty for b in bins.values()):
@@ -161,7 +161,8 @@ def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim
         lines = ax.get_lines() + ax2.get_lines() + [p for p in ax.patches if p.get_label() and not p.get_label().startswith("_")]
         ax.legend(lines, [x.get_label() for x in lines], fontsize=7, loc="upper left", bbox_to_anchor=(1.1, 1))
     axes[-1].set_xlabel(TIME_LABEL)
-    fig.suptitle(f"{endpoint}: cellular link, {bin_s:g} s bins (partial bins left out)")
+    by = "upstream mm-link (mahimahi-patches/)" if emulator == "mahimahi" else emulator
+    fig.suptitle(f"{endpoint}: cellular link ({by}), {bin_s:g} s bins (partial bins left out)")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
@@ -337,6 +338,15 @@ class Plot:
     folder: Path
 
 
+def _emulator(run_dir: Path) -> str:
+    """Which emulator carried the run's links (the manifest's; mahimahi-link where it does not say)."""
+    try:
+        m = json.loads((run_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return "mahimahi-link"
+    return ((m.get("mobile") or {}).get("emulator") or {}).get("name", "mahimahi-link")
+
+
 def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5,
               more: Callable[[Plot], list[PlotJob]] | None = None) -> list[Path]:
     """Every figure of the run, rendered side by side on the machine's cores:
@@ -359,7 +369,8 @@ def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5
 
     jobs: list[Callable[[], list[Path]]] = [
         latency, lambda: _one(decomposition(summary, plots / "decomposition.png"), plots / "decomposition.png")]
-    jobs += [functools.partial(lambda ep: _one(link(ep, links[ep], tl, xlim, plots / f"link_{ep}.png", bin_s),
+    emulator = _emulator(run_dir)
+    jobs += [functools.partial(lambda ep: _one(link(ep, links[ep], tl, xlim, plots / f"link_{ep}.png", bin_s, emulator),
                                                plots / f"link_{ep}.png"), ep) for ep in endpoints]
     jobs += [lambda: _one(sending_rate(df, sorted((run_dir / "raw").glob("rate-*.csv")), tl, xlim, plots / "sending_rate.png"),
                           plots / "sending_rate.png"),
