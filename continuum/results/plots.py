@@ -161,7 +161,7 @@ def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim
         lines = ax.get_lines() + ax2.get_lines() + [p for p in ax.patches if p.get_label() and not p.get_label().startswith("_")]
         ax.legend(lines, [x.get_label() for x in lines], fontsize=7, loc="upper left", bbox_to_anchor=(1.1, 1))
     axes[-1].set_xlabel(TIME_LABEL)
-    by = "upstream mm-link (mahimahi-patches/)" if emulator == "mahimahi" else emulator
+    by = "upstream mm-link, patched" if emulator == "mahimahi" else emulator
     fig.suptitle(f"{endpoint}: cellular link ({by}), {bin_s:g} s bins (partial bins left out)")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
