@@ -9,7 +9,8 @@
 # --vms: also install QEMU and build the qemu provider's Debian guest image
 #   (continuum images vm; mmdebstrap, a few minutes the first time).
 # --test-builds: also build what the test command's clippy and cargo test
-#   need, beside the Python environment (run-tests.sh passes it).
+#   need, beside the Python environment, and install Debian's chromium (the
+#   report.html tests open it headless; run-tests.sh passes it).
 # --libvirt: also install and start libvirt (its daemons, QEMU driver) for
 #   [provider] vm_manager = "libvirt". Not part of --vms: Debian's
 #   libvirt-daemon-system brings libvirt's default NAT network (a bridge on
@@ -44,6 +45,8 @@ APT_PACKAGES=(iproute2 iperf3 ethtool iputils-ping python3 python3-venv python3-
   python3-markupsafe python3-yaml python3-tomli-w python3-hypothesis
   ansible-core ansible-lint openssh-client rsync)
 if [ "$CONTAINERS" = 1 ]; then APT_PACKAGES+=(docker.io mmdebstrap); fi
+# headless Chromium opens the runs' report.html in the tests (a reader needs only a browser)
+if [ "$TEST_BUILDS" = 1 ]; then APT_PACKAGES+=(chromium); fi
 # libvirt-clients, libxml2-utils: virt-xml-validate checks the libvirt domains continuum writes (tests/qemu)
 if [ "$VMS" = 1 ]; then APT_PACKAGES+=(qemu-system-x86 qemu-utils mmdebstrap e2fsprogs libvirt-clients libxml2-utils); fi
 if [ "$LIBVIRT" = 1 ]; then APT_PACKAGES+=(libvirt-daemon-system libvirt-daemon-driver-qemu); fi

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from continuum.errors import ContinuumError
 from continuum.edge.registry import SYSTEMS
-from continuum.results import apps, cell, events, load, plots, tables, timeline
+from continuum.results import apps, cell, events, html, load, plots, tables, timeline
 
 
 def build(run_dir: Path) -> tuple[dict, list[Path]]:
@@ -46,6 +46,7 @@ def build(run_dir: Path) -> tuple[dict, list[Path]]:
         summary["srsran"] = ran
     tables.write(df, summary, run_dir)
     made = plots.all_plots(run_dir, df, summary, more=lambda p: [j for s in SYSTEMS.values() for j in s.plots(p)])
+    made.append(html.write_run(run_dir, df, summary))  # report.html: the page a browser opens, offline
     return summary, made
 
 

@@ -299,3 +299,30 @@ def test_core_jitter_uses_netem_or_says_the_kernel_lacks_it(tmp_path):
         assert m["status"].startswith("failed")
     after = hoststate.snapshot()
     assert after["namespaces"] == before["namespaces"] and after["cgroups"] == before["cgroups"]
+
+
+def test_report_html_opens_offline_and_shows_the_run(quickstart, tmp_path):
+    """The run's report.html in headless Chromium, from disk with no network: no console message,
+    every section, every figure drawn with data, and the distributions table's numbers the
+    summary's; a screenshot under the test's folder (looked at when the page changes)."""
+
+    from browser import drawn_traces, figure, render
+    _, run_dir, _ = quickstart
+    page = run_dir / "report.html"
+    assert page.exists() and page.stat().st_size < 20 * 2**20
+    assert "cdn.plot.ly" not in page.read_text()[:2000] and "<script src=" not in page.read_text(), "fetches at view time"
+    shown = render(page, tmp_path / "report.png")
+    assert shown.console == [], shown.console
+    for section in ("configuration", "health", "time-series", "distributions", "apps", "manifest"):
+        assert f'id="{section}"' in shown.dom, section
+    # the time axis: the latency components (4), the link's capacity and delivery each way (4), the queue
+    # delays (2), the nodes' CPU (2); the distributions: one CDF per metric (6)
+    assert drawn_traces(figure(shown.dom, "time-series")) >= 12, "time series drawn"
+    assert drawn_traces(figure(shown.dom, "distributions")) == 6, "one CDF per metric"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    cells = dict(((m, s), v) for m, s, v in re.findall(r'data-metric="(\w+)" data-stat="(\w+)">([^<]+)<', shown.dom))
+    assert len(cells) >= 25
+    for (metric, stat), text in cells.items():
+        want = summary["metrics"][metric][stat]
+        assert text == (str(want) if stat == "count" else f"{want:.2f}"), (metric, stat, text, want)
+    assert (tmp_path / "report.png").stat().st_size > 50_000

@@ -1,0 +1,262 @@
+"""report.html: one page per run that a researcher opens in a browser, offline,
+and can pass on as one file: the configuration, the run's health, every time
+series on one shared time axis, the distributions with their definitions, and
+the manifest. Plotly's Python package writes the figures; its JavaScript is
+inlined once and the data embedded, so nothing is fetched at view time.
+
+The page's numbers are the summary's (summary.json), written into elements the
+tests read back (`data-metric`, `data-stat`). Time series are the run's own:
+per-request points thinned for display above MAX_POINTS (said on the page; the
+CSVs keep every request), link and node series at their bins."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+from plotly.subplots import make_subplots
+
+from continuum.results import events, timeline
+from continuum.results.tables import METRICS
+
+MAX_POINTS = 20_000  # per-request points drawn per series; more are thinned evenly (the CSVs keep all)
+DEFINITIONS = {
+    "uplink_ms": "M1: from the endpoint publishing the request to the server receiving it (the cellular uplink, "
+                 "the core network, the broker)",
+    "downlink_ms": "M2: from the server publishing the answer to the endpoint receiving it",
+    "preprocessing_ms": "M3: from the request being drawn to its publication (encoding on the endpoint)",
+    "server_ms": "M4: from the server receiving the request to publishing its answer (queueing and inference)",
+    "inference_ms": "the part of M4 spent in the model",
+    "e2e_ms": "from the request being drawn to its answer arriving: M3 + M1 + M4 + M2 request by request "
+              "(its percentiles are not the sums of theirs)",
+}
+COLOURS = {"uplink_ms": "#1f77b4", "downlink_ms": "#2ca02c", "preprocessing_ms": "#9467bd", "server_ms": "#ff7f0e",
+           "inference_ms": "#8c564b", "e2e_ms": "#111111"}
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; margin-top: 2em; }
+table { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0; }
+td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: right; } th { background: #f4f4f4; }
+td.l, th.l { text-align: left; }
+pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; font-size: 0.85em; max-height: 30em; }
+.ok { color: #1a7f37; } .bad { color: #c62828; font-weight: bold; } .note { color: #555; font-size: 0.9em; }
+nav a { margin-right: 1em; }
+"""
+SECTIONS = ("configuration", "health", "time-series", "distributions", "apps", "manifest")
+
+
+def write_run(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5) -> Path:
+    """RUN_DIR/report.html from the run's files and its summary (as report.build made them)."""
+    run_dir = Path(run_dir)
+    manifest = _json(run_dir / "manifest.json") or {}
+    verification = _json(run_dir / "verification.json") or manifest.get("verification") or {}
+    title = f"{manifest.get('experiment', run_dir.name)}: run {manifest.get('run_id', '')}"
+    body = [f"<h1>{_e(title)}</h1>",
+            f"<p class='note'>{_e(str(run_dir))} · status <b>{_e(manifest.get('status', '?'))}</b> · started "
+            f"{_e(manifest.get('started', '?'))} · provider {_e(manifest.get('provider', '?'))}</p>",
+            "<nav>" + "".join(f"<a href='#{s}'>{s.replace('-', ' ')}</a>" for s in SECTIONS) + "</nav>",
+            _configuration(run_dir, manifest), _health(manifest, verification, summary),
+            _time_series(run_dir, df, bin_s), _distributions(df, summary), _apps(summary), _manifest(manifest)]
+    out = run_dir / "report.html"
+    out.write_text(page(title, body))
+    return out
+
+
+def page(title: str, body: list[str]) -> str:
+    """A whole page: Plotly's JavaScript inlined once in the head, then the body."""
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<title>{_e(title)}</title><style>{STYLE}</style>"
+            f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
+            + "\n".join(body) + "</body></html>\n")
+
+
+def figure_html(fig: go.Figure, name: str) -> str:
+    """A figure's div and the call that draws it (the library is in the page's head)."""
+    return f"<div class='figure' data-figure='{_e(name)}'>" + fig.to_html(
+        full_html=False, include_plotlyjs=False, div_id=f"fig-{name}",
+        config={"displaylogo": False, "responsive": True}) + "</div>"
+
+
+def _configuration(run_dir: Path, m: dict) -> str:
+    rows = [("provider", m.get("provider")), ("seed", m.get("seed")), ("config SHA-256", m.get("config_sha256")),
+            ("core delay mechanism", m.get("delay_mechanism"))]
+    mobile = m.get("mobile") or {}
+    if mobile:
+        emulator = (mobile.get("emulator") or {}).get("name", "mahimahi-link")
+        rows.append(("cellular link", f"{mobile.get('mode')}; emulator {emulator}; segmentation {mobile.get('segmentation')}"))
+    for d, t in (m.get("traces") or {}).items():
+        rows.append((f"{d} trace", t.get("given") if isinstance(t, dict) else t))
+    core = m.get("core") or {}
+    for k, v in core.items():
+        rows.append((f"core {k}", v))
+    nodes = m.get("nodes") or {}
+    node_rows = "".join(
+        f"<tr><td class='l'>{_e(n)}</td><td class='l'>{_e(v.get('role'))}</td><td>{_e(v.get('cpus'))}</td>"
+        f"<td>{(v.get('memory_bytes') or 0) / 2**20:.0f}</td><td>{_e(v.get('speed', 1))}</td>"
+        f"<td class='l'>{_e((m.get('addresses') or {}).get(n, ''))}</td></tr>" for n, v in nodes.items())
+    toml = (run_dir / "experiment.toml").read_text() if (run_dir / "experiment.toml").exists() else "(experiment.toml missing)"
+    return ("<section id='configuration'><h2>Configuration</h2>" + _kv(rows)
+            + "<table><tr><th class='l'>node</th><th class='l'>role</th><th>CPUs</th><th>memory MiB</th><th>speed</th>"
+              "<th class='l'>address</th></tr>" + node_rows + "</table>"
+            + f"<details><summary>the experiment file</summary><pre>{_e(toml)}</pre></details></section>")
+
+
+def _health(m: dict, v: dict, summary: dict) -> str:
+    out = ["<section id='health'><h2>Health</h2>"]
+    teardown = m.get("teardown") or {}
+    ok = m.get("status") == "complete" and teardown.get("complete", False)
+    out.append(f"<p>run <span class='{'ok' if ok else 'bad'}'>{_e(m.get('status', '?'))}</span>; teardown "
+               + ("complete" if teardown.get("complete") else f"<span class='bad'>incomplete: {_e(teardown.get('failures'))}</span>")
+               + (f"; error: <span class='bad'>{_e(m['error'])}</span>" if m.get("error") else "") + "</p>")
+    out.append(f"<p>{summary.get('answered', 0)} of {summary.get('requests', 0)} measured requests answered "
+               f"({summary.get('timeouts', 0)} timeouts, {summary.get('early_drops', 0)} dropped early, "
+               f"{summary.get('dropped', 0)} never reached a server)</p>")
+    rtt = v.get("core_rtt") or []
+    if rtt:
+        out.append("<table><tr><th class='l'>core RTT</th><th>plan ms</th><th>lower quartile ms</th><th>median ms</th>"
+                   "<th>tolerance ms</th><th class='l'>check</th></tr>" + "".join(
+                       f"<tr><td class='l'>{_e(r['from'])} → {_e(r['to'])}</td><td>{r['expected_rtt_ms']:g}</td>"
+                       f"<td>{r['p25_rtt_ms']:.2f}</td><td>{r['median_rtt_ms']:.2f}</td><td>{r['tolerance_ms']:g}</td>"
+                       f"<td class='l {'ok' if r['ok'] else 'bad'}'>{'ok' if r['ok'] else 'FAILED'}</td></tr>" for r in rtt)
+                   + "</table>")
+    for r in v.get("shaped_once") or []:
+        ep = r["endpoint"]
+        out.append(f"<p>{_e(ep)}: {r['pings']} pings entered its uplink {r.get(ep + '.uplink_packets')}x and downlink "
+                   f"{r.get(ep + '.downlink_packets')}x: <span class='{'ok' if r['ok'] else 'bad'}'>"
+                   f"{'shaped once' if r['ok'] else 'NOT shaped once'}</span></p>")
+    leaks = v.get("no_leaks")
+    if leaks:
+        out.append(f"<p>routes out of the run's namespaces: <span class='{'ok' if leaks.get('ok') else 'bad'}'>"
+                   f"{'none' if leaks.get('ok') else 'FOUND'}</span></p>")
+    if summary.get("server_too_slow"):
+        out.append(f"<p class='bad'>the server was too slow for the offered load: {_e(summary['server_too_slow'])}</p>")
+    return "".join(out) + "</section>"
+
+
+def _time_series(run_dir: Path, df: pd.DataFrame, bin_s: float) -> str:
+    tl = timeline.of_requests(df)
+    if tl is None:
+        return "<section id='time-series'><h2>Time series</h2><p>no requests</p></section>"
+    tl = timeline.Timeline(tl.origin_ns, tl.warmups, tl.workload_end_s, events.lines(run_dir, tl.origin_ns))
+    endpoints = sorted(df["endpoint"].unique())
+    links = {(ep, d): timeline.link_bins(run_dir / "links" / f"{ep}.{d}.log", tl, bin_s)
+             for ep in endpoints for d in ("uplink", "downlink")}
+    links = {k: b for k, b in links.items() if b is not None and not b.empty}
+    nodes = timeline.node_samples(run_dir / "nodes.csv", tl)
+    rows = ["latency"] + [f"{d} Mbit/s" for d in ("uplink", "downlink") if any(k[1] == d for k in links)] \
+        + (["queue delay ms"] if links else []) + (["node CPU cores"] if nodes is not None else [])
+    fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=0.04, subplot_titles=rows)
+    answered = df[df["status"] == "ok"]
+    thinned = len(answered) > MAX_POINTS
+    shown = answered.iloc[np.linspace(0, len(answered) - 1, MAX_POINTS).astype(int)] if thinned else answered
+    t = tl.seconds(shown["t_drawn"])
+    for col in ("e2e_ms", "uplink_ms", "server_ms", "downlink_ms"):
+        fig.add_trace(go.Scatter(x=t, y=shown[col], mode="markers", name=METRICS[col].strip(), legendgroup="latency",
+                                 marker={"size": 4, "color": COLOURS[col]},
+                                 customdata=np.stack([shown["endpoint"], shown["request_id"]], axis=-1),
+                                 hovertemplate="%{customdata[0]} %{customdata[1]}<br>%{y:.2f} ms at %{x:.2f} s"),
+                      row=1, col=1)
+    fig.update_yaxes(type="log", title_text="ms (log)", row=1, col=1)
+    r = 2
+    for d in ("uplink", "downlink"):
+        series = {ep: b for (ep, dd), b in links.items() if dd == d}
+        if not series:
+            continue
+        for ep, b in series.items():
+            fig.add_trace(go.Scatter(x=b["t_s"], y=b["capacity_mbps"], mode="lines", name=f"{ep} {d} capacity",
+                                     line={"color": "#999", "width": 1}, legendgroup=d), row=r, col=1)
+            fig.add_trace(go.Scatter(x=b["t_s"], y=b["delivered_mbps"], mode="lines", name=f"{ep} {d} delivered",
+                                     legendgroup=d), row=r, col=1)
+        r += 1
+    if links:
+        for (ep, d), b in links.items():
+            fig.add_trace(go.Scatter(x=b["t_s"], y=b["queue_delay_ms"], mode="lines", name=f"{ep} {d} queue delay",
+                                     legendgroup="queue"), row=r, col=1)
+        r += 1
+    if nodes is not None:
+        for name, s in nodes.groupby("node"):
+            fig.add_trace(go.Scatter(x=s["t_s"], y=s["cpu_cores"], mode="lines", name=f"{name} CPU", legendgroup="cpu"),
+                          row=r, col=1)
+    for a, b in tl.warmups:
+        fig.add_vrect(x0=a, x1=b, fillcolor="#bbb", opacity=0.25, line_width=0, row="all", col=1)
+    for at, label in tl.events:
+        fig.add_vline(x=at, line={"color": "#c62828", "dash": "dot", "width": 1}, row="all", col=1)
+        fig.add_annotation(x=at, y=1, yref="paper", text=label, showarrow=False, font={"size": 9, "color": "#c62828"},
+                           textangle=-90, xanchor="left", yanchor="top")
+    fig.update_xaxes(title_text="s since the first measured request", row=len(rows), col=1)
+    fig.update_layout(height=260 * len(rows), margin={"t": 40, "b": 40, "l": 60, "r": 20},
+                      legend={"orientation": "v", "font": {"size": 10}})
+    note = (f"<p class='note'>{len(answered)} answered requests; {MAX_POINTS} of them drawn, evenly spaced "
+            "(requests.csv holds every one)</p>" if thinned else "")
+    return ("<section id='time-series'><h2>Time series</h2><p class='note'>One time axis: seconds since the first "
+            f"measured request; grey: warm-up (not measured); red dotted: timeline changes. Links in {bin_s:g} s bins.</p>"
+            + note + figure_html(fig, "time-series") + "</section>")
+
+
+def _distributions(df: pd.DataFrame, summary: dict) -> str:
+    answered = df[(df["phase"] == "measure") & (df["status"] == "ok")]
+    fig = go.Figure()
+    for col, label in METRICS.items():
+        x = np.sort(answered[col].dropna().astype(float).to_numpy())
+        if not len(x):
+            continue
+        fig.add_trace(go.Scatter(x=x, y=np.arange(1, len(x) + 1) / len(x), mode="lines", name=label.strip(),
+                                 line={"shape": "hv", "color": COLOURS[col]},
+                                 hovertemplate="%{x:.2f} ms: %{y:.1%} at or below"))
+    fig.update_xaxes(type="log", title_text="ms (log)")
+    fig.update_yaxes(title_text="share of answered requests", range=[0, 1])
+    fig.update_layout(height=420, margin={"t": 30, "b": 40, "l": 60, "r": 20})
+    head = ("<table><tr><th class='l'>metric</th><th>count</th><th>median ms</th><th>P95 ms</th><th>P99 ms</th>"
+            "<th>max ms</th><th class='l'>definition</th></tr>")
+    rows = []
+    for col, label in METRICS.items():
+        s = (summary.get("metrics") or {}).get(col) or {}
+        if not s.get("count"):
+            continue
+        cells = "".join(f"<td data-metric='{col}' data-stat='{k}'>{s[k]:.2f}</td>" for k in ("median", "p95", "p99", "max"))
+        rows.append(f"<tr><td class='l'>{_e(label.strip())}</td><td data-metric='{col}' data-stat='count'>{s['count']}</td>"
+                    f"{cells}<td class='l note'>{_e(DEFINITIONS[col])}</td></tr>")
+    return ("<section id='distributions'><h2>Distributions</h2><p class='note'>Measured, answered requests. Each "
+            "percentile is of its own metric: percentiles are never summed.</p>" + head + "".join(rows) + "</table>"
+            + figure_html(fig, "distributions") + "</section>")
+
+
+def _apps(summary: dict) -> str:
+    apps = summary.get("apps") or {}
+    if not apps:
+        return "<section id='apps'><h2>Apps</h2><p class='note'>one app, no SLO set</p></section>"
+    rows = []
+    for name, a in apps.items():
+        slo = a.get("slo_ms")
+        met = a.get("slo_met")
+        rows.append(f"<tr><td class='l'>{_e(name)}</td><td>{a.get('answered', '')}</td><td>{'' if slo is None else f'{slo:g}'}</td>"
+                    f"<td data-app='{_e(name)}' data-stat='slo_met'>{'' if met is None else f'{met:.1%}'}</td></tr>")
+    return ("<section id='apps'><h2>Apps</h2><table><tr><th class='l'>app</th><th>answered</th><th>SLO ms</th>"
+            "<th>SLO met</th></tr>" + "".join(rows) + "</table></section>")
+
+
+def _manifest(m: dict) -> str:
+    versions = m.get("versions") or {}
+    return ("<section id='manifest'><h2>Manifest</h2>" + _kv(list(versions.items()))
+            + f"<details><summary>manifest.json</summary><pre>{_e(json.dumps(m, indent=2))}</pre></details></section>")
+
+
+def _kv(rows: list[tuple[str, object]]) -> str:
+    return "<table>" + "".join(f"<tr><th class='l'>{_e(k)}</th><td class='l'>{_e(v)}</td></tr>" for k, v in rows
+                               if v not in (None, "")) + "</table>"
+
+
+def _json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _e(x: object) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
