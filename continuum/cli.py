@@ -48,8 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     from continuum.tracearchive import cli as traces_cli
 
     traces_cli.add_parser(sub)
-    rep = sub.add_parser("report", help="regenerate requests.csv, summary and plots of a run folder")
-    rep.add_argument("run_dir", type=Path)
+    rep = sub.add_parser("report", help="regenerate requests.csv, summary, plots and report.html of a run folder; "
+                                        "given several, a report.html comparing them")
+    rep.add_argument("run_dir", type=Path, nargs="+")
+    rep.add_argument("--out", type=Path, default=None, help="with several runs: the folder for their report.html "
+                                                             "(default: compare-<A>-<B> in the current folder)")
     cmp = sub.add_parser("compare", help="how far two result folders of one experiment diverge (e.g. netns against qemu): "
                                         "medians, P99s, KS distance and SLO share per metric and app, with a verdict")
     cmp.add_argument("run_a", type=Path)
@@ -104,7 +107,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             from continuum.results import report, tables
 
-            summary, made = report.build(args.run_dir)
+            if len(args.run_dir) > 1:
+                from continuum.results import html
+
+                out = args.out or Path(f"compare-{args.run_dir[0].name}-{args.run_dir[1].name}")
+                console.print(f"written: {html.write_comparison(args.run_dir, out)}")
+                return 0
+            summary, made = report.build(args.run_dir[0])
             console.print(tables.render(summary))
             console.print(f"plots: {', '.join(str(p) for p in made)}")
             return 0

@@ -144,9 +144,9 @@ def _time_series(run_dir: Path, df: pd.DataFrame, bin_s: float) -> str:
         return "<section id='time-series'><h2>Time series</h2><p>no requests</p></section>"
     tl = timeline.Timeline(tl.origin_ns, tl.warmups, tl.workload_end_s, events.lines(run_dir, tl.origin_ns))
     endpoints = sorted(df["endpoint"].unique())
-    links = {(ep, d): timeline.link_bins(run_dir / "links" / f"{ep}.{d}.log", tl, bin_s)
-             for ep in endpoints for d in ("uplink", "downlink")}
-    links = {k: b for k, b in links.items() if b is not None and not b.empty}
+    binned = {(ep, d): timeline.link_bins(run_dir / "links" / f"{ep}.{d}.log", tl, bin_s)
+              for ep in endpoints for d in ("uplink", "downlink")}
+    links: dict[tuple[str, str], pd.DataFrame] = {k: b for k, b in binned.items() if b is not None and not b.empty}
     nodes = timeline.node_samples(run_dir / "nodes.csv", tl)
     rows = ["latency"] + [f"{d} Mbit/s" for d in ("uplink", "downlink") if any(k[1] == d for k in links)] \
         + (["queue delay ms"] if links else []) + (["node CPU cores"] if nodes is not None else [])
@@ -260,3 +260,74 @@ def _json(path: Path) -> dict | None:
 
 def _e(x: object) -> str:
     return html.escape("" if x is None else str(x), quote=True)
+
+
+def write_comparison(folders: list[Path], out: Path) -> Path:
+    """OUT/report.html comparing runs: each run against the first, as `continuum compare` judges them
+    (medians, P99s, their ratios, the KS distance, a verdict per metric), the CDFs overlaid per
+    metric and the end-to-end latency over each run's own time axis."""
+    from continuum.results import compare
+
+    sides = [compare.load(f) for f in folders]
+    base = sides[0]
+    results = [compare.compare(base, s) for s in sides[1:]]
+    names = [f"{chr(65 + i)}: {s.folder.name}" for i, s in enumerate(sides)]
+    body = [f"<h1>{_e(base.manifest.get('experiment', '?'))}: {len(sides)} runs compared</h1>",
+            "<nav>" + "".join(f"<a href='#{s}'>{s}</a>" for s in ("runs", "differences", "distributions", "over-time")) + "</nav>",
+            "<section id='runs'><h2>Runs</h2><table><tr><th class='l'>run</th><th class='l'>folder</th><th class='l'>what</th>"
+            "<th>answered</th></tr>" + "".join(
+                f"<tr><td class='l'>{_e(n[0])}</td><td class='l'>{_e(s.folder)}</td><td class='l'>"
+                f"{_e(compare.side_name(compare._describe(s), compare._describe(base if s is not base else sides[-1])))}</td>"
+                f"<td>{int((s.requests['status'] == 'ok').sum())} of {len(s.requests)}</td></tr>" for n, s in zip(names, sides))
+            + "</table></section>"]
+    rows = []
+    for n, c in zip(names[1:], results):
+        for r in c["metrics"]:
+            if r["group"] != "all":
+                continue
+            f = lambda v, fmt="{:.2f}": "-" if v is None or (isinstance(v, float) and np.isnan(v)) else fmt.format(v)  # noqa: E731
+            rows.append(f"<tr><td class='l'>A → {_e(n[0])}</td><td class='l'>{_e(r['label'])}</td>"
+                        f"<td data-run='{n[0]}' data-metric='{r['metric']}' data-stat='median_a'>{f(r['median_a'])}</td>"
+                        f"<td data-run='{n[0]}' data-metric='{r['metric']}' data-stat='median_b'>{f(r['median_b'])}</td>"
+                        f"<td>{f(r['median_ratio'])}</td><td>{f(r['p99_a'])}</td><td>{f(r['p99_b'])}</td>"
+                        f"<td>{f(r['p99_ratio'])}</td>"
+                        f"<td data-run='{n[0]}' data-metric='{r['metric']}' data-stat='ks'>{f(r['ks'], '{:.3f}')}</td>"
+                        f"<td class='l {'ok' if r['verdict'] == 'agrees' else 'bad' if r['verdict'] == 'diverges' else ''}'>"
+                        f"{_e(r['verdict'])}</td></tr>")
+    tol = results[0]["tolerance"] if results else {"median_ratio": 0.1, "ks": 0.2}
+    body.append("<section id='differences'><h2>Differences</h2><p class='note'>Each run against A. A metric agrees when "
+                f"its median is within ±{tol['median_ratio']:.0%} of A's and the two-sample Kolmogorov-Smirnov distance "
+                f"(the largest gap between the two CDFs) is at most {tol['ks']:g}. Ratios are run / A; percentiles "
+                "are compared, never summed.</p><table><tr><th class='l'>runs</th><th class='l'>metric</th>"
+                "<th>median A ms</th><th>median ms</th><th>ratio</th><th>P99 A ms</th><th>P99 ms</th><th>ratio</th>"
+                "<th>KS</th><th class='l'>verdict</th></tr>" + "".join(rows) + "</table></section>")
+    metrics = [m for m in METRICS if any(s.requests[m].notna().any() for s in sides if m in s.requests)]
+    fig = make_subplots(rows=(len(metrics) + 2) // 3, cols=3, subplot_titles=[METRICS[m].strip() for m in metrics])
+    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
+    for k, col in enumerate(metrics):
+        for i, (n, s) in enumerate(zip(names, sides)):
+            x = np.sort(s.requests.loc[s.requests["status"] == "ok", col].dropna().astype(float).to_numpy())
+            if not len(x):
+                continue
+            fig.add_trace(go.Scatter(x=x, y=np.arange(1, len(x) + 1) / len(x), mode="lines", name=n,
+                                     legendgroup=n, showlegend=k == 0, line={"shape": "hv", "color": palette[i % 6]},
+                                     hovertemplate="%{x:.2f} ms: %{y:.1%}"), row=k // 3 + 1, col=k % 3 + 1)
+        fig.update_xaxes(type="log", row=k // 3 + 1, col=k % 3 + 1)
+    fig.update_layout(height=330 * ((len(metrics) + 2) // 3), margin={"t": 40, "b": 30, "l": 50, "r": 20})
+    body.append("<section id='distributions'><h2>Distributions</h2><p class='note'>Answered, measured requests; "
+                "x: ms (log)</p>" + figure_html(fig, "comparison-cdfs") + "</section>")
+    over = go.Figure()
+    for i, (n, s) in enumerate(zip(names, sides)):
+        ok = s.requests[s.requests["status"] == "ok"]
+        if not len(ok):
+            continue
+        t = (ok["t_drawn"] - ok["t_drawn"].min()) / 1e9
+        over.add_trace(go.Scatter(x=t, y=ok["e2e_ms"], mode="markers", name=n, marker={"size": 4, "color": palette[i % 6]}))
+    over.update_yaxes(type="log", title_text="end-to-end ms (log)")
+    over.update_xaxes(title_text="s since each run's first measured request")
+    over.update_layout(height=380, margin={"t": 20, "b": 40, "l": 60, "r": 20})
+    body.append("<section id='over-time'><h2>Over time</h2>" + figure_html(over, "comparison-over-time") + "</section>")
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "report.html"
+    path.write_text(page(f"{base.manifest.get('experiment', '?')}: runs compared", body))
+    return path

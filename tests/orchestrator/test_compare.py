@@ -92,3 +92,28 @@ def test_a_side_with_no_answered_request_gets_no_verdict_and_its_panels_say_so(t
     assert e2e["n_b"] == 0 and e2e["median_b"] is None and e2e["ks"] is None and e2e["verdict"] == "too few", e2e
     assert c["outcomes"][0]["slo_met_b"] == 0
     assert (tmp_path / "c" / "compare.png").stat().st_size > 10_000
+
+
+def test_report_of_two_runs_shows_their_known_difference_in_a_browser(tmp_path):
+    """`continuum report A B` writes one page comparing them; in headless Chromium it logs
+    nothing to the console, draws a CDF per run and metric, and its table holds the medians
+    and KS distances computed here by hand (the qemu run's server time is ~2x netns')."""
+    import re
+
+    from browser import drawn_traces, figure, render
+
+    p = subprocess.run([sys.executable, "-m", "continuum", "report", str(A), str(B), "--out", str(tmp_path / "cmp")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    shown = render(tmp_path / "cmp" / "report.html", tmp_path / "compare.png", height=2400)
+    assert shown.console == [], shown.console
+    for section in ("runs", "differences", "distributions", "over-time"):
+        assert f'id="{section}"' in shown.dom
+    cells = {(m, s): v for m, s, v in re.findall(r'data-run="B" data-metric="(\w+)" data-stat="(\w+)">([^<]+)<', shown.dom)}
+    for col in ("uplink_ms", "server_ms", "e2e_ms"):
+        a, b = _answered(A, col), _answered(B, col)
+        assert cells[(col, "median_a")] == f"{_median(a):.2f}" and cells[(col, "median_b")] == f"{_median(b):.2f}"
+        assert cells[(col, "ks")] == f"{_ks(a, b):.3f}"
+    assert _median(_answered(B, "server_ms")) > 1.5 * _median(_answered(A, "server_ms")), "the known difference"
+    assert "diverges" in figure(shown.dom, "comparison-cdfs") or "diverges" in shown.dom
+    assert drawn_traces(figure(shown.dom, "comparison-cdfs")) >= 10  # two runs x the metrics both have
