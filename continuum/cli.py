@@ -101,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
 
             out = args.out or Path(f"compare-{args.run_a.resolve().name}-{args.run_b.resolve().name}")
             c, made = compare.run(args.run_a, args.run_b, out, compare.Tolerance(args.median_tolerance, args.ks_tolerance))
+            from continuum.results import html  # the same comparison as a page to open in a browser
+
+            made.append(html.write_comparison([args.run_a, args.run_b], out))
             console.print(compare.render(c))
             console.print(f"written: {', '.join(str(p) for p in made)}")
             return 0

@@ -228,10 +228,7 @@ def run(run_a: Path, run_b: Path, out: Path, tol: Tolerance = Tolerance()) -> tu
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(markdown(c))
     (out / "compare.json").write_text(json.dumps(c, indent=2))
-    from continuum.results import html  # the same comparison as a page to open in a browser
-
-    return c, [out / "compare.md", out / "compare.json", figure(a, b, c, out / "compare.png"),
-               html.write_comparison([run_a, run_b], out)]
+    return c, [out / "compare.md", out / "compare.json", figure(a, b, c, out / "compare.png")]
 
 
 def render(c: dict):

@@ -118,7 +118,7 @@ def test_decomposition_groups_whole_requests_and_adds_up(run_dir):
 
 def test_report_draws_every_plot_of_the_folder(run_dir):
     summary, made = report.build(run_dir)
-    assert {p.name for p in made} == {"latency_over_time.png", "decomposition.png", "link_endpoint0.png", "nodes.png"}
+    assert {p.name for p in made} == {"latency_over_time.png", "decomposition.png", "link_endpoint0.png", "nodes.png", "report.html"}
     assert all(p.stat().st_size > 10_000 for p in made)
     assert plots.node_limits(run_dir)["endpoint0"]["cpus"] == 0.5
     assert summary["answered"] == summary["requests"] == 100
