@@ -189,12 +189,16 @@ def _time_series(run_dir: Path, df: pd.DataFrame, bin_s: float) -> str:
         fig.add_annotation(x=at, y=1, yref="paper", text=label, showarrow=False, font={"size": 9, "color": "#c62828"},
                            textangle=-90, xanchor="left", yanchor="top")
     fig.update_xaxes(title_text="s since the first measured request", row=len(rows), col=1)
+    # the axis starts where the workload does (the links and nodes were sampled from before: zoom out to see it)
+    start = min([a for a, _ in tl.warmups] + [0.0])
+    fig.update_xaxes(range=[start - 1, tl.workload_end_s + 1])
     fig.update_layout(height=260 * len(rows), margin={"t": 40, "b": 40, "l": 60, "r": 20},
                       legend={"orientation": "v", "font": {"size": 10}})
     note = (f"<p class='note'>{len(answered)} answered requests; {MAX_POINTS} of them drawn, evenly spaced "
             "(requests.csv holds every one)</p>" if thinned else "")
     return ("<section id='time-series'><h2>Time series</h2><p class='note'>One time axis: seconds since the first "
-            f"measured request; grey: warm-up (not measured); red dotted: timeline changes. Links in {bin_s:g} s bins.</p>"
+            f"measured request, from the workload's start (zoom out for what came before); grey: warm-up (not measured); "
+            f"red dotted: timeline changes. Links in {bin_s:g} s bins.</p>"
             + note + figure_html(fig, "time-series") + "</section>")
 
 
