@@ -82,48 +82,34 @@ def core_rtt(spec: ExperimentSpec, plan: Plan, dep: Deployment) -> list[dict]:
 
 
 def shaped_once(spec: ExperimentSpec, plan: Plan, dep: Deployment, stats: Path) -> list[dict]:
-    if plan.mahimahi:
-        return _shaped_once_by_mm_link(plan, dep)
+    if plan.mahimahi:  # emulator = "mahimahi": counted in each mm-link's own logs (a line per packet, flushed)
+        folder = mahimahi.stage(dep.run_id)
+        return _shaped_once([s.endpoint for s in plan.mahimahi], plan, dep, lambda: {
+            s.endpoint: {d: mahimahi.arrivals(folder / f"{s.endpoint}.{d}.log") for d in ("uplink", "downlink")}
+            for s in plan.mahimahi})
+
+    def arrived() -> dict[str, dict[str, int]]:
+        return {name: {d: link[d]["arrived_packets"] for d in ("uplink", "downlink")}
+                for name, link in _settled_stats(stats, dep.nodes["ran"].read_text).items()}
+    return _shaped_once([ep.name for ep in spec.role("endpoint")], plan, dep, arrived)
+
+
+def _shaped_once(endpoints: list[str], plan: Plan, dep: Deployment,
+                 counts: Callable[[], dict[str, dict[str, int]]]) -> list[dict]:
+    """PINGS pings from each endpoint must enter its own uplink and downlink PINGS times
+    (up to STRAY more) and no other link: `counts` gives each link's arrivals so far."""
     out = []
     target = plan.addresses[plan.offload_target]
-    for ep in spec.role("endpoint"):
-        before = _settled_stats(stats, dep.nodes["ran"].read_text)
-        rtts = _ping(dep, ep.name, target, PINGS)
-        after = _settled_stats(stats, dep.nodes["ran"].read_text)
-        row = {"endpoint": ep.name, "pings": PINGS, "replies": len(rtts), "median_rtt_ms": round(_median(rtts), 3)}
-        ok = len(rtts) == PINGS
-        for name in after:
-            for d in ("uplink", "downlink"):
-                delta = after[name][d]["arrived_packets"] - before[name][d]["arrived_packets"]
-                want = PINGS if name == ep.name else 0
-                row[f"{name}.{d}_packets"] = delta
-                ok &= want <= delta <= want + STRAY
-        row["ok"] = ok
-        out.append(row)
-    return out
-
-
-def _shaped_once_by_mm_link(plan: Plan, dep: Deployment) -> list[dict]:
-    """emulator = "mahimahi": the same check, counted in each mm-link's own logs
-    (a line per packet that entered a queue, flushed as it is written)."""
-    folder = mahimahi.stage(dep.run_id)
-
-    def counts() -> dict[str, dict[str, int]]:
-        return {s.endpoint: {d: mahimahi.arrivals(folder / f"{s.endpoint}.{d}.log") for d in ("uplink", "downlink")}
-                for s in plan.mahimahi}
-
-    out = []
-    target = plan.addresses[plan.offload_target]
-    for s in plan.mahimahi:
+    for ep in endpoints:
         before = counts()
-        rtts = _ping(dep, s.endpoint, target, PINGS)
+        rtts = _ping(dep, ep, target, PINGS)
         after = counts()
-        row = {"endpoint": s.endpoint, "pings": PINGS, "replies": len(rtts), "median_rtt_ms": round(_median(rtts), 3)}
+        row = {"endpoint": ep, "pings": PINGS, "replies": len(rtts), "median_rtt_ms": round(_median(rtts), 3)}
         ok = len(rtts) == PINGS
         for name in after:
             for d in ("uplink", "downlink"):
                 delta = after[name][d] - before[name][d]
-                want = PINGS if name == s.endpoint else 0
+                want = PINGS if name == ep else 0
                 row[f"{name}.{d}_packets"] = delta
                 ok &= want <= delta <= want + STRAY
         row["ok"] = ok
