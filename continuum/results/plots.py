@@ -169,6 +169,58 @@ def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim
     return True
 
 
+MANY_LINKS = 12  # more endpoints than this: one figure of all their links together, not a figure each
+
+
+def links_together(links: dict[str, dict[str, pd.DataFrame | None]], tl: Timeline, xlim: tuple[float, float], out: Path,
+                   bin_s: float, shared_cell: bool = False) -> bool:
+    """Many endpoints' links in one figure: per direction the capacity and
+    delivery summed over the endpoints, and the spread of their queueing
+    delays (the median endpoint's and the worst's per bin). In a shared cell
+    every member's log holds the cell's opportunities: the capacity is the
+    cell's, not a sum. A figure per
+    endpoint was 100 files for 100 UEs, each 0.5 s to draw; their logs stay."""
+    fig, axes = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    drawn = False
+    for ax, d in zip(axes, ("uplink", "downlink")):
+        t = timeline.links_together(links, d, shared_cell)
+        if t is None:
+            ax.set_title(f"{d}: no log")
+            continue
+        drawn = True
+        n, cap, dlv = t.attrs["links"], t["capacity_mbps"], t["delivered_mbps"]
+        log = dlv.max() < 0.1 * cap.max() and (dlv > 0).any()
+        ax.plot(cap.index, cap.where(cap > 0) if log else cap, color="0.5", lw=1,
+                label="the cell's capacity (shared)" if shared_cell else "trace capacity, summed")
+        ax.plot(dlv.index, dlv.where(dlv > 0) if log else dlv, color="C0", lw=1, label="delivered, summed",
+                **({"marker": ".", "ms": 2} if log else {}))
+        if log:
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(bottom=0)
+        ax.set_ylabel(f"{d} Mbit/s, {n} links" + (" (log)" if log else ""))
+        ax2 = ax.twinx()
+        ax2.plot(t.index, t["queue_median_ms"], color="C3", lw=1, label="queueing delay: median link")
+        ax2.plot(t.index, t["queue_max_ms"], color="C3", lw=0.7, ls=":", label="queueing delay: worst link")
+        ax2.set_ylabel("queueing delay (ms)", color="C3")
+        ax2.set_ylim(bottom=0)
+        ax.set_title(f"{d}: {dlv.mean():.2f} Mbit/s delivered on average of {cap.mean():.1f} Mbit/s "
+                     + ("the cell's capacity" if shared_cell else "capacity") + f", {n} endpoints together", fontsize=9)
+        ax.grid(alpha=0.3)
+        shade(ax, tl, xlim)
+        lines = ax.get_lines() + ax2.get_lines() + [p for p in ax.patches if p.get_label() and not p.get_label().startswith("_")]
+        ax.legend(lines, [x.get_label() for x in lines], fontsize=7, loc="upper left", bbox_to_anchor=(1.1, 1))
+    if not drawn:
+        plt.close(fig)
+        return False
+    axes[-1].set_xlabel(TIME_LABEL)
+    fig.suptitle(f"{len(links)} endpoints' cellular links together, {bin_s:g} s bins (each link's log in links/)")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return True
+
+
 def srsran_kpis(run_dir: Path, tl: Timeline, xlim: tuple[float, float], out: Path) -> bool:
     """mobile.mode = "srsran": what srsENB measured of the UE each second
     (its JSON report): bit rates, MCS, BLER and channel quality, on the
@@ -252,21 +304,45 @@ def sending_rate(df: pd.DataFrame, rate_logs: list[Path], tl: Timeline, xlim: tu
     return True
 
 
+MANY = 6  # more series than this in one panel: endpoints drawn as one group (thin lines, one legend entry)
+
+
 def nodes(s: pd.DataFrame | None, limits: dict, tl: Timeline, xlim: tuple[float, float], out: Path) -> bool:
-    """CPU and memory per node, each with its limit as a dashed line of its colour."""
+    """CPU and memory per node, each with its limit as a dashed line of its
+    colour. With many endpoints (SMEC's 12 UEs) the servers keep a colour
+    each and the endpoints are one group of thin grey lines with their limit
+    once: a line and a limit per endpoint made a legend longer than the figure."""
     if s is None:
         return False
     fig, (a, b) = plt.subplots(2, 1, figsize=(9, 5.5), sharex=True)
-    for i, (name, g) in enumerate(s.groupby("node")):
-        a.plot(g["t_s"], g["cpu_cores"], color=f"C{i}", label=name)
-        b.plot(g["t_s"], g["memory_bytes"] / 2**20, color=f"C{i}", label=name)
+    names = list(s.groupby("node").groups)
+    grouped = len(names) > MANY
+    endpoints = [n for n in names if grouped and (limits.get(n) or {}).get("role", "endpoint" if n.startswith("endpoint") else "")
+                 == "endpoint"]
+    shown_limits: set[tuple[str, float, float]] = set()
+    colour_of = {n: f"C{i}" for i, n in enumerate(n for n in names if n not in endpoints)}
+    for name, g in s.groupby("node"):
+        member = name in endpoints
+        first = member and name == endpoints[0]
+        colour = "0.55" if member else colour_of[name]
+        label = (f"endpoints ({len(endpoints)}), each" if first else None) if member else name
+        style = {"color": colour, "lw": 0.7 if member else 1.5, "alpha": 0.7 if member else 1.0}
+        a.plot(g["t_s"], g["cpu_cores"], label=label, **style)
+        b.plot(g["t_s"], g["memory_bytes"] / 2**20, label=label, **style)
         lim = limits.get(name)
-        if lim:
-            speed = lim.get("speed", 1.0)  # speed < 1: the kernel's quota is cpus x speed
-            a.axhline(lim["cpus"] * speed, color=f"C{i}", ls="--", lw=1, label=f"{name} limit {lim['cpus'] * speed:g} cores"
-                      + (f" ({lim['cpus']:g} at speed {speed:g})" if speed != 1 else ""))
-            b.axhline(lim["memory_bytes"] / 2**20, color=f"C{i}", ls="--", lw=1,
-                      label=f"{name} limit {lim['memory_bytes'] / 2**20:.0f} MiB")
+        if not lim:
+            continue
+        speed = lim.get("speed", 1.0)  # speed < 1: the kernel's quota is cpus x speed
+        key = ("endpoints" if member else name, lim["cpus"] * speed, lim["memory_bytes"])
+        if key in shown_limits:
+            continue  # the endpoints' limit, drawn once for all that share it
+        shown_limits.add(key)
+        who = "endpoint" if member else name
+        each = " each" if member else ""
+        a.axhline(lim["cpus"] * speed, color=colour, ls="--", lw=1,
+                  label=f"{who} limit {lim['cpus'] * speed:g} cores{each}" + (f" ({lim['cpus']:g} at speed {speed:g})" if speed != 1 else ""))
+        b.axhline(lim["memory_bytes"] / 2**20, color=colour, ls="--", lw=1,
+                  label=f"{who} limit {lim['memory_bytes'] / 2**20:.0f} MiB{each}")
     a.set_ylabel("CPU (cores)")
     b.set_ylabel("memory (MiB)")
     a.set_ylim(bottom=0)
@@ -294,20 +370,21 @@ def node_limits(run_dir: Path) -> dict:
 
 def time_range(tl: Timeline, links: list[pd.DataFrame | None], samples: pd.DataFrame | None,
                bin_s: float) -> tuple[float, float]:
-    """One x range for every time-series plot of the run: from the earliest to
-    the latest thing any of them shows (verification pings, warm-up, teardown)."""
-    starts = [w[0] for w in tl.warmups] + [0.0]
+    """One x range for every time-series plot of the run: from where the
+    workload starts (its first warm-up request) to the latest thing any of
+    them shows (the wind-down, the teardown). The verification's pings and
+    the set-up before the workload are left out: 20 s of nothing at the
+    left of every figure (issue #43); the CSVs and logs keep them."""
+    start = min([w[0] for w in tl.warmups] + [0.0])
     ends = [tl.workload_end_s]
     for b in links:
         if b is not None and not b.empty:
-            starts.append(float(b["t_s"].min()))
             ends.append(float(b["t_s"].max()) + bin_s)
     if samples is not None:
-        starts.append(float(samples["t_s"].min()))
         ends.append(float(samples["t_s"].max()))
-    lo, hi = min(starts), max(ends)
-    pad = 0.01 * (hi - lo)
-    return lo - pad, hi + pad
+    hi = max(ends)
+    pad = max(0.01 * (hi - start), 0.5)
+    return start - pad, hi + pad
 
 
 # The figures of the run being plotted, for the forked workers to find (fork: nothing is pickled).
@@ -370,8 +447,12 @@ def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5
     jobs: list[Callable[[], list[Path]]] = [
         latency, lambda: _one(decomposition(summary, plots / "decomposition.png"), plots / "decomposition.png")]
     emulator = _emulator(run_dir)
-    jobs += [functools.partial(lambda ep: _one(link(ep, links[ep], tl, xlim, plots / f"link_{ep}.png", bin_s, emulator),
-                                               plots / f"link_{ep}.png"), ep) for ep in endpoints]
+    if len(endpoints) > MANY_LINKS:
+        shared = bool(summary.get("cell"))
+        jobs.append(lambda: _one(links_together(links, tl, xlim, plots / "links.png", bin_s, shared), plots / "links.png"))
+    else:
+        jobs += [functools.partial(lambda ep: _one(link(ep, links[ep], tl, xlim, plots / f"link_{ep}.png", bin_s, emulator),
+                                                   plots / f"link_{ep}.png"), ep) for ep in endpoints]
     jobs += [lambda: _one(sending_rate(df, sorted((run_dir / "raw").glob("rate-*.csv")), tl, xlim, plots / "sending_rate.png"),
                           plots / "sending_rate.png"),
              lambda: _one(nodes(samples, node_limits(run_dir), tl, xlim, plots / "nodes.png"), plots / "nodes.png")]

@@ -101,3 +101,25 @@ def node_samples(path: Path, tl: Timeline) -> pd.DataFrame | None:
         return None
     s["t_s"] = tl.seconds(s["time_ns"])
     return s
+
+
+def links_together(links: dict[str, dict[str, pd.DataFrame | None]], direction: str,
+                   shared_cell: bool = False) -> pd.DataFrame | None:
+    """Many endpoints' link bins of one direction as one series (indexed by
+    t_s): capacity and delivery summed over the links, the median and the
+    worst link's queueing delay per bin. In a shared cell every member's log
+    holds the cell's opportunities, so the capacity is the cell's (their
+    largest), not a sum. attrs["links"]: how many logs. None without any."""
+    bins = [b.set_index("t_s") for per in links.values() if (b := per.get(direction)) is not None and not b.empty]
+    if not bins:
+        return None
+    caps = pd.concat([b["capacity_mbps"] for b in bins], axis=1)
+    queue = pd.concat([b["queue_delay_ms"] for b in bins], axis=1)
+    out = pd.DataFrame({
+        "capacity_mbps": caps.max(axis=1) if shared_cell else caps.sum(axis=1, min_count=1),
+        "delivered_mbps": pd.concat([b["delivered_mbps"] for b in bins], axis=1).sum(axis=1, min_count=1),
+        "queue_median_ms": queue.median(axis=1),
+        "queue_max_ms": queue.max(axis=1),
+    }).sort_index()
+    out.attrs["links"] = len(bins)
+    return out

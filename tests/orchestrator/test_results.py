@@ -82,7 +82,8 @@ def test_every_time_series_shares_the_first_measured_request_as_origin(run_dir):
     samples = timeline.node_samples(run_dir / "nodes.csv", tl)
     assert samples["t_s"].min() == pytest.approx(-8.1)
     lo, hi = plots.time_range(tl, [up], samples, 0.5)
-    assert lo <= -13.0 and hi >= tl.workload_end_s
+    # the figures start where the workload does (the warm-up's first request at -5 s), not at the link's start
+    assert -6.0 < lo < -5.0 and hi >= tl.workload_end_s
 
 
 def test_link_bins_leave_out_partial_bins_and_keep_the_capacity_flat(run_dir):
@@ -144,3 +145,39 @@ def test_most_timeouts_from_a_server_slower_than_the_arrivals_are_said_so(tmp_pa
         else:
             assert slow is None
     assert tables.server_too_slow({"requests": 20, "timeouts": 2}, df, [server]) is None
+
+
+def test_many_endpoints_share_one_link_figure_and_one_node_group(tmp_path):
+    """14 endpoints (more than a figure each stays readable for): one links.png, whose series
+    are the links' sums (capacity summed for independent links, the cell's own in a shared
+    cell), and nodes.png with the endpoints as one group."""
+    d = tmp_path / "many"
+    (d / "raw").mkdir(parents=True)
+    (d / "links").mkdir()
+    n = plots.MANY_LINKS + 2
+    rec = _records(n_warm=2, n_meas=20)
+    frames = []
+    for k in range(n):
+        ep = f"endpoint{k}"
+        frames.append(rec.assign(endpoint=ep, request_id=[f"{ep}-1-{i}" for i in range(len(rec))]))
+        _link_log(d / "links" / f"{ep}.uplink.log", T0 // MS - 2300, 16, per_ms=1)
+    df = pd.concat(frames)
+    df.to_csv(d / "raw" / "requests-all-1.csv", index=False)
+    samples = [(T0 + j * 500 * MS, f"endpoint{k}", 0.1, 50 << 20, 0) for j in range(20) for k in range(n)]
+    pd.DataFrame(samples, columns=["time_ns", "node", "cpu_cores", "memory_bytes", "oom_kills"]).to_csv(d / "nodes.csv", index=False)
+    (d / "manifest.json").write_text(json.dumps({"nodes": {f"endpoint{k}": {"role": "endpoint", "cpus": 0.5,
+                                                                              "memory_bytes": 256 << 20} for k in range(n)}}))
+    merged = tables.merge(sorted((d / "raw").glob("requests-*.csv")), [])
+    tl = timeline.of_requests(merged)
+    links = {f"endpoint{k}": {"uplink": timeline.link_bins(d / "links" / f"endpoint{k}.uplink.log", tl, 0.5),
+                              "downlink": None} for k in range(n)}
+    together = timeline.links_together(links, "uplink")
+    assert together.attrs["links"] == n
+    assert np.allclose(together["capacity_mbps"], n * 12.032)
+    assert together["delivered_mbps"].mean() == pytest.approx(n * 0.08, rel=0.1)
+    assert set(together["queue_max_ms"].dropna()) == {7}
+    assert np.allclose(timeline.links_together(links, "uplink", shared_cell=True)["capacity_mbps"], 12.032)
+    assert timeline.links_together(links, "downlink") is None
+    summary, made = report.build(d)
+    names = {p.name for p in made}
+    assert "links.png" in names and "nodes.png" in names and not any(x.startswith("link_") for x in names), names
