@@ -26,6 +26,7 @@ from continuum.runtime import Node
 if TYPE_CHECKING:
     from continuum.network.plan import Plan
     from continuum.results.plots import Plot, PlotJob
+    from continuum.results.timeline import Panel, Timeline
 
 
 @dataclass
@@ -150,6 +151,14 @@ class EdgeSystem:
         if self.results_package is None:
             return None
         return importlib.import_module(f"{self.results_package}.results").render(part)
+
+    def time_series(self, run_dir: Path, df: pd.DataFrame, tl: Timeline) -> list[Panel]:
+        """Its decisions over the run's time (report.html draws them under the requests and links):
+        results.py's time_series(run_dir, df, tl) where its results package has one."""
+        if self.results_package is None:
+            return []
+        made = getattr(importlib.import_module(f"{self.results_package}.results"), "time_series", None)
+        return made(run_dir, df, tl) if made is not None else []
 
     def plots(self, p: Plot) -> list[PlotJob]:
         part = p.summary.get(self.summary_key) if self.summary_key else None

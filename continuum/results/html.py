@@ -11,6 +11,9 @@ CSVs keep every request), link and node series at their bins."""
 
 from __future__ import annotations
 
+import base64
+import functools
+import gzip
 import html
 import json
 from pathlib import Path
@@ -67,19 +70,71 @@ def write_run(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5
     return out
 
 
-def page(title: str, body: list[str]) -> str:
-    """A whole page: Plotly's JavaScript inlined once in the head, then the body."""
+def page(title: str, body: list[str], library: str | None = None) -> str:
+    """A whole page. Plotly's JavaScript and each figure's data are gzip-compressed
+    and base64-encoded into the page, and a short loader inflates them with the
+    browser's DecompressionStream (every current browser has it): the library is
+    4.9 MB as text, 1.4 MB so. `library`: a relative address to load the library
+    from instead of carrying it (the pages in the repository: third-party code
+    is not committed there, see experiment_page)."""
+    lib = (f"<script type='text/javascript' src='{_e(library)}'></script>" if library is not None
+           else f"<script type='application/octet-stream' id='plotly-gz'>{_packed_library()}</script>")
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            f"<title>{_e(title)}</title><style>{STYLE}</style>"
-            f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
-            + "\n".join(body) + "</body></html>\n")
+            f"<title>{_e(title)}</title><style>{STYLE}</style>{lib}</head><body>"
+            + "\n".join(body) + f"<script type='text/javascript'>{LOADER}</script></body></html>\n")
+
+
+# Inflates the library (when the page carries it) and draws each figure from its packed
+# JSON; with no library (a repository page before it was placed) each figure says why.
+LOADER = """
+async function inflate(b64) {
+  const bytes = Uint8Array.from(atob(b64.trim()), c => c.charCodeAt(0));
+  const text = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return await new Response(text).text();
+}
+function say(html) {
+  for (const f of document.querySelectorAll('div.figure')) f.insertAdjacentHTML('afterbegin', "<p class='bad'>" + html + "</p>");
+}
+async function draw() {
+  const packed = document.getElementById('plotly-gz');
+  if (!window.Plotly && packed) {
+    const lib = document.createElement('script');
+    lib.textContent = await inflate(packed.textContent);
+    document.head.appendChild(lib);
+  }
+  if (!window.Plotly) {
+    say('The interactive figure needs Plotly, which the repository does not carry (third-party code): ' +
+        '<code>continuum report FOLDER</code> places it where this page looks (.local/share/continuum/), ' +
+        'and <code>--self-contained</code> writes a page that carries it.');
+    return;
+  }
+  for (const s of document.querySelectorAll('script.figure-data')) {
+    const fig = JSON.parse(await inflate(s.textContent));
+    await Plotly.newPlot(s.dataset.for, fig.data, fig.layout, fig.config);
+  }
+  document.body.dataset.figures = 'drawn';
+}
+draw().catch(e => { console.error('report.html: ' + e); say('The figures could not be drawn (' + e +
+  '): a current Chrome, Firefox or Safari opens this page.'); });
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def _packed_library() -> str:
+    return _pack(get_plotlyjs())
+
+
+def _pack(text: str) -> str:
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=6, mtime=0)).decode()
 
 
 def figure_html(fig: go.Figure, name: str) -> str:
-    """A figure's div and the call that draws it (the library is in the page's head)."""
-    return f"<div class='figure' data-figure='{_e(name)}'>" + fig.to_html(
-        full_html=False, include_plotlyjs=False, div_id=f"fig-{name}",
-        config={"displaylogo": False, "responsive": True}) + "</div>"
+    """A figure's div and its data, packed; the page's loader draws it."""
+    spec = json.loads(fig.to_json())
+    spec["config"] = {"displaylogo": False, "responsive": True}
+    return (f"<div class='figure' data-figure='{_e(name)}'><div id='fig-{_e(name)}'></div>"
+            f"<script type='application/octet-stream' class='figure-data' data-for='fig-{_e(name)}'>"
+            f"{_pack(json.dumps(spec, separators=(',', ':')))}</script></div>")
 
 
 def _configuration(run_dir: Path, m: dict) -> str:
@@ -124,11 +179,15 @@ def _health(m: dict, v: dict, summary: dict) -> str:
                        f"<td>{r['p25_rtt_ms']:.2f}</td><td>{r['median_rtt_ms']:.2f}</td><td>{r['tolerance_ms']:g}</td>"
                        f"<td class='l {'ok' if r['ok'] else 'bad'}'>{'ok' if r['ok'] else 'FAILED'}</td></tr>" for r in rtt)
                    + "</table>")
-    for r in v.get("shaped_once") or []:
-        ep = r["endpoint"]
-        out.append(f"<p>{_e(ep)}: {r['pings']} pings entered its uplink {r.get(ep + '.uplink_packets')}x and downlink "
-                   f"{r.get(ep + '.downlink_packets')}x: <span class='{'ok' if r['ok'] else 'bad'}'>"
-                   f"{'shaped once' if r['ok'] else 'NOT shaped once'}</span></p>")
+    once = v.get("shaped_once") or []
+    if once:
+        out.append("<table><tr><th class='l'>shaped once</th><th>pings</th><th>entered its uplink</th>"
+                   "<th>entered its downlink</th><th class='l'>check</th></tr>" + "".join(
+                       f"<tr><td class='l'>{_e(r['endpoint'])}</td><td>{r['pings']}</td>"
+                       f"<td>{_e(r.get(r['endpoint'] + '.uplink_packets'))}x</td>"
+                       f"<td>{_e(r.get(r['endpoint'] + '.downlink_packets'))}x</td>"
+                       f"<td class='l {'ok' if r['ok'] else 'bad'}'>{'once' if r['ok'] else 'NOT once'}</td></tr>" for r in once)
+                   + "</table>")
     leaks = v.get("no_leaks")
     if leaks:
         out.append(f"<p>routes out of the run's namespaces: <span class='{'ok' if leaks.get('ok') else 'bad'}'>"
@@ -138,52 +197,82 @@ def _health(m: dict, v: dict, summary: dict) -> str:
     return "".join(out) + "</section>"
 
 
+PER_ENDPOINT = 4  # more endpoints than this: their links drawn together (sums, the median and worst queue)
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+
+
 def _time_series(run_dir: Path, df: pd.DataFrame, bin_s: float) -> str:
     tl = timeline.of_requests(df)
     if tl is None:
         return "<section id='time-series'><h2>Time series</h2><p>no requests</p></section>"
     tl = timeline.Timeline(tl.origin_ns, tl.warmups, tl.workload_end_s, events.lines(run_dir, tl.origin_ns))
     endpoints = sorted(df["endpoint"].unique())
-    binned = {(ep, d): timeline.link_bins(run_dir / "links" / f"{ep}.{d}.log", tl, bin_s)
-              for ep in endpoints for d in ("uplink", "downlink")}
-    links: dict[tuple[str, str], pd.DataFrame] = {k: b for k, b in binned.items() if b is not None and not b.empty}
+    links = {ep: {d: timeline.link_bins(run_dir / "links" / f"{ep}.{d}.log", tl, bin_s) for d in ("uplink", "downlink")}
+             for ep in endpoints}
+    together = len(endpoints) > PER_ENDPOINT
+    shared = (run_dir / "links" / "cell-uplink.log").exists() or (run_dir / "links" / "cell-downlink.log").exists()
+    own: dict[tuple[str, str], pd.DataFrame] = {(ep, d): b for ep, per in links.items() for d, b in per.items()
+                                                if b is not None and not b.empty}
+    directions = [d for d in ("uplink", "downlink") if any(k[1] == d for k in own)]
     nodes = timeline.node_samples(run_dir / "nodes.csv", tl)
-    rows = ["latency"] + [f"{d} Mbit/s" for d in ("uplink", "downlink") if any(k[1] == d for k in links)] \
-        + (["queue delay ms"] if links else []) + (["node CPU cores"] if nodes is not None else [])
-    fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=0.04, subplot_titles=rows)
-    answered = df[df["status"] == "ok"]
-    thinned = len(answered) > MAX_POINTS
-    shown = answered.iloc[np.linspace(0, len(answered) - 1, MAX_POINTS).astype(int)] if thinned else answered
-    t = tl.seconds(shown["t_drawn"])
-    for col in ("e2e_ms", "uplink_ms", "server_ms", "downlink_ms"):
-        fig.add_trace(go.Scatter(x=t, y=shown[col], mode="markers", name=METRICS[col].strip(), legendgroup="latency",
-                                 marker={"size": 4, "color": COLOURS[col]},
-                                 customdata=np.stack([shown["endpoint"], shown["request_id"]], axis=-1),
-                                 hovertemplate="%{customdata[0]} %{customdata[1]}<br>%{y:.2f} ms at %{x:.2f} s"),
-                      row=1, col=1)
-    fig.update_yaxes(type="log", title_text="ms (log)", row=1, col=1)
+    from continuum.edge.registry import SYSTEMS
+
+    systems = [p for s in SYSTEMS.values() for p in s.time_series(run_dir, df, tl)]
+    rows = (["latency ms (log)"] + [f"{d} Mbit/s" for d in directions] + (["queue delay ms"] if directions else [])
+            + (["node CPU cores"] if nodes is not None else []) + [p.title for p in systems])
+    fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=0.03, subplot_titles=rows)
+    apps = list(dict.fromkeys(df["app"].dropna())) if "app" in df else []
+    app_colour = {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(apps)}
+    thinned = _latency(fig, df, tl, app_colour)
     r = 2
-    for d in ("uplink", "downlink"):
-        series = {ep: b for (ep, dd), b in links.items() if dd == d}
-        if not series:
-            continue
-        for ep, b in series.items():
-            fig.add_trace(go.Scatter(x=b["t_s"], y=b["capacity_mbps"], mode="lines", name=f"{ep} {d} capacity",
-                                     line={"color": "#999", "width": 1}, legendgroup=d), row=r, col=1)
-            fig.add_trace(go.Scatter(x=b["t_s"], y=b["delivered_mbps"], mode="lines", name=f"{ep} {d} delivered",
-                                     legendgroup=d), row=r, col=1)
+    for d in directions:
+        if together:
+            t = timeline.links_together(links, d, shared)
+            if t is not None:
+                fig.add_trace(go.Scatter(x=t.index, y=t["capacity_mbps"], mode="lines", line={"color": "#999", "width": 1},
+                                         name=f"{d} capacity" + (" (the cell's)" if shared else f", {t.attrs['links']} links summed"),
+                                         legendgroup=d), row=r, col=1)
+                fig.add_trace(go.Scatter(x=t.index, y=t["delivered_mbps"], mode="lines", legendgroup=d,
+                                         name=f"{d} delivered, {t.attrs['links']} links summed"), row=r, col=1)
+        else:
+            for (ep, dd), b in own.items():
+                if dd != d:
+                    continue
+                fig.add_trace(go.Scatter(x=b["t_s"], y=b["capacity_mbps"], mode="lines", name=f"{ep} {d} capacity",
+                                         line={"color": "#999", "width": 1}, legendgroup=d), row=r, col=1)
+                fig.add_trace(go.Scatter(x=b["t_s"], y=b["delivered_mbps"], mode="lines", name=f"{ep} {d} delivered",
+                                         legendgroup=d), row=r, col=1)
         r += 1
-    if links:
-        for (ep, d), b in links.items():
-            fig.add_trace(go.Scatter(x=b["t_s"], y=b["queue_delay_ms"], mode="lines", name=f"{ep} {d} queue delay",
-                                     legendgroup="queue"), row=r, col=1)
+    if directions:
+        for d in directions:
+            if together:
+                t = timeline.links_together(links, d, shared)
+                if t is not None:
+                    fig.add_trace(go.Scatter(x=t.index, y=t["queue_median_ms"], mode="lines", name=f"{d} queue delay: median link",
+                                             legendgroup="queue"), row=r, col=1)
+                    fig.add_trace(go.Scatter(x=t.index, y=t["queue_max_ms"], mode="lines", name=f"{d} queue delay: worst link",
+                                             line={"dash": "dot", "width": 1}, legendgroup="queue"), row=r, col=1)
+            else:
+                for (ep, dd), b in own.items():
+                    if dd == d:
+                        fig.add_trace(go.Scatter(x=b["t_s"], y=b["queue_delay_ms"], mode="lines",
+                                                 name=f"{ep} {d} queue delay", legendgroup="queue"), row=r, col=1)
         r += 1
     if nodes is not None:
-        for name, s in nodes.groupby("node"):
-            fig.add_trace(go.Scatter(x=s["t_s"], y=s["cpu_cores"], mode="lines", name=f"{name} CPU", legendgroup="cpu"),
-                          row=r, col=1)
-    for a, b in tl.warmups:
-        fig.add_vrect(x0=a, x1=b, fillcolor="#bbb", opacity=0.25, line_width=0, row="all", col=1)
+        _node_cpu(fig, nodes, r, bin_s)
+        r += 1
+    for panel in systems:
+        for i, line in enumerate(panel.lines):
+            shape = {"shape": "hv"} if line.kind == "steps" else {}
+            colour = app_colour.get(line.app or "", PALETTE[(i + len(apps)) % len(PALETTE)])  # an app's colour as in the latency row
+            fig.add_trace(go.Scatter(x=np.asarray(line.x), y=np.asarray(line.y), name=line.name, legendgroup=panel.title,
+                                     mode="markers" if line.kind == "markers" else "lines",
+                                     marker={"size": 4, "color": colour}, line={**shape, "color": colour}), row=r, col=1)
+        if panel.log:
+            fig.update_yaxes(type="log", row=r, col=1)
+        r += 1
+    for w0, w1 in tl.warmups:
+        fig.add_vrect(x0=w0, x1=w1, fillcolor="#bbb", opacity=0.25, line_width=0, row="all", col=1)
     for at, label in tl.events:
         fig.add_vline(x=at, line={"color": "#c62828", "dash": "dot", "width": 1}, row="all", col=1)
         fig.add_annotation(x=at, y=1, yref="paper", text=label, showarrow=False, font={"size": 9, "color": "#c62828"},
@@ -192,14 +281,63 @@ def _time_series(run_dir: Path, df: pd.DataFrame, bin_s: float) -> str:
     # the axis starts where the workload does (the links and nodes were sampled from before: zoom out to see it)
     start = min([a for a, _ in tl.warmups] + [0.0])
     fig.update_xaxes(range=[start - 1, tl.workload_end_s + 1])
-    fig.update_layout(height=260 * len(rows), margin={"t": 40, "b": 40, "l": 60, "r": 20},
-                      legend={"orientation": "v", "font": {"size": 10}})
-    note = (f"<p class='note'>{len(answered)} answered requests; {MAX_POINTS} of them drawn, evenly spaced "
+    fig.update_layout(height=240 * len(rows), margin={"t": 40, "b": 40, "l": 60, "r": 20},
+                      legend={"orientation": "v", "font": {"size": 10}, "groupclick": "toggleitem"})
+    answered = int((df["status"] == "ok").sum())
+    note = (f"<p class='note'>{answered} answered requests; {MAX_POINTS} of them drawn per series, evenly spaced "
             "(requests.csv holds every one)</p>" if thinned else "")
+    grouped = (f"<p class='note'>{len(endpoints)} endpoints: their links are drawn together (delivery summed; capacity "
+               + ("the cell's, which they share" if shared else "summed") + "; the median and the worst link's queueing delay "
+               "per bin); each link's own log is in links/.</p>") if together else ""
     return ("<section id='time-series'><h2>Time series</h2><p class='note'>One time axis: seconds since the first "
-            f"measured request, from the workload's start (zoom out for what came before); grey: warm-up (not measured); "
-            f"red dotted: timeline changes. Links in {bin_s:g} s bins.</p>"
-            + note + figure_html(fig, "time-series") + "</section>")
+            "measured request, from the workload's start (zoom out for what came before); grey: warm-up (not measured); "
+            f"red dotted: timeline changes. Links in {bin_s:g} s bins. Click a legend entry to hide or show its series.</p>"
+            + note + grouped + figure_html(fig, "time-series") + "</section>")
+
+
+def _latency(fig: go.Figure, df: pd.DataFrame, tl: timeline.Timeline, app_colour: dict[str, str]) -> bool:
+    """Row 1: each answered request's latency parts when it was drawn; with several apps the
+    end-to-end latency in a colour per app (their parts hidden until clicked in the legend).
+    True when a series was thinned for display."""
+    answered = df[df["status"] == "ok"]
+    several = "app" in df and df["app"].nunique() > 1
+    groups = list(answered.groupby("app", sort=False)) if several else [("", answered)]
+    thinned = False
+    for i, (app, g) in enumerate(groups):
+        if len(g) > MAX_POINTS:
+            g, thinned = g.iloc[np.linspace(0, len(g) - 1, MAX_POINTS).astype(int)], True
+        t = tl.seconds(g["t_drawn"])
+        for col in ("e2e_ms", "uplink_ms", "server_ms", "downlink_ms"):
+            colour = app_colour.get(str(app), PALETTE[i % len(PALETTE)]) if several else COLOURS[col]
+            part = METRICS[col].strip()
+            fig.add_trace(go.Scatter(x=t, y=g[col], mode="markers", name=f"{app}: {part}" if several else part,
+                                     legendgroup=f"latency {app}", visible=True if col == "e2e_ms" or not several else "legendonly",
+                                     marker={"size": 4 if col == "e2e_ms" else 3, "color": colour,
+                                             "symbol": {"e2e_ms": "circle", "uplink_ms": "triangle-up", "server_ms": "square",
+                                                        "downlink_ms": "triangle-down"}[col] if several else "circle"},
+                                     customdata=np.stack([g["endpoint"], g["request_id"]], axis=-1),
+                                     hovertemplate="%{customdata[0]} %{customdata[1]}<br>%{y:.2f} ms at %{x:.2f} s"),
+                          row=1, col=1)
+    fig.update_yaxes(type="log", title_text="ms (log)", row=1, col=1)
+    return thinned
+
+
+def _node_cpu(fig: go.Figure, nodes: pd.DataFrame, row: int, bin_s: float) -> None:
+    """Each node's CPU; with many nodes the endpoints as two lines (the median endpoint's and the busiest's)."""
+    names = list(nodes["node"].unique())
+    endpoints = [n for n in names if str(n).startswith("endpoint")] if len(names) > PER_ENDPOINT + 2 else []
+    for name, g in nodes.groupby("node"):
+        if name not in endpoints:
+            fig.add_trace(go.Scatter(x=g["t_s"], y=g["cpu_cores"], mode="lines", name=f"{name} CPU", legendgroup="cpu"),
+                          row=row, col=1)
+    if endpoints:
+        # each node is sampled on its own clock: put the samples in common bins before taking the median across nodes
+        e = nodes[nodes["node"].isin(endpoints)].assign(t_s=lambda x: (x["t_s"] / bin_s).round() * bin_s) \
+            .pivot_table(index="t_s", columns="node", values="cpu_cores", aggfunc="mean")
+        fig.add_trace(go.Scatter(x=e.index, y=e.median(axis=1), mode="lines", line={"color": "#777"}, legendgroup="cpu",
+                                 name=f"endpoints' CPU ({len(endpoints)}): median"), row=row, col=1)
+        fig.add_trace(go.Scatter(x=e.index, y=e.max(axis=1), mode="lines", line={"color": "#777", "dash": "dot", "width": 1},
+                                 legendgroup="cpu", name=f"endpoints' CPU ({len(endpoints)}): busiest"), row=row, col=1)
 
 
 def _distributions(df: pd.DataFrame, summary: dict) -> str:

@@ -19,6 +19,28 @@ import pandas as pd
 
 
 @dataclass(frozen=True)
+class Line:
+    """One series of a time-series panel, in no plotting library's terms (an
+    edge system's decisions, drawn by report.html): x in seconds on the
+    run's axis; kind "steps" (a value held until the next), "lines" or "markers"."""
+
+    name: str
+    x: Any
+    y: Any
+    kind: str = "lines"
+    app: str | None = None  # whose: drawn in the app's colour where the page has one
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A row of report.html's time series: its axis title and its lines."""
+
+    title: str
+    lines: tuple[Line, ...]
+    log: bool = False
+
+
+@dataclass(frozen=True)
 class Timeline:
     origin_ns: int  # epoch ns of the first measured request (the first request if none was measured)
     warmups: tuple[tuple[float, float], ...]  # per repetition: warm-up start, end (s since origin)

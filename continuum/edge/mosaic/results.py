@@ -27,9 +27,13 @@ import os
 import platform
 import struct
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from continuum.results.timeline import Panel, Timeline
 
 TIERS = {"inference_critical": 1, "dispatch_api": 2, "sensor_fusion": 2, "analytics_batch": 3, "model_update": 3, "log_archive": 4}
 
@@ -181,3 +185,31 @@ def render(a: dict):
         t.add_row("(never reached the edge)", "", str(a["unseen"]), "0", "0.0%", "100.0%", "-", "-", "-")
     return t
 
+
+
+def time_series(run_dir: Path, df: pd.DataFrame, tl: Timeline) -> list[Panel]:
+    """The admission's decisions over the run's time, for report.html: the queue's
+    depth at each tick, and each admitted task at its start (arrival + wait) by class,
+    its response time as the height; tasks never started sit at their arrival."""
+    from continuum.results.timeline import Line, Panel
+
+    raw = run_dir / "raw"
+    panels = []
+    queues = [pd.read_csv(p) for p in sorted(raw.glob("mosaic-queue*.csv")) if p.stat().st_size > 0]
+    queue = pd.concat(queues, ignore_index=True) if queues else pd.DataFrame()
+    if not queue.empty:
+        queue = queue.sort_values("t_ns")
+        panels.append(Panel("admission: tasks queued", (Line("admission: tasks queued", tl.seconds(queue["t_ns"]), queue["queued"], "steps"),)))
+    frames = [pd.read_csv(p) for p in sorted(raw.glob("mosaic-tasks*.csv")) if p.stat().st_size > 0]
+    tasks = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if not tasks.empty:
+        started = tasks[tasks["wait_ms"].notna() & (tasks["ok"] == 1)]
+        lines = [Line(f"admitted {cls}: response s", tl.seconds(g["t_arrival_ns"] + g["wait_ms"] * 1e6), g["response_ms"] / 1000,
+                      "markers") for cls, g in started.groupby("cls")]
+        lost = tasks[tasks["ok"] != 1]
+        if len(lost):
+            top = float(started["response_ms"].max() / 1000) if len(started) else 1.0
+            lines.append(Line("never finished (at its arrival, drawn at the top)", tl.seconds(lost["t_arrival_ns"]),
+                              [top * 1.3] * len(lost), "markers"))
+        panels.append(Panel("admitted tasks: response s (log)", tuple(lines), log=True))
+    return panels

@@ -28,6 +28,7 @@ from workloads.contract import Env
 
 if TYPE_CHECKING:
     from continuum.results.plots import Plot, PlotJob
+    from continuum.results.timeline import Panel, Timeline
 
 PORT = 47100  # SMEC's timing: the endpoints' probes to the offload target (port + the app's index), its ACKs back (UDP)
 WINDOW_S = 1.0  # the manager averages a server's CPU use over this long (smec_edge.manager --window-ms, its default)
@@ -80,6 +81,11 @@ class Smec(EdgeSystem):
     node_code = ("smec-edge",)
     manifest_key = "edge_manager"
     summary_key = "smec"
+
+    def time_series(self, run_dir: Path, df: pd.DataFrame, tl: Timeline) -> list[Panel]:
+        from continuum.edge.smec.results import time_series
+
+        return time_series(run_dir, df, tl)
 
     def slo_defaults(self, table: Any) -> tuple[float, float | None]:
         em = table or EdgeManager()

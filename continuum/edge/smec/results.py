@@ -4,10 +4,16 @@ servers' EdgeTiming), and how close the estimate came."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from continuum.results.timeline import Panel, Timeline
 
 
 def add_estimates(df: pd.DataFrame, smec_csvs: list[Path]) -> pd.DataFrame:
@@ -40,3 +46,33 @@ def estimates(df: pd.DataFrame) -> dict | None:
         out.update({"network_abs_error_ms_p50": float(np.percentile(err, 50)), "network_abs_error_ms_p90": float(np.percentile(err, 90)),
                     "network_abs_error_ms_max": float(err.max())})
     return out
+
+
+def time_series(run_dir: Path, df: pd.DataFrame, tl: Timeline) -> list[Panel]:
+    """The manager's decisions (what each app held, from raw/smec-decisions.csv: a
+    step at each raise and return) and each request's budget when its processing
+    started, for report.html's time axis."""
+    from continuum.results.timeline import Line, Panel
+
+    panels = []
+    path = run_dir / "raw" / "smec-decisions.csv"
+    dec = pd.read_csv(path).dropna(subset=["cpus"]) if path.exists() and path.stat().st_size > 0 else pd.DataFrame()
+    if not dec.empty:
+        man = json.loads((run_dir / "manifest.json").read_text()) if (run_dir / "manifest.json").exists() else {}
+        # several apps in quota mode share the node's CPUs by weight: the steps are what it decides (as smec_manager.png)
+        weights = dec["app"].nunique() > 1 and (man.get("edge_manager") or {}).get("mode", "quota") == "quota"
+        col, what = ("units", "CPU weight (steps)") if weights else ("cpus", "CPUs held")
+        lines = []
+        for app, d in dec.groupby("app", sort=False):
+            t = list(tl.seconds(d["t_ns"])) + [tl.workload_end_s]
+            y = list(d[col]) + [d[col].iloc[-1]]
+            lines.append(Line(f"SMEC: {app} {what}", t, y, "steps", str(app)))
+        panels.append(Panel(f"SMEC: {what} per app", tuple(lines)))
+    if "budget_ms" in df:
+        r = df.dropna(subset=["budget_ms"])
+        groups = r.groupby("app", sort=False) if "app" in r and r["app"].nunique() > 1 else [("", r)]
+        lines = [Line(f"SMEC: {app + ' ' if app else ''}budget at processing start", tl.seconds(g["t_server_start"]),
+                      g["budget_ms"], "markers", str(app) or None) for app, g in groups]
+        if lines:
+            panels.append(Panel("SMEC: request budget ms", tuple(lines)))
+    return panels
