@@ -120,6 +120,9 @@ if ! cmp -s pyproject.toml .venv/.pyproject.installed 2>/dev/null || [ ! -x .ven
   .venv/bin/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
   cp pyproject.toml .venv/.pyproject.installed
 fi
+# Plotly's JavaScript where the experiments' committed report.html pages load it
+# (.local/, gitignored: third-party code is not committed; the run pages carry it)
+.venv/bin/python -c 'from continuum.results import experiment_page; experiment_page.place_library()'
 
 if ! wait "$cargo_pid"; then
   echo "setup.sh: building mahimahi-link failed (its errors are above)" >&2

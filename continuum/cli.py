@@ -49,10 +49,15 @@ def _parser() -> argparse.ArgumentParser:
 
     traces_cli.add_parser(sub)
     rep = sub.add_parser("report", help="regenerate requests.csv, summary, plots and report.html of a run folder; "
-                                        "given several, a report.html comparing them")
-    rep.add_argument("run_dir", type=Path, nargs="+")
+                                        "given several, a report.html comparing them; given an experiment's folder "
+                                        "(experiments/NAME), its report.html beside its markdown")
+    rep.add_argument("run_dir", type=Path, nargs="+", metavar="FOLDER")
     rep.add_argument("--out", type=Path, default=None, help="with several runs: the folder for their report.html "
-                                                             "(default: compare-<A>-<B> in the current folder)")
+                                                             "(default: compare-<A>-<B> in the current folder); "
+                                                             "with an experiment: the page's file")
+    rep.add_argument("--self-contained", action="store_true",
+                     help="with an experiment: a page that carries Plotly and its figures (one file to pass on); "
+                          "the repository's pages load them from beside them")
     cmp = sub.add_parser("compare", help="how far two result folders of one experiment diverge (e.g. netns against qemu): "
                                         "medians, P99s, KS distance and SLO share per metric and app, with a verdict")
     cmp.add_argument("run_a", type=Path)
@@ -115,6 +120,11 @@ def main(argv: list[str] | None = None) -> int:
 
                 out = args.out or Path(f"compare-{args.run_dir[0].name}-{args.run_dir[1].name}")
                 console.print(f"written: {html.write_comparison(args.run_dir, out)}")
+                return 0
+            from continuum.results import experiment_page
+
+            if experiment_page.is_experiment(args.run_dir[0]):
+                console.print(f"written: {experiment_page.write(args.run_dir[0], args.out, args.self_contained)}")
                 return 0
             summary, made = report.build(args.run_dir[0])
             console.print(tables.render(summary))

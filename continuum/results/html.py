@@ -49,6 +49,8 @@ td.l, th.l { text-align: left; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; font-size: 0.85em; max-height: 30em; }
 .ok { color: #1a7f37; } .bad { color: #c62828; font-weight: bold; } .note { color: #555; font-size: 0.9em; }
 nav a { margin-right: 1em; }
+img { max-width: 100%; } .markdown td, .markdown th { text-align: left; } .markdown h1 { font-size: 1.35em; }
+h2.file { font-family: monospace; font-size: 1em; color: #555; }
 """
 SECTIONS = ("configuration", "health", "time-series", "distributions", "apps", "manifest")
 

@@ -15,7 +15,8 @@ def build(run_dir: Path) -> tuple[dict, list[Path]]:
     run_dir = Path(run_dir)
     raw = run_dir / "raw"
     if not raw.is_dir():
-        raise ContinuumError(f"{run_dir} is not a run folder (no raw/ inside); give a folder under runs/")
+        raise ContinuumError(f"{run_dir} is not a run folder (no raw/ inside) nor an experiment's (README.md and a run script or "
+                             "results/); give a folder under runs/ or experiments/")
     df = tables.merge(sorted(raw.glob("requests-*.csv")), sorted(raw.glob("server-*.csv")))
     for s in SYSTEMS.values():  # each edge system's per-request columns (from its records: no spec needed)
         df = s.add_records(run_dir, df)

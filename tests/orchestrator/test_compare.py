@@ -117,3 +117,62 @@ def test_report_of_two_runs_shows_their_known_difference_in_a_browser(tmp_path):
     assert _median(_answered(B, "server_ms")) > 1.5 * _median(_answered(A, "server_ms")), "the known difference"
     assert "diverges" in figure(shown.dom, "comparison-cdfs") or "diverges" in shown.dom
     assert drawn_traces(figure(shown.dom, "comparison-cdfs")) >= 10  # two runs x the metrics both have
+
+
+def _p99(v: list[float]) -> float:
+    """Linear interpolation between the two closest ranks (numpy's default, done here by hand)."""
+    h = (len(v) - 1) * 0.99
+    k = int(h)
+    return v[k] + (v[min(k + 1, len(v) - 1)] - v[k]) * (h - k)
+
+
+def test_an_experiments_html_twin_shows_its_markdown_figures_and_arms_in_a_browser(tmp_path):
+    """`continuum report EXPERIMENT_FOLDER`: the page beside its markdown, in headless Chromium: no
+    console message, the markdown's table and figure, one CDF per arm and metric, each arm's medians
+    and P99s equal to the ones computed here; `--self-contained` carries the figure and the library."""
+    import re
+    import shutil
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from browser import drawn_traces, figure, render
+
+    exp = tmp_path / "exp"
+    (exp / "results").mkdir(parents=True)
+    (exp / "README.md").write_text("# A two-arm experiment\n\nRun it with `./run`.\n")
+    (exp / "run").write_text("#!/bin/sh\n")
+    for arm, src in (("netns", A), ("qemu", B)):
+        run = exp / "results" / "runs" / arm / "20261126-000000-x"
+        run.mkdir(parents=True)
+        for f in ("requests.csv", "manifest.json"):
+            shutil.copy(src / f, run / f)
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1], [0, 1])
+    fig.savefig(exp / "results" / "line.png")
+    (exp / "results" / "report.md").write_text("# What we measured\n\n| arm | verdict |\n|---|---|\n| qemu | slower server |\n\n"
+                                               "![a line](line.png)\n")
+    p = subprocess.run([sys.executable, "-m", "continuum", "report", str(exp)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    page = exp / "report.html"
+    shown = render(page, tmp_path / "experiment.png", height=2400)
+    assert shown.console == [], shown.console
+    assert "A two-arm experiment" in shown.dom and "<td>slower server</td>" in shown.dom
+    (src,) = re.findall(r'<img alt="a line" src="([^"]+)"', shown.dom)
+    assert (page.parent / src).resolve() == (exp / "results" / "line.png").resolve()
+    assert "<script type='text/javascript' src=" in page.read_text() and len(page.read_bytes()) < 200_000  # no library inside
+    assert drawn_traces(figure(shown.dom, "runs")) == 8  # two arms x four metrics
+    cells = {(a, m, s): v for a, m, s, v in re.findall(r'data-arm="(\w+)" data-metric="(\w+)" data-stat="(\w+)">([^<]+)<', shown.dom)}
+    for arm, folder in (("netns", A), ("qemu", B)):
+        for col in ("uplink_ms", "server_ms", "e2e_ms"):
+            v = _answered(folder, col)
+            assert cells[(arm, col, "median")] == f"{_median(v):.2f}" and cells[(arm, col, "p99")] == f"{_p99(v):.2f}"
+    assert float(cells[("qemu", "server_ms", "median")]) > 1.5 * float(cells[("netns", "server_ms", "median")])
+    p = subprocess.run([sys.executable, "-m", "continuum", "report", str(exp), "--self-contained", "--out", str(tmp_path / "one.html")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    one = render(tmp_path / "one.html")
+    assert one.console == [] and drawn_traces(figure(one.dom, "runs")) == 8
+    assert re.search(r'<img alt="a line" src="data:image/png;base64,', one.dom)

@@ -1,0 +1,175 @@
+"""An experiment's HTML twin (experiments/NAME/report.html): its markdown
+reports, as the repository shows them, with their figures, then its runs'
+distributions overlaid per arm, interactive. Built by the same code for
+every experiment, from the same files the markdown was written from (the
+results/ folder: figures, tables, and the run folders of each arm).
+
+Two forms. In the repository the page carries neither Plotly (third-party
+code is not committed) nor the PNGs (they are beside it): it loads the
+library from .local/share/continuum/, which `place_library` fills (setup.sh
+and every `continuum report` of an experiment do), and each figure says so
+where it is missing. `--self-contained` writes a page that carries both, one
+file to pass on with a paper's artifact."""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import os
+import re
+import shutil
+from pathlib import Path
+
+import markdown
+import numpy as np
+import pandas as pd
+import plotly
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from continuum.errors import ContinuumError
+from continuum.results import html
+from continuum.results.tables import METRICS
+
+REPO = Path(__file__).resolve().parents[2]
+LIBRARY = f"plotly-{plotly.__version__}.min.js"
+SHOWN = ("e2e_ms", "uplink_ms", "server_ms", "downlink_ms")
+CDF_POINTS = 400  # points per drawn CDF (evenly spaced quantiles): the runs' CSVs keep every request
+
+
+def is_experiment(folder: Path) -> bool:
+    """An experiment's folder (a README and a run script or a results folder), not a run's."""
+    folder = Path(folder)
+    return not (folder / "raw").is_dir() and (folder / "README.md").exists() and \
+        ((folder / "run").exists() or (folder / "results").is_dir())
+
+
+def library_path(root: Path = REPO) -> Path:
+    return root / ".local" / "share" / "continuum" / LIBRARY
+
+
+def place_library(root: Path = REPO) -> Path:
+    """Plotly's JavaScript, from the installed package, where the repository's pages load it (gitignored)."""
+    target = library_path(root)
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+        tmp = target.with_suffix(".part")
+        shutil.copyfile(source, tmp)
+        tmp.replace(target)
+    return target
+
+
+def write(folder: Path, out: Path | None = None, self_contained: bool = False) -> Path:
+    """FOLDER/report.html (or OUT) for the experiment in FOLDER."""
+    folder = Path(folder).resolve()
+    if not is_experiment(folder):
+        raise ContinuumError(f"{folder} is not an experiment folder (one with README.md and a run script or results/, "
+                             "as under experiments/) nor a run folder (one with raw/)")
+    out = (out or folder / "report.html").resolve()
+    title = _title(folder)
+    reports = [p for p in [folder / "report.md", *sorted((folder / "results").glob("*.md"))] if p.exists()]
+    body = [f"<h1>{html._e(title)}</h1>",
+            f"<p class='note'>The HTML twin of {html._e(', '.join(str(p.relative_to(folder)) for p in reports) or 'README.md')} "
+            f"in {html._e(folder.name)}/ (written by <code>continuum report {html._e(_shown(folder))}</code>): the same "
+            "text and figures, then the runs' distributions per arm, interactive.</p>",
+            "<nav>" + "".join(f"<a href='#{_anchor(p, folder)}'>{html._e(str(p.relative_to(folder)))}</a>" for p in reports)
+            + "<a href='#runs'>runs</a><a href='#about'>README</a></nav>"]
+    for md in reports:
+        body.append(f"<section id='{_anchor(md, folder)}' class='markdown'><h2 class='file'>{html._e(str(md.relative_to(folder)))}"
+                    f"</h2>{_render(md, out.parent, self_contained)}</section>")
+    body.append(_runs(folder))
+    body.append(f"<section id='about'><h2>README.md</h2><details><summary>how the experiment runs</summary>"
+                f"{_render(folder / 'README.md', out.parent, self_contained)}</details></section>")
+    library = None
+    if not self_contained:
+        library = os.path.relpath(place_library(), out.parent)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html.page(title, body, library=library))
+    return out
+
+
+def _title(folder: Path) -> str:
+    for line in (folder / "README.md").read_text().splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return folder.name
+
+
+def _shown(folder: Path) -> str:
+    try:
+        return str(folder.relative_to(REPO))
+    except ValueError:
+        return str(folder)
+
+
+def _anchor(path: Path, folder: Path) -> str:
+    return "md-" + re.sub(r"[^a-z0-9]+", "-", str(path.relative_to(folder)).lower()).strip("-")
+
+
+def _render(md: Path, page_dir: Path, self_contained: bool) -> str:
+    """A markdown file as HTML, its relative links and images pointing where they are from the page
+    (or, self-contained, the images inlined)."""
+    text = markdown.markdown(md.read_text(), extensions=["tables", "fenced_code"])
+
+    def fix(m: re.Match) -> str:
+        attr, target = m.group(1), m.group(2)
+        if re.match(r"^([a-z]+:|#|/)", target):
+            return m.group(0)
+        where = (md.parent / target).resolve()
+        if self_contained and attr == "src" and where.exists():
+            kind = mimetypes.guess_type(where.name)[0] or "application/octet-stream"
+            return f'{attr}="data:{kind};base64,{base64.b64encode(where.read_bytes()).decode()}"'
+        if self_contained and attr == "href":
+            return f'{attr}="{html._e(_shown(where))}" title="a file of the repository"'
+        return f'{attr}="{html._e(os.path.relpath(where, page_dir))}"'
+
+    return re.sub(r'(src|href)="([^"]+)"', fix, text)
+
+
+def _runs(folder: Path) -> str:
+    """Every run folder under results/, grouped by the folder holding it (an arm), its requests'
+    distributions overlaid per metric, with each arm's count, median and P99."""
+    arms: dict[str, list[pd.DataFrame]] = {}
+    results = folder / "results"
+    for csv in sorted(results.rglob("requests.csv")) if results.is_dir() else []:
+        if not (csv.parent / "manifest.json").exists():
+            continue
+        arm = "/".join(p for p in csv.parent.parent.relative_to(results).parts if p != "runs") or "runs"
+        df = pd.read_csv(csv, usecols=lambda c: c in {"phase", "status", *SHOWN})
+        arms.setdefault(arm, []).append(df[df["phase"] == "measure"])
+    head = "<section id='runs'><h2>Runs</h2>"
+    if not arms:
+        return (head + "<p class='note'>No run folders under results/ here: they are not committed (each is megabytes of "
+                "logs). The experiment's run script makes them, and this page then shows their distributions.</p></section>")
+    pooled = {arm: pd.concat(frames, ignore_index=True) for arm, frames in arms.items()}
+    rows = []
+    for arm, df in pooled.items():
+        ok = df[df["status"] == "ok"]
+        cells = "".join(
+            f"<td data-arm='{html._e(arm)}' data-metric='{m}' data-stat='{q}'>"
+            f"{np.percentile(ok[m].dropna(), p):.2f}</td>" if m in ok and ok[m].notna().any() else "<td>-</td>"
+            for m in SHOWN for q, p in (("median", 50), ("p99", 99)))
+        rows.append(f"<tr><td class='l'>{html._e(arm)}</td><td>{len(arms[arm])}</td>"
+                    f"<td data-arm='{html._e(arm)}' data-stat='answered'>{len(ok)}</td><td>{len(df)}</td>{cells}</tr>")
+    table = ("<table><tr><th class='l'>arm</th><th>runs</th><th>answered</th><th>measured</th>"
+             + "".join(f"<th>{html._e(METRICS[m].strip())} {q} ms</th>" for m in SHOWN for q in ("median", "P99"))
+             + "</tr>" + "".join(rows) + "</table>")
+    palette = html.PALETTE if len(pooled) <= len(html.PALETTE) else plotly.colors.qualitative.Dark24
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[METRICS[m].strip() for m in SHOWN], vertical_spacing=0.12)
+    for k, m in enumerate(SHOWN):
+        for i, (arm, df) in enumerate(pooled.items()):
+            x = df.loc[df["status"] == "ok", m].dropna().astype(float).to_numpy() if m in df else np.array([])
+            if not len(x):
+                continue
+            q = np.linspace(0, 1, min(CDF_POINTS, len(x)))
+            fig.add_trace(go.Scatter(x=np.quantile(x, q), y=q, mode="lines", name=arm, legendgroup=arm, showlegend=k == 0,
+                                     line={"shape": "hv", "color": palette[i % len(palette)]},
+                                     hovertemplate=f"{arm}: " + "%{x:.2f} ms, %{y:.1%} at or below"), row=k // 2 + 1, col=k % 2 + 1)
+        fig.update_xaxes(type="log", title_text="ms (log)", row=k // 2 + 1, col=k % 2 + 1)
+    fig.update_yaxes(range=[0, 1])
+    fig.update_layout(height=760, margin={"t": 40, "b": 40, "l": 50, "r": 20}, legend={"font": {"size": 10}})
+    return (head + f"<p class='note'>{sum(len(f) for f in arms.values())} run folders under results/ in {len(arms)} arms "
+            "(an arm: the folder holding its runs; its repetitions pooled). Measured requests; the percentiles are of "
+            f"answered ones, each of its own metric. CDFs drawn at up to {CDF_POINTS} quantiles; the runs' requests.csv "
+            "keep every request.</p>" + table + html.figure_html(fig, "runs") + "</section>")
