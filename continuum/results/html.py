@@ -27,7 +27,7 @@ from plotly.subplots import make_subplots
 from continuum.results import events, timeline
 from continuum.results.tables import METRICS
 
-MAX_POINTS = 20_000  # per-request points drawn per series; more are thinned evenly (the CSVs keep all)
+MAX_POINTS = 10_000  # per-request points per series; more are thinned evenly (the CSVs keep all)
 DEFINITIONS = {
     "uplink_ms": "M1: from the endpoint publishing the request to the server receiving it (the cellular uplink, "
                  "the core network, the broker)",
@@ -157,10 +157,27 @@ def _configuration(run_dir: Path, m: dict) -> str:
         f"<td>{(v.get('memory_bytes') or 0) / 2**20:.0f}</td><td>{_e(v.get('speed', 1))}</td>"
         f"<td class='l'>{_e((m.get('addresses') or {}).get(n, ''))}</td></tr>" for n, v in nodes.items())
     toml = (run_dir / "experiment.toml").read_text() if (run_dir / "experiment.toml").exists() else "(experiment.toml missing)"
-    return ("<section id='configuration'><h2>Configuration</h2>" + _kv(rows)
-            + "<table><tr><th class='l'>node</th><th class='l'>role</th><th>CPUs</th><th>memory MiB</th><th>speed</th>"
-              "<th class='l'>address</th></tr>" + node_rows + "</table>"
+    kinds: dict[tuple, list[str]] = {}
+    for n, v in nodes.items():
+        kinds.setdefault((v.get("role"), v.get("cpus"), v.get("memory_bytes"), v.get("speed", 1)), []).append(n)
+    shapes = ", ".join(f"{len(names)} {role} node{'s' if len(names) > 1 else ''} of {cpus} CPUs, {(mem or 0) / 2**20:.0f} MiB"
+                       + (f", speed {speed}" if speed != 1 else "") for (role, cpus, mem, speed), names in kinds.items())
+    table = ("<table><tr><th class='l'>node</th><th class='l'>role</th><th>CPUs</th><th>memory MiB</th><th>speed</th>"
+             "<th class='l'>address</th></tr>" + node_rows + "</table>")
+    return ("<section id='configuration'><h2>Configuration</h2>" + _kv(rows) + _long(table, len(nodes), shapes)
             + f"<details><summary>the experiment file</summary><pre>{_e(toml)}</pre></details></section>")
+
+
+LONG = 12  # a table of more rows (a node or an endpoint each) is folded under its one-line summary
+
+
+def _long(table: str, rows: int, summary: str, bad: bool = False) -> str:
+    """A table of a row per node or endpoint: as it is for a few, folded under its summary for many (100 UEs);
+    open, its summary in red, when a row failed."""
+    if rows <= LONG:
+        return table
+    return (f"<details{' open' if bad else ''}><summary class='{'bad' if bad else ''}'>{_e(summary)} (the {rows} rows)"
+            f"</summary>{table}</details>")
 
 
 def _health(m: dict, v: dict, summary: dict) -> str:
@@ -175,21 +192,23 @@ def _health(m: dict, v: dict, summary: dict) -> str:
                f"{summary.get('dropped', 0)} never reached a server)</p>")
     rtt = v.get("core_rtt") or []
     if rtt:
-        out.append("<table><tr><th class='l'>core RTT</th><th>plan ms</th><th>lower quartile ms</th><th>median ms</th>"
+        failed = sum(not r["ok"] for r in rtt)
+        out.append(_long("<table><tr><th class='l'>core RTT</th><th>plan ms</th><th>lower quartile ms</th><th>median ms</th>"
                    "<th>tolerance ms</th><th class='l'>check</th></tr>" + "".join(
                        f"<tr><td class='l'>{_e(r['from'])} → {_e(r['to'])}</td><td>{r['expected_rtt_ms']:g}</td>"
                        f"<td>{r['p25_rtt_ms']:.2f}</td><td>{r['median_rtt_ms']:.2f}</td><td>{r['tolerance_ms']:g}</td>"
                        f"<td class='l {'ok' if r['ok'] else 'bad'}'>{'ok' if r['ok'] else 'FAILED'}</td></tr>" for r in rtt)
-                   + "</table>")
+                   + "</table>", len(rtt), f"core RTT checks: {len(rtt) - failed} of {len(rtt)} ok", failed > 0))
     once = v.get("shaped_once") or []
     if once:
-        out.append("<table><tr><th class='l'>shaped once</th><th>pings</th><th>entered its uplink</th>"
+        good = sum(bool(r["ok"]) for r in once)
+        out.append(_long("<table><tr><th class='l'>shaped once</th><th>pings</th><th>entered its uplink</th>"
                    "<th>entered its downlink</th><th class='l'>check</th></tr>" + "".join(
                        f"<tr><td class='l'>{_e(r['endpoint'])}</td><td>{r['pings']}</td>"
                        f"<td>{_e(r.get(r['endpoint'] + '.uplink_packets'))}x</td>"
                        f"<td>{_e(r.get(r['endpoint'] + '.downlink_packets'))}x</td>"
                        f"<td class='l {'ok' if r['ok'] else 'bad'}'>{'once' if r['ok'] else 'NOT once'}</td></tr>" for r in once)
-                   + "</table>")
+                   + "</table>", len(once), f"shaped once: {good} of {len(once)} endpoints", good < len(once)))
     leaks = v.get("no_leaks")
     if leaks:
         out.append(f"<p>routes out of the run's namespaces: <span class='{'ok' if leaks.get('ok') else 'bad'}'>"
@@ -286,8 +305,9 @@ def _time_series(run_dir: Path, df: pd.DataFrame, bin_s: float) -> str:
     fig.update_layout(height=240 * len(rows), margin={"t": 40, "b": 40, "l": 60, "r": 20},
                       legend={"orientation": "v", "font": {"size": 10}, "groupclick": "toggleitem"})
     answered = int((df["status"] == "ok").sum())
-    note = (f"<p class='note'>{answered} answered requests; {MAX_POINTS} of them drawn per series, evenly spaced "
-            "(requests.csv holds every one)</p>" if thinned else "")
+    note = (f"<p class='note'>{answered} answered requests: at most {MAX_POINTS} of them per series, evenly spaced "
+            "(requests.csv holds every one); the end-to-end latency drawn, its parts a click on the legend away</p>"
+            if thinned else "")
     grouped = (f"<p class='note'>{len(endpoints)} endpoints: their links are drawn together (delivery summed; capacity "
                + ("the cell's, which they share" if shared else "summed") + "; the median and the worst link's queueing delay "
                "per bin); each link's own log is in links/.</p>") if together else ""
@@ -304,7 +324,8 @@ def _latency(fig: go.Figure, df: pd.DataFrame, tl: timeline.Timeline, app_colour
     answered = df[df["status"] == "ok"]
     several = "app" in df and df["app"].nunique() > 1
     groups = list(answered.groupby("app", sort=False)) if several else [("", answered)]
-    thinned = False
+    # a big run: only the end-to-end points drawn at first (every drawn point costs the page's opening time)
+    thinned, big = False, len(answered) > MAX_POINTS
     for i, (app, g) in enumerate(groups):
         if len(g) > MAX_POINTS:
             g, thinned = g.iloc[np.linspace(0, len(g) - 1, MAX_POINTS).astype(int)], True
@@ -313,7 +334,7 @@ def _latency(fig: go.Figure, df: pd.DataFrame, tl: timeline.Timeline, app_colour
             colour = app_colour.get(str(app), PALETTE[i % len(PALETTE)]) if several else COLOURS[col]
             part = METRICS[col].strip()
             fig.add_trace(go.Scatter(x=t, y=g[col], mode="markers", name=f"{app}: {part}" if several else part,
-                                     legendgroup=f"latency {app}", visible=True if col == "e2e_ms" or not several else "legendonly",
+                                     legendgroup=f"latency {app}", visible=True if col == "e2e_ms" or not (several or big) else "legendonly",
                                      marker={"size": 4 if col == "e2e_ms" else 3, "color": colour,
                                              "symbol": {"e2e_ms": "circle", "uplink_ms": "triangle-up", "server_ms": "square",
                                                         "downlink_ms": "triangle-down"}[col] if several else "circle"},
@@ -342,6 +363,17 @@ def _node_cpu(fig: go.Figure, nodes: pd.DataFrame, row: int, bin_s: float) -> No
                                  legendgroup="cpu", name=f"endpoints' CPU ({len(endpoints)}): busiest"), row=row, col=1)
 
 
+CDF_POINTS = 2000  # steps drawn per CDF; more requests: every n-th of the sorted values, the first and the last kept
+
+
+def cdf(sorted_x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A sorted sample's empirical CDF as drawn: each value and the share at or below it,
+    at most CDF_POINTS of them (116,000 requests' six CDFs were 5 MB of a page's 8.5)."""
+    n = len(sorted_x)
+    at = np.linspace(0, n - 1, CDF_POINTS).round().astype(int) if n > CDF_POINTS else np.arange(n)
+    return sorted_x[at], (at + 1) / n
+
+
 def _distributions(df: pd.DataFrame, summary: dict) -> str:
     answered = df[(df["phase"] == "measure") & (df["status"] == "ok")]
     fig = go.Figure()
@@ -349,7 +381,8 @@ def _distributions(df: pd.DataFrame, summary: dict) -> str:
         x = np.sort(answered[col].dropna().astype(float).to_numpy())
         if not len(x):
             continue
-        fig.add_trace(go.Scatter(x=x, y=np.arange(1, len(x) + 1) / len(x), mode="lines", name=label.strip(),
+        x, y = cdf(x)
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=label.strip(),
                                  line={"shape": "hv", "color": COLOURS[col]},
                                  hovertemplate="%{x:.2f} ms: %{y:.1%} at or below"))
     fig.update_xaxes(type="log", title_text="ms (log)")
@@ -366,7 +399,10 @@ def _distributions(df: pd.DataFrame, summary: dict) -> str:
         rows.append(f"<tr><td class='l'>{_e(label.strip())}</td><td data-metric='{col}' data-stat='count'>{s['count']}</td>"
                     f"{cells}<td class='l note'>{_e(DEFINITIONS[col])}</td></tr>")
     return ("<section id='distributions'><h2>Distributions</h2><p class='note'>Measured, answered requests. Each "
-            "percentile is of its own metric: percentiles are never summed.</p>" + head + "".join(rows) + "</table>"
+            "percentile is of its own metric: percentiles are never summed." + (
+                f" The CDFs are drawn at {CDF_POINTS} evenly spaced ranks of their {len(answered)} requests (the table's "
+                "numbers are of all of them)." if len(answered) > CDF_POINTS else "")
+            + "</p>" + head + "".join(rows) + "</table>"
             + figure_html(fig, "distributions") + "</section>")
 
 
@@ -453,7 +489,8 @@ def write_comparison(folders: list[Path], out: Path) -> Path:
             x = np.sort(s.requests.loc[s.requests["status"] == "ok", col].dropna().astype(float).to_numpy())
             if not len(x):
                 continue
-            fig.add_trace(go.Scatter(x=x, y=np.arange(1, len(x) + 1) / len(x), mode="lines", name=n,
+            x, y = cdf(x)
+            fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=n,
                                      legendgroup=n, showlegend=k == 0, line={"shape": "hv", "color": palette[i % 6]},
                                      hovertemplate="%{x:.2f} ms: %{y:.1%}"), row=k // 3 + 1, col=k % 3 + 1)
         fig.update_xaxes(type="log", row=k // 3 + 1, col=k % 3 + 1)

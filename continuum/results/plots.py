@@ -158,7 +158,7 @@ def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim
                      + (f", {drops} packets dropped" if drops else ""), fontsize=9)
         ax.grid(alpha=0.3)
         shade(ax, tl, xlim)
-        lines = ax.get_lines() + ax2.get_lines() + [p for p in ax.patches if p.get_label() and not p.get_label().startswith("_")]
+        lines = [x for x in ax.get_lines() + ax2.get_lines() + list(ax.patches) if x.get_label() and not x.get_label().startswith("_")]
         ax.legend(lines, [x.get_label() for x in lines], fontsize=7, loc="upper left", bbox_to_anchor=(1.1, 1))
     axes[-1].set_xlabel(TIME_LABEL)
     by = "upstream mm-link, patched" if emulator == "mahimahi" else emulator
@@ -208,7 +208,7 @@ def links_together(links: dict[str, dict[str, pd.DataFrame | None]], tl: Timelin
                      + ("the cell's capacity" if shared_cell else "capacity") + f", {n} endpoints together", fontsize=9)
         ax.grid(alpha=0.3)
         shade(ax, tl, xlim)
-        lines = ax.get_lines() + ax2.get_lines() + [p for p in ax.patches if p.get_label() and not p.get_label().startswith("_")]
+        lines = [x for x in ax.get_lines() + ax2.get_lines() + list(ax.patches) if x.get_label() and not x.get_label().startswith("_")]
         ax.legend(lines, [x.get_label() for x in lines], fontsize=7, loc="upper left", bbox_to_anchor=(1.1, 1))
     if not drawn:
         plt.close(fig)
