@@ -181,3 +181,28 @@ def test_many_endpoints_share_one_link_figure_and_one_node_group(tmp_path):
     summary, made = report.build(d)
     names = {p.name for p in made}
     assert "links.png" in names and "nodes.png" in names and not any(x.startswith("link_") for x in names), names
+
+
+def test_edge_systems_put_their_decisions_on_the_runs_time_axis(run_dir):
+    """report.html's rows of SMEC's and MOSAIC's decisions (EdgeSystem.time_series), from their records:
+    SMEC's holdings as steps held to the end, each request's budget; MOSAIC's queue, its admitted tasks
+    at their start (arrival + wait) and the unfinished ones at their arrival."""
+    from continuum.edge.registry import SYSTEMS
+
+    df = tables.merge(sorted((run_dir / "raw").glob("requests-*.csv")), [])
+    tl = timeline.of_requests(df)
+    assert SYSTEMS["smec"].time_series(run_dir, df, tl) == [] and SYSTEMS["mosaic"].time_series(run_dir, df, tl) == []
+    pd.DataFrame({"t_ns": [tl.origin_ns, tl.origin_ns + 2_000 * MS], "app": ["a", "a"], "units": [1, 3], "cpus": [0.25, 0.75],
+                  "why": ["start", "urgent"]}).to_csv(run_dir / "raw" / "smec-decisions.csv", index=False)
+    (held,) = SYSTEMS["smec"].time_series(run_dir, df.assign(budget_ms=5.0), tl)[:1]
+    (line,) = held.lines
+    assert line.kind == "steps" and list(line.x) == [0.0, 2.0, tl.workload_end_s] and list(line.y) == [0.25, 0.75, 0.75]
+    budgets = SYSTEMS["smec"].time_series(run_dir, df.assign(budget_ms=5.0), tl)[1]
+    assert len(budgets.lines[0].x) == len(df) and set(budgets.lines[0].y) == {5.0}
+    pd.DataFrame({"t_ns": [tl.origin_ns, tl.origin_ns + 100 * MS], "queued": [0, 4]}).to_csv(run_dir / "raw" / "mosaic-queue.csv", index=False)
+    pd.DataFrame({"id": [1, 2], "cls": ["x", "x"], "t_arrival_ns": [tl.origin_ns + 1_000 * MS, tl.origin_ns + 3_000 * MS],
+                  "wait_ms": [500.0, None], "response_ms": [700.0, None], "ok": [1, 0]}).to_csv(run_dir / "raw" / "mosaic-tasks.csv", index=False)
+    queue, tasks = SYSTEMS["mosaic"].time_series(run_dir, df, tl)
+    assert list(queue.lines[0].y) == [0, 4] and queue.lines[0].kind == "steps"
+    admitted, lost = tasks.lines
+    assert list(admitted.x) == [1.5] and list(admitted.y) == [0.7] and list(lost.x) == [3.0] and tasks.log
