@@ -63,13 +63,15 @@ def latency_over_time(df: pd.DataFrame, summary: dict, tl: Timeline, xlim: tuple
     top = float(lat.max()) if len(lat) else 1.0
     log = len(lat) > 1 and float(lat.min()) > 0 and top / float(lat.min()) > 30
     mark_at = top * (1.6 if log else 1.05)
-    by_app = "app" in df and df["app"].nunique() > 1
-    groups = df.groupby("app", sort=False) if by_app else [(None, df)]
+    several = "app" in df and df["app"].nunique() > 1
+    # several apps, or many endpoints of one: a colour per app (its endpoints thin lines of it), one legend entry each
+    by_app = several or df["endpoint"].nunique() > MANY
+    groups = df.groupby("app", sort=False) if several else [("all", df)] if by_app else [(None, df)]
     for i, (app, g) in enumerate(groups):
         colour = f"C{i}" if by_app else None
         for k, (ep, e) in enumerate(g.groupby("endpoint")):
             ok = e[e["status"] == "ok"]
-            label = (f"{app} ({g['endpoint'].nunique()} endpoints)" if k == 0 else None) if by_app else str(ep)
+            label = (f"{app if several else 'all'} ({g['endpoint'].nunique()} endpoints)" if k == 0 else None) if by_app else str(ep)
             ax.plot(tl.seconds(ok["t_drawn"]), ok["e2e_ms"], ".-", ms=2.5 if by_app else 3, lw=0.4 if by_app else 0.6,
                     color=colour, alpha=0.8 if by_app else 1.0, label=label)
         lost = g[~g["status"].isin(["ok", "early_drop"])]
@@ -83,7 +85,7 @@ def latency_over_time(df: pd.DataFrame, summary: dict, tl: Timeline, xlim: tuple
                     label=f"{who}: dropped early at the edge (at the top)")
     e2e = summary["metrics"]["e2e_ms"]
     if e2e.get("count"):
-        every = ", all apps" if by_app else ""
+        every = ", all apps" if several else ""
         ax.axhline(e2e["median"], color="k", ls="--", lw=1, label=f"median {e2e['median']:.1f} ms (measured{every})")
         ax.axhline(e2e["p99"], color="0.3" if by_app else "C3", ls=":" if by_app else "--", lw=1, label=f"P99 {e2e['p99']:.1f} ms (measured{every})")
     if log:
@@ -485,6 +487,9 @@ def _run(jobs: list[Callable[[], list[Path]]]) -> list[Path]:
         _JOBS = []
 
 
+MANY_MEMBERS = 20  # more UEs in a cell than distinct colours: no legend, their throughput as sum, median and busiest
+
+
 def member_colours(names: list[str]) -> dict[str, object]:
     """A colour of its own for each of up to 20 series (matplotlib's default cycle repeats after 10)."""
     cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
@@ -520,15 +525,28 @@ def cell_share(run_dir: Path, tl: Timeline, xlim: tuple[float, float], out: Path
                                 colors=[colour[m] for m in lg.members])
             share.set_ylim(0, 1.05)
             share.set_ylabel("share of the cell's\nresource blocks")
-            share.set_title(title, fontsize=10)
+            many = len(lg.members) > MANY_MEMBERS
+            share.set_title(title + (f"\n{len(lg.members)} UEs: a band each, colours repeating, no legend" if many else ""),
+                            fontsize=10)
             shade(share, tl, xlim, legend=False)
             share.grid(alpha=0.3)
-            share.legend(loc="upper left", fontsize=8, ncol=min(6, len(lg.members)))
+            if not many:
+                share.legend(loc="upper left", fontsize=8, ncol=min(6, len(lg.members)))
         tput = axes[row][0]
         row += 1
-        for m in lg.members:
-            b = timeline.link_bins(run_dir / "links" / f"{m}.{lg.direction}.log", tl, bin_s)
-            if b is not None and not b.empty:
+        own = {m: b for m in lg.members
+               if (b := timeline.link_bins(run_dir / "links" / f"{m}.{lg.direction}.log", tl, bin_s)) is not None and not b.empty}
+        if len(own) > MANY_MEMBERS:  # a line per UE is a smear: their sum, the median UE and the busiest
+            t = timeline.links_together({m: {lg.direction: b} for m, b in own.items()}, lg.direction, shared_cell=True)
+            if t is not None:
+                tput.plot(t.index + bin_s / 2, t["delivered_mbps"], drawstyle="steps-mid", color="C0",
+                          label=f"all {len(own)} UEs together")
+                per = pd.concat([b.set_index("t_s")["delivered_mbps"] for b in own.values()], axis=1)
+                tput.plot(per.index + bin_s / 2, per.median(axis=1), drawstyle="steps-mid", color="C1", label="the median UE")
+                tput.plot(per.index + bin_s / 2, per.max(axis=1), drawstyle="steps-mid", color="C3", lw=0.8, label="the busiest UE")
+                tput.legend(loc="upper left", fontsize=8, ncol=3)
+        else:
+            for m, b in own.items():
                 tput.plot(b["t_s"] + bin_s / 2, b["delivered_mbps"], label=m, drawstyle="steps-mid", color=colour[m])
         tput.set_ylabel(f"{lg.direction} delivered\n(Mbit/s, {bin_s:g} s bins)")
         tput.set_ylim(bottom=0)
