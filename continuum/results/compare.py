@@ -59,7 +59,7 @@ def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
     return float(stats.ks_2samp(a, b).statistic)
 
 
-def _metric_rows(a: pd.DataFrame, b: pd.DataFrame, group: str, tol: Tolerance) -> list[dict]:
+def metric_rows(a: pd.DataFrame, b: pd.DataFrame, group: str, tol: Tolerance) -> list[dict]:
     rows = []
     ok_a, ok_b = a[a["status"] == "ok"], b[b["status"] == "ok"]
     for col, label in METRICS.items():
@@ -109,7 +109,7 @@ def compare(a: Side, b: Side, tol: Tolerance = Tolerance()) -> dict:
     for g in groups:
         ga = a.requests if g == "all" else a.requests[a.requests["app"] == g]
         gb = b.requests if g == "all" else b.requests[b.requests["app"] == g]
-        metrics += _metric_rows(ga, gb, g, tol)
+        metrics += metric_rows(ga, gb, g, tol)
         slo = apps.get(g, {}).get("slo_ms") if g != "all" else (next(iter(apps.values())).get("slo_ms") if len(apps) == 1 else None)
         outcomes.append(_outcome_rows(ga, gb, g, slo))
     return {"a": _describe(a), "b": _describe(b), "tolerance": {"median_ratio": tol.median, "ks": tol.ks,

@@ -28,7 +28,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from continuum.errors import ContinuumError
-from continuum.results import html
+from continuum.results import compare, html
 from continuum.results.tables import METRICS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -127,6 +127,42 @@ def _render(md: Path, page_dir: Path, self_contained: bool) -> str:
     return re.sub(r'(src|href)="([^"]+)"', fix, text)
 
 
+def _differences(pooled: dict[str, pd.DataFrame]) -> str:
+    """Each arm against the first of its set (arms in one folder: lte/mahimahi against
+    lte/mahimahi-link; top-level arms against the first of them), as `continuum compare`
+    judges two runs: per metric the median and P99 ratios and the KS distance, with the verdict."""
+    sets: dict[str, list[str]] = {}
+    for arm in pooled:
+        sets.setdefault(arm.rpartition("/")[0], []).append(arm)
+    pairs = [(arms[0], arm) for arms in sets.values() for arm in arms[1:]]
+    if not pairs:
+        return ""
+    tol = compare.Tolerance()
+    head = ("<table><tr><th class='l'>arm</th><th class='l'>against</th>"
+            + "".join(f"<th>{html._e(METRICS[m].strip())} median ×</th><th>P99 ×</th><th>KS</th>" for m in SHOWN) + "</tr>")
+    rows = []
+    for base, arm in pairs:
+        got = {r["metric"]: r for r in compare.metric_rows(pooled[base], pooled[arm], "all", tol)}
+        cells = []
+        for m in SHOWN:
+            r = got.get(m)
+            if r is None or r.get("ks") is None:
+                cells.append("<td>-</td><td>-</td><td>-</td>")
+                continue
+            verdict = "ok" if r["verdict"] == "agrees" else "bad" if r["verdict"] == "diverges" else ""
+            cells.append(f"<td>{_num(r['median_ratio'])}</td><td>{_num(r['p99_ratio'])}</td>"
+                         f"<td class='{verdict}' title='{html._e(r['verdict'])}' data-arm='{html._e(arm)}' data-metric='{m}' "
+                         f"data-stat='ks'>{r['ks']:.3f}</td>")
+        rows.append(f"<tr><td class='l'>{html._e(arm)}</td><td class='l'>{html._e(base)}</td>{''.join(cells)}</tr>")
+    return ("<p class='note'>Each arm against the first arm of its folder: ratios arm / that arm; KS: the two-sample "
+            f"Kolmogorov-Smirnov distance, green where the metric agrees (median within ±{tol.median:.0%}, KS at most "
+            f"{tol.ks:g}), red where it diverges, as <code>continuum compare</code> judges.</p>" + head + "".join(rows) + "</table>")
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None or not np.isfinite(v) else f"{v:.2f}"
+
+
 def _runs(folder: Path) -> str:
     """Every run folder under results/, grouped by the folder holding it (an arm), its requests'
     distributions overlaid per metric, with each arm's count, median and P99."""
@@ -156,6 +192,7 @@ def _runs(folder: Path) -> str:
              + "".join(f"<th>{html._e(METRICS[m].strip())} {q} ms</th>" for m in SHOWN for q in ("median", "P99"))
              + "</tr>" + "".join(rows) + "</table>")
     palette = html.PALETTE if len(pooled) <= len(html.PALETTE) else plotly.colors.qualitative.Dark24
+    table += _differences(pooled)
     fig = make_subplots(rows=2, cols=2, subplot_titles=[METRICS[m].strip() for m in SHOWN], vertical_spacing=0.12)
     for k, m in enumerate(SHOWN):
         for i, (arm, df) in enumerate(pooled.items()):

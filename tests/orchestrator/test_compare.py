@@ -170,6 +170,8 @@ def test_an_experiments_html_twin_shows_its_markdown_figures_and_arms_in_a_brows
             v = _answered(folder, col)
             assert cells[(arm, col, "median")] == f"{_median(v):.2f}" and cells[(arm, col, "p99")] == f"{_p99(v):.2f}"
     assert float(cells[("qemu", "server_ms", "median")]) > 1.5 * float(cells[("netns", "server_ms", "median")])
+    for col in ("uplink_ms", "server_ms", "e2e_ms"):  # the second arm against the first, as `continuum compare` judges
+        assert cells[("qemu", col, "ks")] == f"{_ks(_answered(A, col), _answered(B, col)):.3f}"
     p = subprocess.run([sys.executable, "-m", "continuum", "report", str(exp), "--self-contained", "--out", str(tmp_path / "one.html")],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
