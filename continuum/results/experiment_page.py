@@ -34,6 +34,7 @@ from continuum.results.tables import METRICS
 REPO = Path(__file__).resolve().parents[2]
 LIBRARY = f"plotly-{plotly.__version__}.min.js"
 SHOWN = ("e2e_ms", "uplink_ms", "server_ms", "downlink_ms")
+OVER_TIME_POINTS = 2000  # requests drawn per arm over time
 CDF_POINTS = 400  # points per drawn CDF (evenly spaced quantiles): the runs' CSVs keep every request
 
 
@@ -172,8 +173,11 @@ def _runs(folder: Path) -> str:
         if not (csv.parent / "manifest.json").exists():
             continue
         arm = "/".join(p for p in csv.parent.parent.relative_to(results).parts if p != "runs") or "runs"
-        df = pd.read_csv(csv, usecols=lambda c: c in {"phase", "status", *SHOWN})
-        arms.setdefault(arm, []).append(df[df["phase"] == "measure"])
+        df = pd.read_csv(csv, usecols=lambda c: c in {"phase", "status", "t_drawn", *SHOWN})
+        df = df[df["phase"] == "measure"]
+        if "t_drawn" in df and len(df):  # each run on its own axis: seconds since its first measured request
+            df = df.assign(t_s=(df["t_drawn"] - df["t_drawn"].min()) / 1e9)
+        arms.setdefault(arm, []).append(df)
     head = "<section id='runs'><h2>Runs</h2>"
     if not arms:
         return (head + "<p class='note'>No run folders under results/ here: they are not committed (each is megabytes of "
@@ -209,4 +213,26 @@ def _runs(folder: Path) -> str:
     return (head + f"<p class='note'>{sum(len(f) for f in arms.values())} run folders under results/ in {len(arms)} arms "
             "(an arm: the folder holding its runs; its repetitions pooled). Measured requests; the percentiles are of "
             f"answered ones, each of its own metric. CDFs drawn at up to {CDF_POINTS} quantiles; the runs' requests.csv "
-            "keep every request.</p>" + table + html.figure_html(fig, "runs") + "</section>")
+            "keep every request.</p>" + table + html.figure_html(fig, "runs") + _over_time(pooled, palette) + "</section>")
+
+
+def _over_time(pooled: dict[str, pd.DataFrame], palette: list[str]) -> str:
+    """Each arm's end-to-end latency over its runs' own time (a run's repetitions overlaid), at most
+    OVER_TIME_POINTS per arm, evenly spaced in time."""
+    fig = go.Figure()
+    for i, (arm, df) in enumerate(pooled.items()):
+        ok = df[(df["status"] == "ok") & df["e2e_ms"].notna()] if "t_s" in df and "e2e_ms" in df else df.iloc[0:0]
+        if not len(ok):
+            continue
+        ok = ok.sort_values("t_s")
+        if len(ok) > OVER_TIME_POINTS:
+            ok = ok.iloc[np.linspace(0, len(ok) - 1, OVER_TIME_POINTS).round().astype(int)]
+        fig.add_trace(go.Scatter(x=ok["t_s"], y=ok["e2e_ms"], mode="markers", name=arm, marker={"size": 3, "color": palette[i % len(palette)]},
+                                 hovertemplate=f"{arm}: " + "%{y:.1f} ms at %{x:.1f} s"))
+    if not fig.data:
+        return ""
+    fig.update_yaxes(type="log", title_text="end-to-end ms (log)")
+    fig.update_xaxes(title_text="s since each run's first measured request")
+    fig.update_layout(height=420, margin={"t": 20, "b": 40, "l": 60, "r": 20}, legend={"font": {"size": 10}})
+    return (f"<p class='note'>End-to-end latency over time, each run on its own axis (at most {OVER_TIME_POINTS} "
+            "requests per arm drawn, evenly spaced).</p>" + html.figure_html(fig, "runs-over-time"))
