@@ -164,6 +164,7 @@ def test_an_experiments_html_twin_shows_its_markdown_figures_and_arms_in_a_brows
     assert (page.parent / src).resolve() == (exp / "results" / "line.png").resolve()
     assert "<script type='text/javascript' src=" in page.read_text() and len(page.read_bytes()) < 200_000  # no library inside
     assert drawn_traces(figure(shown.dom, "runs")) == 8  # two arms x four metrics
+    assert drawn_traces(figure(shown.dom, "runs-over-time")) == 2  # each arm's end-to-end latency over time
     cells = {(a, m, s): v for a, m, s, v in re.findall(r'data-arm="(\w+)" data-metric="(\w+)" data-stat="(\w+)">([^<]+)<', shown.dom)}
     for arm, folder in (("netns", A), ("qemu", B)):
         for col in ("uplink_ms", "server_ms", "e2e_ms"):
