@@ -70,14 +70,14 @@ def write(folder: Path, out: Path | None = None, self_contained: bool = False) -
     out = (out or folder / "report.html").resolve()
     title = _title(folder)
     reports = [p for p in [folder / "report.md", *sorted((folder / "results").glob("*.md"))] if p.exists()]
-    body = [f"<h1>{html._e(title)}</h1>",
-            f"<p class='note'>The HTML twin of {html._e(', '.join(str(p.relative_to(folder)) for p in reports) or 'README.md')} "
-            f"in {html._e(folder.name)}/ (written by <code>continuum report {html._e(_shown(folder))}</code>): the same "
+    body = [f"<h1>{html.esc(title)}</h1>",
+            f"<p class='note'>The HTML twin of {html.esc(', '.join(str(p.relative_to(folder)) for p in reports) or 'README.md')} "
+            f"in {html.esc(folder.name)}/ (written by <code>continuum report {html.esc(_shown(folder))}</code>): the same "
             "text and figures, then the runs' distributions per arm, interactive.</p>",
-            "<nav>" + "".join(f"<a href='#{_anchor(p, folder)}'>{html._e(str(p.relative_to(folder)))}</a>" for p in reports)
+            "<nav>" + "".join(f"<a href='#{_anchor(p, folder)}'>{html.esc(str(p.relative_to(folder)))}</a>" for p in reports)
             + "<a href='#runs'>runs</a><a href='#about'>README</a></nav>"]
     for md in reports:
-        body.append(f"<section id='{_anchor(md, folder)}' class='markdown'><h2 class='file'>{html._e(str(md.relative_to(folder)))}"
+        body.append(f"<section id='{_anchor(md, folder)}' class='markdown'><h2 class='file'>{html.esc(str(md.relative_to(folder)))}"
                     f"</h2>{_render(md, out.parent, self_contained)}</section>")
     body.append(_runs(folder))
     body.append(f"<section id='about'><h2>README.md</h2><details><summary>how the experiment runs</summary>"
@@ -122,8 +122,8 @@ def _render(md: Path, page_dir: Path, self_contained: bool) -> str:
             kind = mimetypes.guess_type(where.name)[0] or "application/octet-stream"
             return f'{attr}="data:{kind};base64,{base64.b64encode(where.read_bytes()).decode()}"'
         if self_contained and attr == "href":
-            return f'{attr}="{html._e(_shown(where))}" title="a file of the repository"'
-        return f'{attr}="{html._e(os.path.relpath(where, page_dir))}"'
+            return f'{attr}="{html.esc(_shown(where))}" title="a file of the repository"'
+        return f'{attr}="{html.esc(os.path.relpath(where, page_dir))}"'
 
     return re.sub(r'(src|href)="([^"]+)"', fix, text)
 
@@ -140,7 +140,7 @@ def _differences(pooled: dict[str, pd.DataFrame]) -> str:
         return ""
     tol = compare.Tolerance()
     head = ("<table><tr><th class='l'>arm</th><th class='l'>against</th>"
-            + "".join(f"<th>{html._e(METRICS[m].strip())} median ×</th><th>P99 ×</th><th>KS</th>" for m in SHOWN) + "</tr>")
+            + "".join(f"<th>{html.esc(METRICS[m].strip())} median ×</th><th>P99 ×</th><th>KS</th>" for m in SHOWN) + "</tr>")
     rows = []
     for base, arm in pairs:
         got = {r["metric"]: r for r in compare.metric_rows(pooled[base], pooled[arm], "all", tol)}
@@ -152,9 +152,9 @@ def _differences(pooled: dict[str, pd.DataFrame]) -> str:
                 continue
             verdict = "ok" if r["verdict"] == "agrees" else "bad" if r["verdict"] == "diverges" else ""
             cells.append(f"<td>{_num(r['median_ratio'])}</td><td>{_num(r['p99_ratio'])}</td>"
-                         f"<td class='{verdict}' title='{html._e(r['verdict'])}' data-arm='{html._e(arm)}' data-metric='{m}' "
+                         f"<td class='{verdict}' title='{html.esc(r['verdict'])}' data-arm='{html.esc(arm)}' data-metric='{m}' "
                          f"data-stat='ks'>{r['ks']:.3f}</td>")
-        rows.append(f"<tr><td class='l'>{html._e(arm)}</td><td class='l'>{html._e(base)}</td>{''.join(cells)}</tr>")
+        rows.append(f"<tr><td class='l'>{html.esc(arm)}</td><td class='l'>{html.esc(base)}</td>{''.join(cells)}</tr>")
     return ("<p class='note'>Each arm against the first arm of its folder: ratios arm / that arm; KS: the two-sample "
             f"Kolmogorov-Smirnov distance, green where the metric agrees (median within ±{tol.median:.0%}, KS at most "
             f"{tol.ks:g}), red where it diverges, as <code>continuum compare</code> judges.</p>" + head + "".join(rows) + "</table>")
@@ -187,13 +187,13 @@ def _runs(folder: Path) -> str:
     for arm, df in pooled.items():
         ok = df[df["status"] == "ok"]
         cells = "".join(
-            f"<td data-arm='{html._e(arm)}' data-metric='{m}' data-stat='{q}'>"
+            f"<td data-arm='{html.esc(arm)}' data-metric='{m}' data-stat='{q}'>"
             f"{np.percentile(ok[m].dropna(), p):.2f}</td>" if m in ok and ok[m].notna().any() else "<td>-</td>"
             for m in SHOWN for q, p in (("median", 50), ("p99", 99)))
-        rows.append(f"<tr><td class='l'>{html._e(arm)}</td><td>{len(arms[arm])}</td>"
-                    f"<td data-arm='{html._e(arm)}' data-stat='answered'>{len(ok)}</td><td>{len(df)}</td>{cells}</tr>")
+        rows.append(f"<tr><td class='l'>{html.esc(arm)}</td><td>{len(arms[arm])}</td>"
+                    f"<td data-arm='{html.esc(arm)}' data-stat='answered'>{len(ok)}</td><td>{len(df)}</td>{cells}</tr>")
     table = ("<table><tr><th class='l'>arm</th><th>runs</th><th>answered</th><th>measured</th>"
-             + "".join(f"<th>{html._e(METRICS[m].strip())} {q} ms</th>" for m in SHOWN for q in ("median", "P99"))
+             + "".join(f"<th>{html.esc(METRICS[m].strip())} {q} ms</th>" for m in SHOWN for q in ("median", "P99"))
              + "</tr>" + "".join(rows) + "</table>")
     palette = html.PALETTE if len(pooled) <= len(html.PALETTE) else plotly.colors.qualitative.Dark24
     table += _differences(pooled)

@@ -61,9 +61,9 @@ def write_run(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5
     manifest = _json(run_dir / "manifest.json") or {}
     verification = _json(run_dir / "verification.json") or manifest.get("verification") or {}
     title = f"{manifest.get('experiment', run_dir.name)}: run {manifest.get('run_id', '')}"
-    body = [f"<h1>{_e(title)}</h1>",
-            f"<p class='note'>{_e(str(run_dir))} · status <b>{_e(manifest.get('status', '?'))}</b> · started "
-            f"{_e(manifest.get('started', '?'))} · provider {_e(manifest.get('provider', '?'))}</p>",
+    body = [f"<h1>{esc(title)}</h1>",
+            f"<p class='note'>{esc(str(run_dir))} · status <b>{esc(manifest.get('status', '?'))}</b> · started "
+            f"{esc(manifest.get('started', '?'))} · provider {esc(manifest.get('provider', '?'))}</p>",
             "<nav>" + "".join(f"<a href='#{s}'>{s.replace('-', ' ')}</a>" for s in SECTIONS) + "</nav>",
             _configuration(run_dir, manifest), _health(manifest, verification, summary),
             _time_series(run_dir, df, bin_s), _distributions(df, summary), _apps(summary), _manifest(manifest)]
@@ -79,10 +79,10 @@ def page(title: str, body: list[str], library: str | None = None) -> str:
     4.9 MB as text, 1.4 MB so. `library`: a relative address to load the library
     from instead of carrying it (the pages in the repository: third-party code
     is not committed there, see experiment_page)."""
-    lib = (f"<script type='text/javascript' src='{_e(library)}'></script>" if library is not None
+    lib = (f"<script type='text/javascript' src='{esc(library)}'></script>" if library is not None
            else f"<script type='application/octet-stream' id='plotly-gz'>{_packed_library()}</script>")
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            f"<title>{_e(title)}</title><style>{STYLE}</style>{lib}</head><body>"
+            f"<title>{esc(title)}</title><style>{STYLE}</style>{lib}</head><body>"
             + "\n".join(body) + f"<script type='text/javascript'>{LOADER}</script></body></html>\n")
 
 
@@ -134,8 +134,8 @@ def figure_html(fig: go.Figure, name: str) -> str:
     """A figure's div and its data, packed; the page's loader draws it."""
     spec = json.loads(fig.to_json())
     spec["config"] = {"displaylogo": False, "responsive": True}
-    return (f"<div class='figure' data-figure='{_e(name)}'><div id='fig-{_e(name)}'></div>"
-            f"<script type='application/octet-stream' class='figure-data' data-for='fig-{_e(name)}'>"
+    return (f"<div class='figure' data-figure='{esc(name)}'><div id='fig-{esc(name)}'></div>"
+            f"<script type='application/octet-stream' class='figure-data' data-for='fig-{esc(name)}'>"
             f"{_pack(json.dumps(spec, separators=(',', ':')))}</script></div>")
 
 
@@ -153,9 +153,9 @@ def _configuration(run_dir: Path, m: dict) -> str:
         rows.append((f"core {k}", v))
     nodes = m.get("nodes") or {}
     node_rows = "".join(
-        f"<tr><td class='l'>{_e(n)}</td><td class='l'>{_e(v.get('role'))}</td><td>{_e(v.get('cpus'))}</td>"
-        f"<td>{(v.get('memory_bytes') or 0) / 2**20:.0f}</td><td>{_e(v.get('speed', 1))}</td>"
-        f"<td class='l'>{_e((m.get('addresses') or {}).get(n, ''))}</td></tr>" for n, v in nodes.items())
+        f"<tr><td class='l'>{esc(n)}</td><td class='l'>{esc(v.get('role'))}</td><td>{esc(v.get('cpus'))}</td>"
+        f"<td>{(v.get('memory_bytes') or 0) / 2**20:.0f}</td><td>{esc(v.get('speed', 1))}</td>"
+        f"<td class='l'>{esc((m.get('addresses') or {}).get(n, ''))}</td></tr>" for n, v in nodes.items())
     toml = (run_dir / "experiment.toml").read_text() if (run_dir / "experiment.toml").exists() else "(experiment.toml missing)"
     kinds: dict[tuple, list[str]] = {}
     for n, v in nodes.items():
@@ -165,7 +165,7 @@ def _configuration(run_dir: Path, m: dict) -> str:
     table = ("<table><tr><th class='l'>node</th><th class='l'>role</th><th>CPUs</th><th>memory MiB</th><th>speed</th>"
              "<th class='l'>address</th></tr>" + node_rows + "</table>")
     return ("<section id='configuration'><h2>Configuration</h2>" + _kv(rows) + _long(table, len(nodes), shapes)
-            + f"<details><summary>the experiment file</summary><pre>{_e(toml)}</pre></details></section>")
+            + f"<details><summary>the experiment file</summary><pre>{esc(toml)}</pre></details></section>")
 
 
 LONG = 12  # a table of more rows (a node or an endpoint each) is folded under its one-line summary
@@ -176,7 +176,7 @@ def _long(table: str, rows: int, summary: str, bad: bool = False) -> str:
     open, its summary in red, when a row failed."""
     if rows <= LONG:
         return table
-    return (f"<details{' open' if bad else ''}><summary class='{'bad' if bad else ''}'>{_e(summary)} (the {rows} rows)"
+    return (f"<details{' open' if bad else ''}><summary class='{'bad' if bad else ''}'>{esc(summary)} (the {rows} rows)"
             f"</summary>{table}</details>")
 
 
@@ -184,9 +184,9 @@ def _health(m: dict, v: dict, summary: dict) -> str:
     out = ["<section id='health'><h2>Health</h2>"]
     teardown = m.get("teardown") or {}
     ok = m.get("status") == "complete" and teardown.get("complete", False)
-    out.append(f"<p>run <span class='{'ok' if ok else 'bad'}'>{_e(m.get('status', '?'))}</span>; teardown "
-               + ("complete" if teardown.get("complete") else f"<span class='bad'>incomplete: {_e(teardown.get('failures'))}</span>")
-               + (f"; error: <span class='bad'>{_e(m['error'])}</span>" if m.get("error") else "") + "</p>")
+    out.append(f"<p>run <span class='{'ok' if ok else 'bad'}'>{esc(m.get('status', '?'))}</span>; teardown "
+               + ("complete" if teardown.get("complete") else f"<span class='bad'>incomplete: {esc(teardown.get('failures'))}</span>")
+               + (f"; error: <span class='bad'>{esc(m['error'])}</span>" if m.get("error") else "") + "</p>")
     out.append(f"<p>{summary.get('answered', 0)} of {summary.get('requests', 0)} measured requests answered "
                f"({summary.get('timeouts', 0)} timeouts, {summary.get('early_drops', 0)} dropped early, "
                f"{summary.get('dropped', 0)} never reached a server)</p>")
@@ -195,7 +195,7 @@ def _health(m: dict, v: dict, summary: dict) -> str:
         failed = sum(not r["ok"] for r in rtt)
         out.append(_long("<table><tr><th class='l'>core RTT</th><th>plan ms</th><th>lower quartile ms</th><th>median ms</th>"
                    "<th>tolerance ms</th><th class='l'>check</th></tr>" + "".join(
-                       f"<tr><td class='l'>{_e(r['from'])} → {_e(r['to'])}</td><td>{r['expected_rtt_ms']:g}</td>"
+                       f"<tr><td class='l'>{esc(r['from'])} → {esc(r['to'])}</td><td>{r['expected_rtt_ms']:g}</td>"
                        f"<td>{r['p25_rtt_ms']:.2f}</td><td>{r['median_rtt_ms']:.2f}</td><td>{r['tolerance_ms']:g}</td>"
                        f"<td class='l {'ok' if r['ok'] else 'bad'}'>{'ok' if r['ok'] else 'FAILED'}</td></tr>" for r in rtt)
                    + "</table>", len(rtt), f"core RTT checks: {len(rtt) - failed} of {len(rtt)} ok", failed > 0))
@@ -204,9 +204,9 @@ def _health(m: dict, v: dict, summary: dict) -> str:
         good = sum(bool(r["ok"]) for r in once)
         out.append(_long("<table><tr><th class='l'>shaped once</th><th>pings</th><th>entered its uplink</th>"
                    "<th>entered its downlink</th><th class='l'>check</th></tr>" + "".join(
-                       f"<tr><td class='l'>{_e(r['endpoint'])}</td><td>{r['pings']}</td>"
-                       f"<td>{_e(r.get(r['endpoint'] + '.uplink_packets'))}x</td>"
-                       f"<td>{_e(r.get(r['endpoint'] + '.downlink_packets'))}x</td>"
+                       f"<tr><td class='l'>{esc(r['endpoint'])}</td><td>{r['pings']}</td>"
+                       f"<td>{esc(r.get(r['endpoint'] + '.uplink_packets'))}x</td>"
+                       f"<td>{esc(r.get(r['endpoint'] + '.downlink_packets'))}x</td>"
                        f"<td class='l {'ok' if r['ok'] else 'bad'}'>{'once' if r['ok'] else 'NOT once'}</td></tr>" for r in once)
                    + "</table>", len(once), f"shaped once: {good} of {len(once)} endpoints", good < len(once)))
     leaks = v.get("no_leaks")
@@ -214,7 +214,7 @@ def _health(m: dict, v: dict, summary: dict) -> str:
         out.append(f"<p>routes out of the run's namespaces: <span class='{'ok' if leaks.get('ok') else 'bad'}'>"
                    f"{'none' if leaks.get('ok') else 'FOUND'}</span></p>")
     if summary.get("server_too_slow"):
-        out.append(f"<p class='bad'>the server was too slow for the offered load: {_e(summary['server_too_slow'])}</p>")
+        out.append(f"<p class='bad'>the server was too slow for the offered load: {esc(summary['server_too_slow'])}</p>")
     return "".join(out) + "</section>"
 
 
@@ -402,8 +402,8 @@ def _distributions(df: pd.DataFrame, summary: dict) -> str:
         if not s.get("count"):
             continue
         cells = "".join(f"<td data-metric='{col}' data-stat='{k}'>{s[k]:.2f}</td>" for k in ("median", "p95", "p99", "max"))
-        rows.append(f"<tr><td class='l'>{_e(label.strip())}</td><td data-metric='{col}' data-stat='count'>{s['count']}</td>"
-                    f"{cells}<td class='l note'>{_e(DEFINITIONS[col])}</td></tr>")
+        rows.append(f"<tr><td class='l'>{esc(label.strip())}</td><td data-metric='{col}' data-stat='count'>{s['count']}</td>"
+                    f"{cells}<td class='l note'>{esc(DEFINITIONS[col])}</td></tr>")
     return ("<section id='distributions'><h2>Distributions</h2><p class='note'>Measured, answered requests. Each "
             "percentile is of its own metric: percentiles are never summed." + (
                 f" The CDFs are drawn at {CDF_POINTS} evenly spaced ranks of their {len(answered)} requests (the table's "
@@ -420,8 +420,8 @@ def _apps(summary: dict) -> str:
     for name, a in apps.items():
         slo = a.get("slo_ms")
         met = a.get("slo_met")
-        rows.append(f"<tr><td class='l'>{_e(name)}</td><td>{a.get('answered', '')}</td><td>{'' if slo is None else f'{slo:g}'}</td>"
-                    f"<td data-app='{_e(name)}' data-stat='slo_met'>{'' if met is None else f'{met:.1%}'}</td></tr>")
+        rows.append(f"<tr><td class='l'>{esc(name)}</td><td>{a.get('answered', '')}</td><td>{'' if slo is None else f'{slo:g}'}</td>"
+                    f"<td data-app='{esc(name)}' data-stat='slo_met'>{'' if met is None else f'{met:.1%}'}</td></tr>")
     return ("<section id='apps'><h2>Apps</h2><table><tr><th class='l'>app</th><th>answered</th><th>SLO ms</th>"
             "<th>SLO met</th></tr>" + "".join(rows) + "</table></section>")
 
@@ -429,11 +429,11 @@ def _apps(summary: dict) -> str:
 def _manifest(m: dict) -> str:
     versions = m.get("versions") or {}
     return ("<section id='manifest'><h2>Manifest</h2>" + _kv(list(versions.items()))
-            + f"<details><summary>manifest.json</summary><pre>{_e(json.dumps(m, indent=2))}</pre></details></section>")
+            + f"<details><summary>manifest.json</summary><pre>{esc(json.dumps(m, indent=2))}</pre></details></section>")
 
 
 def _kv(rows: list[tuple[str, object]]) -> str:
-    return "<table>" + "".join(f"<tr><th class='l'>{_e(k)}</th><td class='l'>{_e(v)}</td></tr>" for k, v in rows
+    return "<table>" + "".join(f"<tr><th class='l'>{esc(k)}</th><td class='l'>{esc(v)}</td></tr>" for k, v in rows
                                if v not in (None, "")) + "</table>"
 
 
@@ -444,7 +444,8 @@ def _json(path: Path) -> dict | None:
         return None
 
 
-def _e(x: object) -> str:
+def esc(x: object) -> str:
+    """Text for a page, in an element or an attribute (None: nothing); the experiment pages use it too."""
     return html.escape("" if x is None else str(x), quote=True)
 
 
@@ -458,12 +459,12 @@ def write_comparison(folders: list[Path], out: Path) -> Path:
     base = sides[0]
     results = [compare.compare(base, s) for s in sides[1:]]
     names = [f"{chr(65 + i)}: {s.folder.name}" for i, s in enumerate(sides)]
-    body = [f"<h1>{_e(base.manifest.get('experiment', '?'))}: {len(sides)} runs compared</h1>",
+    body = [f"<h1>{esc(base.manifest.get('experiment', '?'))}: {len(sides)} runs compared</h1>",
             "<nav>" + "".join(f"<a href='#{s}'>{s}</a>" for s in ("runs", "differences", "distributions", "over-time")) + "</nav>",
             "<section id='runs'><h2>Runs</h2><table><tr><th class='l'>run</th><th class='l'>folder</th><th class='l'>what</th>"
             "<th>answered</th></tr>" + "".join(
-                f"<tr><td class='l'>{_e(n[0])}</td><td class='l'>{_e(s.folder)}</td><td class='l'>"
-                f"{_e(compare.side_name(compare._describe(s), compare._describe(base if s is not base else sides[-1])))}</td>"
+                f"<tr><td class='l'>{esc(n[0])}</td><td class='l'>{esc(s.folder)}</td><td class='l'>"
+                f"{esc(compare.side_name(compare._describe(s), compare._describe(base if s is not base else sides[-1])))}</td>"
                 f"<td>{int((s.requests['status'] == 'ok').sum())} of {len(s.requests)}</td></tr>" for n, s in zip(names, sides))
             + "</table></section>"]
     rows = []
@@ -472,14 +473,14 @@ def write_comparison(folders: list[Path], out: Path) -> Path:
             if r["group"] != "all":
                 continue
             f = lambda v, fmt="{:.2f}": "-" if v is None or (isinstance(v, float) and np.isnan(v)) else fmt.format(v)  # noqa: E731
-            rows.append(f"<tr><td class='l'>A → {_e(n[0])}</td><td class='l'>{_e(r['label'])}</td>"
+            rows.append(f"<tr><td class='l'>A → {esc(n[0])}</td><td class='l'>{esc(r['label'])}</td>"
                         f"<td data-run='{n[0]}' data-metric='{r['metric']}' data-stat='median_a'>{f(r['median_a'])}</td>"
                         f"<td data-run='{n[0]}' data-metric='{r['metric']}' data-stat='median_b'>{f(r['median_b'])}</td>"
                         f"<td>{f(r['median_ratio'])}</td><td>{f(r['p99_a'])}</td><td>{f(r['p99_b'])}</td>"
                         f"<td>{f(r['p99_ratio'])}</td>"
                         f"<td data-run='{n[0]}' data-metric='{r['metric']}' data-stat='ks'>{f(r['ks'], '{:.3f}')}</td>"
                         f"<td class='l {'ok' if r['verdict'] == 'agrees' else 'bad' if r['verdict'] == 'diverges' else ''}'>"
-                        f"{_e(r['verdict'])}</td></tr>")
+                        f"{esc(r['verdict'])}</td></tr>")
     tol = results[0]["tolerance"] if results else {"median_ratio": 0.1, "ks": 0.2}
     body.append("<section id='differences'><h2>Differences</h2><p class='note'>Each run against A. A metric agrees when "
                 f"its median is within ±{tol['median_ratio']:.0%} of A's and the two-sample Kolmogorov-Smirnov distance "
