@@ -47,7 +47,7 @@ table { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0; }
 td, th { border: 1px solid #ddd; padding: 3px 8px; text-align: right; } th { background: #f4f4f4; }
 td.l, th.l { text-align: left; }
 pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; font-size: 0.85em; max-height: 30em; }
-.ok { color: #1a7f37; } .bad { color: #c62828; font-weight: bold; } .note { color: #555; font-size: 0.9em; }
+.ok { color: #1a7f37; } .bad { color: #c62828; font-weight: bold; } .warn { color: #b26a00; } .note { color: #555; font-size: 0.9em; }
 nav a { margin-right: 1em; }
 img { max-width: 100%; } .markdown td, .markdown th { text-align: left; } .markdown h1 { font-size: 1.35em; }
 h2.file { font-family: monospace; font-size: 1em; color: #555; }
@@ -140,8 +140,11 @@ def figure_html(fig: go.Figure, name: str) -> str:
 
 
 def _configuration(run_dir: Path, m: dict) -> str:
+    host = m.get("host") or {}
     rows = [("provider", m.get("provider")), ("seed", m.get("seed")), ("config SHA-256", m.get("config_sha256")),
-            ("core delay mechanism", m.get("delay_mechanism"))]
+            ("core delay mechanism", m.get("delay_mechanism")),
+            ("host", f"{host.get('cpu_model', '?')}, {host.get('cpus', '?')} CPUs, {(host.get('memory_bytes') or 0) / 2**30:.0f} GiB; "
+                     f"{host.get('os', '')}" if host else None)]
     mobile = m.get("mobile") or {}
     if mobile:
         emulator = (mobile.get("emulator") or {}).get("name", "mahimahi-link")
@@ -213,6 +216,7 @@ def _health(m: dict, v: dict, summary: dict) -> str:
     if leaks:
         out.append(f"<p>routes out of the run's namespaces: <span class='{'ok' if leaks.get('ok') else 'bad'}'>"
                    f"{'none' if leaks.get('ok') else 'FOUND'}</span></p>")
+    out.append(_servers(m))
     if summary.get("server_too_slow"):
         out.append(f"<p class='bad'>the server was too slow for the offered load: {esc(summary['server_too_slow'])}</p>")
     return "".join(out) + "</section>"
@@ -220,6 +224,31 @@ def _health(m: dict, v: dict, summary: dict) -> str:
 
 PER_ENDPOINT = 4  # more endpoints than this: their links drawn together (sums, the median and worst queue)
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+
+
+def _servers(m: dict) -> str:
+    """What served each app (model, weights: random ones are a warning) and its calibrated
+    service time where the run calibrated it (the load was stated as utilisation)."""
+    w = m.get("workload") or {}
+    servers = w.get("servers") or ({"": w["server"]} if w.get("server") else {})
+    if not servers:
+        return ""
+    cal = (m.get("calibration") or {}).get("apps") or {}
+    rows = []
+    for app, s in servers.items():
+        weights = str(s.get("weights", ""))
+        random = weights.startswith("random")
+        c = cal.get(app) or {}
+        service = c.get("service_ms") or {}
+        rows.append(f"<tr><td class='l'>{esc(app or s.get('app'))}</td><td class='l'>{esc(s.get('model'))}</td>"
+                    f"<td class='l {'warn' if random else ''}'>{esc(weights)}"
+                    + (" — the latency is the model's; its answers are not meaningful" if random else "") + "</td>"
+                    f"<td>{'' if not service else format(service.get('median', 0), '.1f')}</td>"
+                    f"<td>{'' if not c.get('capacity_rps') else format(c['capacity_rps'], '.1f')}</td>"
+                    f"<td class='l'>{esc(c.get('source', ''))}</td></tr>")
+    return ("<table><tr><th class='l'>server</th><th class='l'>model</th><th class='l'>weights</th>"
+            "<th>calibrated service ms (median)</th><th>capacity /s</th><th class='l'>calibration</th></tr>"
+            + "".join(rows) + "</table>")
 
 
 def _time_series(run_dir: Path, df: pd.DataFrame, bin_s: float) -> str:

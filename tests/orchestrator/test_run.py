@@ -325,4 +325,7 @@ def test_report_html_opens_offline_and_shows_the_run(quickstart, tmp_path):
     for (metric, stat), text in cells.items():
         want = summary["metrics"][metric][stat]
         assert text == (str(want) if stat == "count" else f"{want:.2f}"), (metric, stat, text, want)
+    server = json.loads((run_dir / "manifest.json").read_text())["workload"]["server"]
+    assert f"<td class=\"l\">{server['model']}</td>" in shown.dom, "the health section names the server's model"
+    assert server["weights"].split(" (")[0] in shown.dom, "and its weights"
     assert (tmp_path / "report.png").stat().st_size > 50_000
