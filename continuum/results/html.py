@@ -66,7 +66,7 @@ def write_run(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5
             f"{esc(manifest.get('started', '?'))} · provider {esc(manifest.get('provider', '?'))}</p>",
             "<nav>" + "".join(f"<a href='#{s}'>{s.replace('-', ' ')}</a>" for s in SECTIONS) + "</nav>",
             _configuration(run_dir, manifest), _health(manifest, verification, summary),
-            _time_series(run_dir, df, bin_s), _distributions(df, summary), _apps(summary), _manifest(manifest)]
+            _time_series(run_dir, df, summary, manifest, bin_s), _distributions(df, summary), _apps(summary), _manifest(manifest)]
     out = run_dir / "report.html"
     out.write_text(page(title, body))
     return out
@@ -251,7 +251,7 @@ def _servers(m: dict) -> str:
             + "".join(rows) + "</table>")
 
 
-def _time_series(run_dir: Path, df: pd.DataFrame, bin_s: float) -> str:
+def _time_series(run_dir: Path, df: pd.DataFrame, summary: dict, manifest: dict, bin_s: float) -> str:
     tl = timeline.of_requests(df)
     if tl is None:
         return "<section id='time-series'><h2>Time series</h2><p>no requests</p></section>"
@@ -260,10 +260,11 @@ def _time_series(run_dir: Path, df: pd.DataFrame, bin_s: float) -> str:
     links = {ep: {d: timeline.link_bins(run_dir / "links" / f"{ep}.{d}.log", tl, bin_s) for d in ("uplink", "downlink")}
              for ep in endpoints}
     together = len(endpoints) > PER_ENDPOINT
-    shared = (run_dir / "links" / "cell-uplink.log").exists() or (run_dir / "links" / "cell-downlink.log").exists()
+    shared = bool(summary.get("cell"))  # as plots.links_together is told
     own: dict[tuple[str, str], pd.DataFrame] = {(ep, d): b for ep, per in links.items() for d, b in per.items()
                                                 if b is not None and not b.empty}
     directions = [d for d in ("uplink", "downlink") if any(k[1] == d for k in own)]
+    summed = {d: timeline.links_together(links, d, shared) for d in directions} if together else {}
     nodes = timeline.node_samples(run_dir / "nodes.csv", tl)
     from continuum.edge.registry import SYSTEMS
 
@@ -273,10 +274,10 @@ def _time_series(run_dir: Path, df: pd.DataFrame, bin_s: float) -> str:
     fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=0.03, subplot_titles=rows)
     apps = list(dict.fromkeys(df["app"].dropna())) if "app" in df else []
     app_colour = {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(apps)}
-    thinned = _latency(fig, df, tl, app_colour)
+    thinned, big = _latency(fig, df, tl, app_colour)
     r = 2
     for d in directions:
-        t = timeline.links_together(links, d, shared) if together else None
+        t = summed.get(d)
         if together:
             if t is not None:
                 fig.add_trace(go.Scatter(x=t.index, y=t["capacity_mbps"], mode="lines", line={"color": "#999", "width": 1},
@@ -301,7 +302,7 @@ def _time_series(run_dir: Path, df: pd.DataFrame, bin_s: float) -> str:
     if directions:
         for d in directions:
             if together:
-                t = timeline.links_together(links, d, shared)
+                t = summed.get(d)
                 if t is not None:
                     fig.add_trace(go.Scatter(x=t.index, y=t["queue_median_ms"], mode="lines", name=f"{d} queue delay: median link",
                                              legendgroup="queue"), row=r, col=1)
@@ -314,7 +315,7 @@ def _time_series(run_dir: Path, df: pd.DataFrame, bin_s: float) -> str:
                                                  name=f"{ep} {d} queue delay", legendgroup="queue"), row=r, col=1)
         r += 1
     if nodes is not None:
-        _node_cpu(fig, nodes, r, bin_s)
+        _node_cpu(fig, nodes, manifest.get("nodes") or {}, r, bin_s)
         r += 1
     for panel in systems:
         for i, line in enumerate(panel.lines):
@@ -341,7 +342,7 @@ def _time_series(run_dir: Path, df: pd.DataFrame, bin_s: float) -> str:
     answered = int((df["status"] == "ok").sum())
     note = ((f"<p class='note'>{answered} answered requests, the warm-up's included" + (f": at most {MAX_POINTS} of them per series, evenly spaced "
              "(requests.csv holds every one)" if thinned else "") + "; the end-to-end latency drawn, its parts a click on "
-             "the legend away</p>") if 4 * answered > MAX_POINTS else "")
+             "the legend away</p>") if big else "")
     grouped = (f"<p class='note'>{len(endpoints)} endpoints: their links are drawn together (delivery summed; capacity "
                + ("the cell's, which they share" if shared else "summed") + "; the median and the worst link's queueing delay "
                "per bin); each link's own log is in links/.</p>") if together else ""
@@ -351,10 +352,10 @@ def _time_series(run_dir: Path, df: pd.DataFrame, bin_s: float) -> str:
             + note + grouped + figure_html(fig, "time-series") + "</section>")
 
 
-def _latency(fig: go.Figure, df: pd.DataFrame, tl: timeline.Timeline, app_colour: dict[str, str]) -> bool:
+def _latency(fig: go.Figure, df: pd.DataFrame, tl: timeline.Timeline, app_colour: dict[str, str]) -> tuple[bool, bool]:
     """Row 1: each answered request's latency parts when it was drawn; with several apps the
     end-to-end latency in a colour per app (their parts hidden until clicked in the legend).
-    True when a series was thinned for display."""
+    (whether a series was thinned for display, whether only the end-to-end latency is drawn at first)."""
     answered = df[df["status"] == "ok"]
     several = "app" in df and df["app"].nunique() > 1
     groups = list(answered.groupby("app", sort=False)) if several else [("", answered)]
@@ -377,13 +378,12 @@ def _latency(fig: go.Figure, df: pd.DataFrame, tl: timeline.Timeline, app_colour
                                      hovertemplate="%{customdata[0]} %{customdata[1]}<br>%{y:.2f} ms at %{x:.2f} s"),
                           row=1, col=1)
     fig.update_yaxes(type="log", title_text="ms (log)", row=1, col=1)
-    return thinned
+    return thinned, big
 
 
-def _node_cpu(fig: go.Figure, nodes: pd.DataFrame, row: int, bin_s: float) -> None:
+def _node_cpu(fig: go.Figure, nodes: pd.DataFrame, roles: dict, row: int, bin_s: float) -> None:
     """Each node's CPU; with many nodes the endpoints as two lines (the median endpoint's and the busiest's)."""
-    names = list(nodes["node"].unique())
-    endpoints = [n for n in names if str(n).startswith("endpoint")] if len(names) > PER_ENDPOINT + 2 else []
+    endpoints = timeline.endpoint_nodes(list(nodes["node"].unique()), roles)
     for name, g in nodes.groupby("node"):
         if name not in endpoints:
             fig.add_trace(go.Scatter(x=g["t_s"], y=g["cpu_cores"], mode="lines", name=f"{name} CPU", legendgroup="cpu"),

@@ -65,7 +65,7 @@ def latency_over_time(df: pd.DataFrame, summary: dict, tl: Timeline, xlim: tuple
     mark_at = top * (1.6 if log else 1.05)
     several = "app" in df and df["app"].nunique() > 1
     # several apps, or many endpoints of one: a colour per app (its endpoints thin lines of it), one legend entry each
-    by_app = several or df["endpoint"].nunique() > MANY
+    by_app = several or df["endpoint"].nunique() > timeline.MANY_NODES
     groups = df.groupby("app", sort=False) if several else [("all", df)] if by_app else [(None, df)]
     for i, (app, g) in enumerate(groups):
         colour = f"C{i}" if by_app else None
@@ -306,9 +306,6 @@ def sending_rate(df: pd.DataFrame, rate_logs: list[Path], tl: Timeline, xlim: tu
     return True
 
 
-MANY = 6  # more series than this in one panel: endpoints drawn as one group (thin lines, one legend entry)
-
-
 def nodes(s: pd.DataFrame | None, limits: dict, tl: Timeline, xlim: tuple[float, float], out: Path) -> bool:
     """CPU and memory per node, each with its limit as a dashed line of its
     colour. With many endpoints (SMEC's 12 UEs) the servers keep a colour
@@ -318,9 +315,7 @@ def nodes(s: pd.DataFrame | None, limits: dict, tl: Timeline, xlim: tuple[float,
         return False
     fig, (a, b) = plt.subplots(2, 1, figsize=(9, 5.5), sharex=True)
     names = list(s.groupby("node").groups)
-    grouped = len(names) > MANY
-    endpoints = [n for n in names if grouped and (limits.get(n) or {}).get("role", "endpoint" if n.startswith("endpoint") else "")
-                 == "endpoint"]
+    endpoints = timeline.endpoint_nodes(names, limits)
     shown_limits: set[tuple[str, float, float]] = set()
     colour_of = {n: f"C{i}" for i, n in enumerate(n for n in names if n not in endpoints)}
     for name, g in s.groupby("node"):

@@ -153,3 +153,14 @@ def links_together(links: dict[str, dict[str, pd.DataFrame | None]], direction: 
     }).sort_index()
     out.attrs["links"] = len(bins)
     return out
+
+
+MANY_NODES = 6  # more nodes than this in one panel: the endpoints drawn as one group (plots and report.html)
+
+
+def endpoint_nodes(names: list[str], roles: dict) -> list[str]:
+    """The endpoints among these nodes, to be drawn as one group when there are more than MANY_NODES
+    nodes (none otherwise): by the manifest's role, by name where it has none (older runs)."""
+    if len(names) <= MANY_NODES:
+        return []
+    return [n for n in names if (roles.get(n) or {}).get("role", "endpoint" if str(n).startswith("endpoint") else "") == "endpoint"]
