@@ -525,16 +525,15 @@ def _watch(ctx: Run, clients: list[tuple[Node, subprocess.Popen, Path]], watched
 
 
 def _end_bulk(ctx: Run, bulk: list) -> None:
-    """The bulk UEs run as long as the endpoints send: their reports are written at their end."""
+    """The endpoints are done: stop the bulk UEs (stopped, iperf3 writes its report and exits 1). One that
+    ended by itself before did not load the cell for the whole measurement, which the console says."""
     for n, cli, srv in bulk:
-        try:
-            cli.wait(timeout=max(15.0, ctx.spec.warmup_s + ctx.spec.duration_s))
-        except subprocess.TimeoutExpired:
-            pass
+        ended = cli.poll()
         stop_process(cli)
         stop_process(srv)
-        if cli.returncode not in (0, -15):
-            ctx.console.print(f"  [yellow]bulk UE {n.name}: iperf3 ended with {cli.returncode}[/]; see {ctx.run_dir}/logs/bulk-{n.name}.log")
+        if ended is not None:
+            ctx.console.print(f"  [yellow]bulk UE {n.name}: iperf3 ended ({exit_status(ended)}) before the endpoints did[/]; "
+                              f"the cell was not loaded for the whole measurement; see {ctx.run_dir}/logs/bulk-{n.name}.log")
 
 
 def _restart_traces(ctx: Run) -> None:

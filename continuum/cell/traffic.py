@@ -14,6 +14,9 @@ from continuum.network import plan as netplan
 from continuum.runtime import Node, Sandbox, exit_status, wait_for
 
 
+BULK_MARGIN_S = 60  # beyond warm-up, measurement and timeout: the endpoints' start, on the slowest machine
+
+
 def bulk_server(target: Node, name: str, index: int, raw: Path, run_dir: Path, rep: int,
                 sandbox: Sandbox | None) -> subprocess.Popen:
     """iperf3's server for bulk UE `index`, one connection, listening when this returns."""
@@ -32,10 +35,17 @@ def bulk_server(target: Node, name: str, index: int, raw: Path, run_dir: Path, r
 
 def bulk_client(node: Node, index: int, target_address: str, spec: ExperimentSpec, raw: Path, run_dir: Path, rep: int,
                 sandbox: Sandbox | None) -> subprocess.Popen:
-    """The bulk UE's transfer: warm-up and measurement long, uplink (UE to
-    target) or downlink (-R), its report in raw/bulk-NAME-rREP.json."""
+    """The bulk UE's transfer, uplink (UE to target) or downlink (-R), its
+    report in raw/bulk-NAME-rREP.json. It must load the cell for as long as
+    the endpoints send, and they start later than it (their apps import, a
+    loaded machine takes seconds longer) and send for warm-up, measurement
+    and their last answers' timeout: a transfer of just warm-up plus
+    measurement ended before the last measured requests (a fresh machine's
+    test saw the upload offer 60% of its share, 2026-11-27). So its bound
+    leaves room for all of that, and the runner stops it once the endpoints
+    are done (iperf3 writes its report then too)."""
     assert spec.cell is not None
-    seconds = max(1, round(spec.warmup_s + spec.duration_s))
+    seconds = max(1, round(spec.warmup_s + spec.duration_s + max(a.workload.timeout_s for a in spec.apps) + BULK_MARGIN_S))
     argv = ["iperf3", "-c", target_address, "-p", str(netplan.BULK_PORT + index), "-t", str(seconds), "-i", "1",
             "-J", "--logfile", str(raw / f"bulk-{node.name}-r{rep}.json")]
     if spec.cell.bulk_direction == "downlink":

@@ -18,6 +18,7 @@ import os
 import time
 
 import pytest
+from premise import premise
 from stress import node_cgroup as stressed
 
 from continuum import cgroups, naming
@@ -127,8 +128,23 @@ def test_profiling_gives_the_matrix_its_alone_times_so_the_first_pair_already_te
         cg.remove()
 
 
-def _sustained_overload():
-    """The overload run of the test below: (what finished, the policy, the profiled time alone, the bursts)."""
+def _fastest_alone_ms(ex: Executor, cls: str, repeats: int = 5) -> float:
+    """The fastest of `repeats` tasks of `cls` run alone, one after another (ms, as the executor sees
+    them: sent, run, reported). The profile's own figure is an average seeded by the first, cold, task
+    (18.5 ms in one fresh-clone run where the tasks then took under 6): paced from it, the overload was
+    none. The fastest is what the node can do at best, so a load paced from it overloads by at least
+    its factor, on any machine and in any of its moments."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.monotonic_ns()
+        ex.profile([cls])
+        times.append((time.monotonic_ns() - t0) / MS)
+    return min(times)
+
+
+def _sustained_overload(factor: float):
+    """The overload run of the test below, `factor` times what one task at a time serves at best:
+    (what finished, the policy, the fastest time alone, the bursts)."""
     version, _ = cgroups.detect()
     cg = node_cgroup(naming.cgroup(naming.new_run_id(), "edge0"), 2 << 30)
     matrix = Interference(["dispatch_api", "log_archive"], prior=0.0)
@@ -140,8 +156,8 @@ def _sustained_overload():
                   cgroup_version=version, worker_args=["--api-port", str(services.api_port)],
                   class_args={"log_archive": ["--scale", "0.05"]}, wrap=lambda argv: wrapped(argv, cgroup=cg))
     try:
-        alone_ms = ex.profile(["dispatch_api"], repeats=5)["dispatch_api"]
-        every_ms = alone_ms / 3  # offered: three times what one task at a time serves
+        alone_ms = _fastest_alone_ms(ex, "dispatch_api")
+        every_ms = alone_ms / factor
         n = int(SPAN_MS / every_ms)
         t0 = time.monotonic_ns()
         plan = [Task(f"d{i}", "dispatch_api", t0 + int(i * every_ms * MS), 100) for i in range(n)]
@@ -155,10 +171,9 @@ def _sustained_overload():
 
 
 def test_under_sustained_overload_no_task_waits_longer_than_three_deadlines_and_a_tick():
-    """One task at a time, a dispatch_api burst (100-ms deadline) every third of its time
-    alone, measured on the node first (~10 ms here), for 2 s: three times what the node can
-    serve on any machine, so the queue only grows (at twice, one fresh-clone run's profile
-    came out slow enough that the longest wait was 423 ms, under the premise's 500). Background
+    """One task at a time, a dispatch_api burst (100-ms deadline) every third of its fastest
+    time alone, measured on the node first (~5-10 ms here), for 2 s: at least three times what
+    the node can serve on any machine, so the queue only grows. Background
     log_archive tasks with a 300-ms deadline queue behind every burst that arrived
     before them (past their deadlines all are equally urgent, and earlier ones go first),
     so only the starvation guard lets them in: within 3 x 300 ms + one 100-ms tick (plus
@@ -166,14 +181,17 @@ def test_under_sustained_overload_no_task_waits_longer_than_three_deadlines_and_
     starve too, by the hundred: the guard admits each, but only as fast as their class's
     two workers free up, so for a class that alone arrives faster than it is served the
     bound cannot hold (docs/mosaic.md)."""
-    for _ in range(2):  # a profile taken in one of this machine's slow moments (34 ms, not ~10) offers too little: again
-        done, mosaic, alone_ms, n = _sustained_overload()
-        if max(d.task.waited_ms(d.task.finished_ns) for d in done if d.task.cls == "dispatch_api") > SPAN_MS / 4:
+    backlog = SPAN_MS / 4  # the premise: overloaded, a backlog of about two thirds of the span by its end (SPAN_MS x (1 - 1/3))
+    for factor in (3, 6):
+        done, mosaic, alone_ms, n = _sustained_overload(factor)
+        longest = max(d.task.waited_ms(d.task.finished_ns) for d in done if d.task.cls == "dispatch_api")
+        if longest > backlog:
             break
+        print(f"the overload at {factor}x the fastest dispatch_api alone ({alone_ms:.1f} ms) left a longest wait of "
+              f"{longest:.0f} ms, under {backlog:.0f}: again at twice the load")
     bg = [d for d in done if d.task.cls == "log_archive"]
     assert len(bg) == 4 and len(done) == n + 4
-    # the premise: overloaded, a backlog of about two thirds of the span by its end (SPAN_MS x (1 - 1/3))
-    assert max(d.task.waited_ms(d.task.finished_ns) for d in done if d.task.cls == "dispatch_api") > SPAN_MS / 4, alone_ms
+    premise("the longest dispatch_api wait (ms): a growing backlog", longest, backlog, detail=f"{factor}x of {alone_ms:.1f} ms")
     waits = [(d.task.waited_ms(d.task.finished_ns), d.task.deadline_ms) for d in bg]
     assert all(w <= 3 * dl + 100 + 150 for w, dl in waits), waits
     assert sum(d.rule == "starving" for d in mosaic.decisions) >= 3  # the guard, not a lull, let them in

@@ -16,6 +16,7 @@ import hoststate
 from continuum import experiment
 from continuum.network import link, plan
 from named_problems import problems
+from premise import premise
 from test_run import run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,8 +123,11 @@ def test_the_stage_gives_the_requests_their_queues_and_caps_the_upload(priority_
     s = json.loads((run_dir / "summary.json").read_text())["nic"]["nodes"]["edge0"]
     req, bulk = s["classes"]["requests"], s["classes"]["bulk"]
     cap = 0.6  # Mbit/s per queue: 12 / 20
-    # premise: the upload was held at its 4 queues' caps, so the two classes contended
-    assert 0.8 * 4 * cap <= bulk["offered_mbit"] and bulk["carried"] / bulk["packets"] > 0.9, bulk
+    # premise: the upload was held at its 4 queues' caps over the whole measurement, so the two classes
+    # contended (iperf3 TCP offers it: the upload loads the stage until the endpoints are done, see
+    # continuum/cell/traffic.py; it once ended before them and offered 1.44 Mbit/s of the 2.4)
+    premise("bulk offered / its queues' caps", bulk["offered_mbit"] / (4 * cap), 0.8, detail=bulk)
+    assert bulk["carried"] / bulk["packets"] > 0.9, bulk
     carried_mbit = bulk["offered_mbit"] * bulk["carried"] / bulk["packets"]
     assert carried_mbit <= 4 * cap * 1.05, bulk
     assert req["loss"] == 0 and req["packets"] > 100, req
