@@ -37,7 +37,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-APT_PACKAGES=(iproute2 iperf3 ethtool iputils-ping python3 python3-venv python3-pip build-essential pkg-config
+APT_PACKAGES=(iproute2 iperf3 ethtool iptables iputils-ping python3 python3-venv python3-pip build-essential pkg-config
   mosquitto python3-paho-mqtt python3-rich python3-pandas python3-matplotlib python3-numpy python3-pil
   python3-torch python3-torchvision python3-av python3-scipy
   redis-server python3-redis python3-aiohttp python3-zstandard
@@ -45,6 +45,7 @@ APT_PACKAGES=(iproute2 iperf3 ethtool iputils-ping python3 python3-venv python3-
   python3-markupsafe python3-yaml python3-tomli-w python3-hypothesis
   ansible-core ansible-lint openssh-client rsync)
 if [ "$CONTAINERS" = 1 ]; then APT_PACKAGES+=(docker.io mmdebstrap); fi
+# iptables: the redirects of MECaNIC's NIC cache and pDCell's shims inside the nodes (docker.io pulled it in before)
 # headless Chromium opens the runs' report.html in the tests (a reader needs only a browser)
 if [ "$TEST_BUILDS" = 1 ]; then APT_PACKAGES+=(chromium); fi
 # libvirt-clients, libxml2-utils: virt-xml-validate checks the libvirt domains continuum writes (tests/qemu)
