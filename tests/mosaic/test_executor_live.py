@@ -7,9 +7,11 @@ measures how much each slows the other, and from then on queues the pair
 
 Nothing here assumes this CPU's speed (issue #36): the pair's two tasks are
 sized from their times alone and then together, measured on the node first, so that they
-overlap for all of their lives on any machine (the one that ran longer used
+overlap for most of their lives on any machine (the one that ran longer used
 to show a slowdown of only the share it overlapped: 0.30 on one machine,
-over 0.35 on another); the overload of the last test is paced from the
+over 0.35 on another; under a CPU hog their times together still vary by up
+to 30%, so the premise is each task's share beside the other, at least
+half); the overload of the last test is paced from the
 dispatch task's measured time."""
 
 from __future__ import annotations
