@@ -24,6 +24,7 @@ import pytest
 
 from continuum import vmimage
 from continuum.providers import qemu
+from premise import premise
 from workloads.contract import RECORD_FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -207,7 +208,7 @@ def test_the_link_not_the_provider_decides_what_is_delivered(runs):
     # a fresh-clone run logged 376039 bytes in a second of 250 opportunities)
     assert (s["bytes"] <= (s["opportunities"] + 1) * 1504).all(), s
     full = s[s["backlogged"] >= 0.95 * s["opportunities"]]
-    assert len(full) >= 4, ("the uplink was backlogged for fewer than four seconds: the run did not saturate it", s)
+    premise("seconds the guest kept the uplink backlogged (the link the bottleneck)", len(full), 4, detail=s)
     # (at most one packet a second over a whole opportunity each: one served across a second's boundary,
     # as above; a fresh-clone run delivered 1504.05 bytes per opportunity over its 13 full seconds)
     per_opportunity = full["bytes"].sum() / full["backlogged"].sum()
