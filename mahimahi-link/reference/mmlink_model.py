@@ -270,14 +270,16 @@ class Queue:
 
 
 def simulate(trace_ms: list[int], arrivals: list[tuple[int, int]], queue: Queue, spread=True, repeat=True,
-             timeline=()):
+             timeline=(), bypass=None):
     """Return events [("d"|"x", packet id, time ns)] in the order they happen.
 
     `timeline`: changes (at_ns, "outage", duration_ns, flush) and (at_ns, "trace", trace_ms, aligned),
     in time order. An opportunity at a change's instant comes before it, an arrival at it after it.
     Outage: no opportunity in [at, at + duration) is served; flush drops the packet partly sent, then
     the queue, at `at`. Trace switch: restarted, the new trace's opportunities from at + 1 ns;
-    aligned, the new trace's own times from 0 (the simulation's start), those after `at`."""
+    aligned, the new trace's own times from 0 (the simulation's start), those after `at`.
+    `bypass`: per arrival, whether it leaves at its arrival when nothing is queued or partly sent (and no
+    outage holds) instead of joining the queue (workload-aware replay's train packets, burst_model.py)."""
     events = []
     opps = opportunity_times(trace_ms, spread, repeat)
     next_opp = next(opps, None)
@@ -336,8 +338,11 @@ def simulate(trace_ms: list[int], arrivals: list[tuple[int, int]], queue: Queue,
             continue
         if i < len(arrivals) and (next_opp is None or arrivals[i][0] < next_opp):
             t, size = arrivals[i]
-            for d in queue.enqueue(Packet(i, size, t), t):
-                events.append(("x", d.id, t))
+            if bypass is not None and bypass[i] and not queue.items and left == 0 and t >= dark_until:
+                events.append(("d", i, t))
+            else:
+                for d in queue.enqueue(Packet(i, size, t), t):
+                    events.append(("x", d.id, t))
             i += 1
             continue
         if next_opp is None or (i >= len(arrivals) and not queue.items and left == 0):

@@ -30,6 +30,7 @@ macro_rules! say {
     }};
 }
 
+pub mod burst;
 pub mod cell;
 pub mod forward;
 pub mod gso;

@@ -445,10 +445,28 @@ impl<P> Link<P> {
         let now = now.max(self.now);
         self.advance_to(now, sink);
         sink.arrival(now, size);
+        self.join(size, payload, now, now, sink);
+    }
+
+    /// A packet that reached the link at `ingress` and was held by a stage in
+    /// front of the queue (workload-aware replay) joins the queue at `now`;
+    /// its arrival was reported to the sink at `ingress` already.
+    pub fn enqueue_held<S: Sink<P>>(&mut self, size: u32, payload: P, ingress: Nanos, now: Nanos, sink: &mut S) {
+        let now = now.max(self.now);
+        self.advance_to(now, sink);
+        self.join(size, payload, ingress, now, sink);
+    }
+
+    fn join<S: Sink<P>>(&mut self, size: u32, payload: P, ingress: Nanos, now: Nanos, sink: &mut S) {
         self.counters.arrived_packets += 1;
         self.counters.arrived_bytes += size as u64;
-        self.queue.enqueue(Queued { size, arrival: now, payload }, now, &mut self.drops);
+        self.queue.enqueue(Queued { size, arrival: now, ingress, payload }, now, &mut self.drops);
         self.flush_drops(now, sink);
+    }
+
+    /// Nothing queued and nothing partly sent.
+    pub fn idle(&self) -> bool {
+        self.queue.is_empty() && self.in_transit.is_none()
     }
 }
 

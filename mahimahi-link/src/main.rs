@@ -2,9 +2,10 @@
 //! configuration, and maps every failure to a message and a non-zero exit.
 #![deny(unsafe_code)]
 
-use mahimahi_link::forward::{DirSpec, ForwardConfig, Forwarder, LinkSpec, Stop};
+use mahimahi_link::burst::{Burst, LightTrace, SizeOffsets};
+use mahimahi_link::forward::{DirSpec, ForwardConfig, Forwarder, LightSpec, LinkSpec, Stop};
 use mahimahi_link::link::{Link, LinkOptions, Sink};
-use mahimahi_link::options::{self, Common, LinkArg, Parsed, USAGE};
+use mahimahi_link::options::{self, Common, LightArg, LinkArg, Parsed, USAGE};
 use mahimahi_link::queue::Queued;
 use mahimahi_link::timeline::Change;
 use mahimahi_link::trace::Trace;
@@ -204,18 +205,33 @@ fn cell_spec(c: &Common, schedulers: &[String], uplink: bool, links: &[LinkArg])
     }
 }
 
-fn spec(c: &Common, traces: &HashMap<String, Arc<Trace>>, l: &LinkArg) -> LinkSpec {
-    let LinkArg { name, ue, core, up, down, netns } = l;
+/// A direction's light trace and size offsets, loaded; every unreadable file reported.
+fn load_light(l: &LightArg) -> Result<LightSpec, Vec<String>> {
+    let trace = LightTrace::load(Path::new(&l.file)).map_err(|e| e.to_string());
+    let offsets = l.offsets.as_ref().map(|f| SizeOffsets::load(Path::new(f)).map_err(|e| e.to_string())).transpose();
+    match (trace, offsets) {
+        (Ok(trace), Ok(offsets)) => Ok(LightSpec { trace: Arc::new(trace), offsets: offsets.map(Arc::new), opts: l.options() }),
+        (a, b) => Err(a.err().into_iter().chain(b.err()).collect()),
+    }
+}
+
+fn spec(c: &Common, traces: &HashMap<String, Arc<Trace>>, l: &LinkArg) -> Result<LinkSpec, Vec<String>> {
+    let LinkArg { name, ue, core, up, down, netns, up_light, down_light } = l;
     let netns = netns.clone();
     let log = |p: &Option<String>| p.as_ref().map(|p| p.replace("{name}", name));
-    LinkSpec {
+    let (up_light, down_light) = (up_light.as_ref().map(load_light).transpose(), down_light.as_ref().map(load_light).transpose());
+    let (up_light, down_light) = match (up_light, down_light) {
+        (Ok(u), Ok(d)) => (u, d),
+        (a, b) => return Err(a.err().into_iter().chain(b.err()).flatten().collect()),
+    };
+    Ok(LinkSpec {
         name: name.into(),
         ue_if: ue.into(),
         core_if: core.into(),
         netns,
-        up: DirSpec { trace: traces[up].clone(), trace_path: up.into(), queue: c.up_queue, log_path: log(&c.up_log), loss: c.up_loss },
-        down: DirSpec { trace: traces[down].clone(), trace_path: down.into(), queue: c.down_queue, log_path: log(&c.down_log), loss: c.down_loss },
-    }
+        up: DirSpec { trace: traces[up].clone(), trace_path: up.into(), queue: c.up_queue, log_path: log(&c.up_log), loss: c.up_loss, light: up_light },
+        down: DirSpec { trace: traces[down].clone(), trace_path: down.into(), queue: c.down_queue, log_path: log(&c.down_log), loss: c.down_loss, light: down_light },
+    })
 }
 
 fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
@@ -304,7 +320,21 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
     }
     let paths: Vec<&str> = p.links.iter().flat_map(|l| [l.up.as_str(), l.down.as_str()]).collect();
     let traces = load_traces(&paths)?;
-    let specs = p.links.iter().map(|l| spec(&p.common, &traces, l)).collect();
+    let mut specs = Vec::new();
+    let mut errors = Vec::new();
+    for l in &p.links {
+        match spec(&p.common, &traces, l) {
+            Ok(s) => specs.push(s),
+            Err(e) => errors.extend(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let lit = |s: &LinkSpec| s.up.light.is_some() || s.down.light.is_some();
+    if specs.iter().any(lit) && (c.uplink_cell.is_some() || c.downlink_cell.is_some()) {
+        return Err(vec!["--link's up-light / down-light: workload-aware replay is for private links, not with a shared cell (--uplink-cell, --downlink-cell)".into()]);
+    }
     let mut cfg = config(&p.common, &p.links, specs, argv);
     if let Some(path) = &c.timeline {
         cfg.timeline = mahimahi_link::timeline::load(path)?;
@@ -339,12 +369,50 @@ fn shell_mode(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
     }
     let (up, down) = (p.positional[0].as_str(), p.positional[1].as_str());
     let traces = load_traces(&[up, down])?;
-    let shell = LinkArg { name: "shell".into(), ue: "ue".into(), core: "core".into(), up: up.to_string(), down: down.to_string(), netns: None };
-    let link = spec(&p.common, &traces, &shell);
+    let shell = LinkArg { name: "shell".into(), ue: "ue".into(), core: "core".into(), up: up.to_string(), down: down.to_string(), netns: None, up_light: None, down_light: None };
+    let link = spec(&p.common, &traces, &shell)?;
     let cfg = config(&p.common, &[], vec![], argv);
     sys::install_stop_handler();
     sys::install_restart_handler();
     shell::run(cfg, link, p.command).map_err(|e| vec![e])
+}
+
+/// `simulate --light`: the same stdin and output, through workload-aware replay.
+fn simulate_burst(mut burst: Burst<u64>, mut link: Link<u64>) -> Result<i32, Vec<String>> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut last = 0u64;
+    for (n, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.map_err(|e| vec![e.to_string()])?;
+        let (t, s) = sim_arrival(&line, n)?;
+        if t < last {
+            return Err(vec![format!("stdin:{}: arrival times must be non-decreasing", n + 1)]);
+        }
+        last = t;
+        burst.enqueue(s, n as u64, t, &mut link, &mut SimSink { out: &mut out });
+    }
+    while let Some(t) = burst.next_event(&link) {
+        burst.advance_to(t, &mut link, &mut SimSink { out: &mut out });
+    }
+    let (b, c) = (burst.counters, link.counters);
+    let _ = writeln!(out, "counters arrived={} departed={} dropped={} queued={} bypassed={} bursts={}", b.arrived_packets,
+                     c.departed_packets + b.bypassed_packets, c.dropped_packets, link.queued_packets(), b.bypassed_packets, b.bursts);
+    Ok(0)
+}
+
+/// One stdin line of `simulate`: "ARRIVAL_NS SIZE".
+fn sim_arrival(line: &str, n: usize) -> Result<(u64, u32), Vec<String>> {
+    let mut it = line.split_whitespace();
+    let (Some(t), Some(s), None) = (it.next(), it.next(), it.next()) else {
+        return Err(vec![format!("stdin:{}: expected \"ARRIVAL_NS SIZE\"", n + 1)]);
+    };
+    let (Ok(t), Ok(s)) = (t.parse::<u64>(), s.parse::<u32>()) else {
+        return Err(vec![format!("stdin:{}: expected two non-negative integers", n + 1)]);
+    };
+    if s == 0 || s > mahimahi_link::OPPORTUNITY_BYTES {
+        return Err(vec![format!("stdin:{}: size must be 1..=1504 (IP length + 4)", n + 1)]);
+    }
+    Ok((t, s))
 }
 
 struct SimSink<'a> {
@@ -526,6 +594,13 @@ fn simulate(p: Parsed) -> Result<i32, Vec<String>> {
     };
     let trace = Arc::new(Trace::load(Path::new(trace)).map_err(|e| vec![e.to_string()])?);
     let mut link: Link<u64> = Link::new(trace, p.queue, LinkOptions { spread: !p.common.ms_bursts, repeat: !p.common.once }, p.common.seed);
+    if let Some(light) = &p.light {
+        if p.common.timeline.is_some() {
+            return Err(vec!["simulate: --light with --timeline is not supported".into()]);
+        }
+        let l = load_light(light)?;
+        return simulate_burst(Burst::new(l.trace, l.offsets, l.opts), link);
+    }
     // --timeline: its changes from t = 0 of the simulation, on the one link (any LINK name; an
     // uplink-trace or downlink-trace switches its trace; a delay has no place here)
     let mut changes = match &p.common.timeline {
@@ -546,18 +621,9 @@ fn simulate(p: Parsed) -> Result<i32, Vec<String>> {
     let mut last = 0u64;
     for (n, line) in std::io::stdin().lock().lines().enumerate() {
         let line = line.map_err(|e| vec![e.to_string()])?;
-        let mut it = line.split_whitespace();
-        let (Some(t), Some(s), None) = (it.next(), it.next(), it.next()) else {
-            return Err(vec![format!("stdin:{}: expected \"ARRIVAL_NS SIZE\"", n + 1)]);
-        };
-        let (Ok(t), Ok(s)) = (t.parse::<u64>(), s.parse::<u32>()) else {
-            return Err(vec![format!("stdin:{}: expected two non-negative integers", n + 1)]);
-        };
+        let (t, s) = sim_arrival(&line, n)?;
         if t < last {
             return Err(vec![format!("stdin:{}: arrival times must be non-decreasing", n + 1)]);
-        }
-        if s == 0 || s > mahimahi_link::OPPORTUNITY_BYTES {
-            return Err(vec![format!("stdin:{}: size must be 1..=1504 (IP length + 4)", n + 1)]);
         }
         last = t;
         while changes.last().is_some_and(|e| e.at <= t) {

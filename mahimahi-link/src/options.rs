@@ -14,10 +14,18 @@ usage:
   mahimahi-link forward [OPTIONS] --link name=N,ue=IF,core=IF,up=TRACE,down=TRACE[,netns=NS] ...
       pass-through mode: shape frames between UE-side and core-side interfaces
       (one --link per UE; one process serves them all)
+      workload-aware replay per direction (CellReplay's light trace in front of
+      the trace as its heavy part): up-light=FILE (lines \"TIME_MS BASE_DELAY_MS
+      PDO_MS...\"), up-light-bytes=N (what one offset carries, default 1504),
+      up-light-idle-ms=X (idle this long ends a burst, default 0),
+      up-light-offsets=FILE (lines \"SIZE OFFSET_MS\" for 100, 200, ... bytes);
+      down-light... likewise
   mahimahi-link simulate TRACE [--queue=Q] [--queue-args=A] [--seed=N] [--ms-bursts] [--once] [--timeline=FILE]
+                [--light=FILE [--light-bytes=N] [--light-idle-ms=X] [--light-offsets=FILE]]
       virtual-clock core for tests: stdin lines \"ARRIVAL_NS SIZE\"; prints
       \"d ID T_NS\" per departure and \"x ID T_NS\" per drop; --timeline's outages
-      and trace switches from t = 0 (forward mode's file; any LINK name)
+      and trace switches from t = 0 (forward mode's file; any LINK name); --light:
+      workload-aware replay, TRACE the heavy part (see --link's up-light)
   mahimahi-link simulate-cell --trace=TRACE... [--scheduler=S] [--class=C...] [--uplink-signalling] [CELL OPTIONS]
       a shared cell under a virtual clock: one --trace (channel) and --class per UE;
       stdin lines \"ARRIVAL_NS UE SIZE\" (or \"ARRIVAL_NS UE start\": the edge's
@@ -200,6 +208,40 @@ pub struct Common {
     pub cu_log: Option<String>,
 }
 
+/// Workload-aware replay of one direction (src/burst.rs): its light trace,
+/// the bytes one train offset carries, the idle time that ends a burst, and
+/// an optional per-size offset file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LightArg {
+    pub file: String,
+    pub pdo_bytes: u32,
+    pub idle_ms: f64,
+    pub offsets: Option<String>,
+}
+
+impl LightArg {
+    pub fn new(file: &str) -> LightArg {
+        LightArg { file: file.into(), pdo_bytes: crate::OPPORTUNITY_BYTES, idle_ms: 0.0, offsets: None }
+    }
+
+    /// Set one of its keys (`bytes`, `idle-ms`, `offsets`) from text; `what` names the option for errors.
+    pub fn set(&mut self, key: &str, v: &str, what: &str) -> Result<(), String> {
+        match key {
+            "bytes" => v.parse::<u32>().ok().filter(|b| (1..=65_536).contains(b)).map(|b| self.pdo_bytes = b).ok_or_else(|| format!("{what}: {v:?} is not a byte count 1..=65536 (a train packet's IP length + 4)")),
+            "idle-ms" => v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0).map(|x| self.idle_ms = x).ok_or_else(|| format!("{what}: {v:?} is not a non-negative number of milliseconds")),
+            "offsets" => {
+                self.offsets = Some(v.into());
+                Ok(())
+            }
+            _ => Err(format!("{what}: unknown key")),
+        }
+    }
+
+    pub fn options(&self) -> crate::burst::BurstOptions {
+        crate::burst::BurstOptions { pdo_bytes: self.pdo_bytes, idle_ns: (self.idle_ms * 1e6).round() as u64 }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkArg {
     pub name: String,
@@ -208,11 +250,15 @@ pub struct LinkArg {
     pub up: String,
     pub down: String,
     pub netns: Option<String>,
+    /// Workload-aware replay per direction (up-light=FILE, up-light-bytes=, up-light-idle-ms=, up-light-offsets=).
+    pub up_light: Option<LightArg>,
+    pub down_light: Option<LightArg>,
 }
 
 impl LinkArg {
     pub fn parse(s: &str) -> Result<LinkArg, String> {
-        let mut a = LinkArg { name: String::new(), ue: String::new(), core: String::new(), up: String::new(), down: String::new(), netns: None };
+        let mut a = LinkArg { name: String::new(), ue: String::new(), core: String::new(), up: String::new(), down: String::new(), netns: None, up_light: None, down_light: None };
+        let mut light_keys: Vec<(&str, &str)> = Vec::new();
         for part in s.split(',').filter(|p| !p.is_empty()) {
             let (k, v) = part.split_once('=').ok_or_else(|| format!("--link {s:?}: {part:?} is not key=value"))?;
             match k {
@@ -222,8 +268,19 @@ impl LinkArg {
                 "up" => a.up = v.into(),
                 "down" => a.down = v.into(),
                 "netns" => a.netns = Some(v.into()),
-                _ => return Err(format!("--link {s:?}: unknown key {k:?}; valid: name, ue, core, up, down, netns")),
+                "up-light" => a.up_light = Some(LightArg::new(v)),
+                "down-light" => a.down_light = Some(LightArg::new(v)),
+                _ if (k.starts_with("up-light-") || k.starts_with("down-light-")) => light_keys.push((k, v)),
+                _ => return Err(format!("--link {s:?}: unknown key {k:?}; valid: name, ue, core, up, down, netns, up-light, down-light, {{up,down}}-light-{{bytes,idle-ms,offsets}}")),
             }
+        }
+        for (k, v) in light_keys {
+            let (dir, key) = k.split_once("-light-").expect("a light key");
+            let light = if dir == "up" { a.up_light.as_mut() } else { a.down_light.as_mut() };
+            let Some(light) = light else {
+                return Err(format!("--link {s:?}: {k} without {dir}-light=FILE"));
+            };
+            light.set(key, v, &format!("--link {s:?}: {k}")).map_err(|e| if e.ends_with("unknown key") { format!("{e} (valid: {dir}-light-bytes, -idle-ms, -offsets)") } else { e })?;
         }
         for (k, v) in [("ue", &a.ue), ("core", &a.core), ("up", &a.up), ("down", &a.down)] {
             if v.is_empty() {
@@ -245,6 +302,8 @@ pub struct Parsed {
     pub command: Vec<String>,
     /// simulate-only: --queue / --queue-args
     pub queue: QueueConfig,
+    /// simulate-only: --light=FILE and its --light-bytes, --light-idle-ms, --light-offsets
+    pub light: Option<LightArg>,
 }
 
 fn parse_prob(key: &str, v: &str) -> Result<f64, String> {
@@ -258,6 +317,8 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
     let mut positional = Vec::new();
     let mut links = Vec::new();
     let mut command = Vec::new();
+    let mut light: Option<LightArg> = None;
+    let mut light_keys: Vec<(String, String)> = Vec::new();
     let (mut uq, mut uqa, mut dq, mut dqa, mut q, mut qa) = ("infinite".to_string(), String::new(), "infinite".to_string(), String::new(), "infinite".to_string(), String::new());
     let mut i = 0;
     while i < args.len() {
@@ -323,6 +384,14 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             }
             "--queue-args" if simulate => {
                 qa = val;
+                Ok(())
+            }
+            "--light" if simulate => {
+                light = Some(LightArg::new(&val));
+                Ok(())
+            }
+            "--light-bytes" | "--light-idle-ms" | "--light-offsets" if simulate => {
+                light_keys.push((key.clone(), val));
                 Ok(())
             }
             "--uplink-log" => {
@@ -466,8 +535,18 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
     c.up_queue = queue(&uq, &uqa, "--uplink-queue");
     c.down_queue = queue(&dq, &dqa, "--downlink-queue");
     let queue = queue(&q, &qa, "--queue");
+    for (k, v) in light_keys {
+        match light.as_mut() {
+            None => errors.push(format!("{k}: without --light=FILE")),
+            Some(l) => {
+                if let Err(e) = l.set(k.trim_start_matches("--light-"), &v, &k) {
+                    errors.push(e);
+                }
+            }
+        }
+    }
     if errors.is_empty() {
-        Ok(Parsed { common: c, positional, links, command, queue })
+        Ok(Parsed { common: c, positional, links, command, queue, light })
     } else {
         Err(errors)
     }

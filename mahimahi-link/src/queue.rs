@@ -127,7 +127,11 @@ impl QueueConfig {
 pub struct Queued<P> {
     /// Charged size: IP length + 4 (mm-link's TUN header).
     pub size: u32,
+    /// When it joined this queue (what an AQM's sojourn counts from).
     pub arrival: Nanos,
+    /// When it reached the link: `arrival`, or earlier when a stage held it
+    /// first (workload-aware replay's base delay and train); logs count from it.
+    pub ingress: Nanos,
     pub payload: P,
 }
 
@@ -406,7 +410,7 @@ mod tests {
     use super::*;
 
     fn pkt(size: u32) -> Queued<()> {
-        Queued { size, arrival: 0, payload: () }
+        Queued { size, arrival: 0, ingress: 0, payload: () }
     }
 
     #[test]

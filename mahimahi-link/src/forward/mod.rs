@@ -52,6 +52,15 @@ pub struct DirSpec {
     pub queue: QueueConfig,
     pub log_path: Option<String>,
     pub loss: f64,
+    /// Workload-aware replay: the light trace in front of `trace` (src/burst.rs).
+    pub light: Option<LightSpec>,
+}
+
+#[derive(Clone)]
+pub struct LightSpec {
+    pub trace: Arc<crate::burst::LightTrace>,
+    pub offsets: Option<Arc<crate::burst::SizeOffsets>>,
+    pub opts: crate::burst::BurstOptions,
 }
 
 #[derive(Clone)]
@@ -194,7 +203,7 @@ struct LogSink<'a> {
 impl Sink<Pkt> for LogSink<'_> {
     fn departure(&mut self, t: Nanos, p: Queued<Pkt>) {
         if let Some(l) = self.log.as_mut() {
-            l.departure(t, p.size, p.arrival);
+            l.departure(t, p.size, p.ingress);
         }
         self.out.push((t, p.payload));
     }
