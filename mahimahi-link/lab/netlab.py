@@ -201,8 +201,9 @@ class Lab:
             sh("ip", "netns", "del", ns, check=False)
 
     # --- emulator -----------------------------------------------------------
-    def start_emulator(self, up: Path, down: Path, *options: str) -> None:
-        argv = [str(self.mml), "forward", f"--link=name=ue1,ue=ue,core=core,up={up},down={down}",
+    def start_emulator(self, up: Path, down: Path, *options: str, link_keys: str = "") -> None:
+        """`link_keys`: more of --link's keys, e.g. ",up-light=FILE"."""
+        argv = [str(self.mml), "forward", f"--link=name=ue1,ue=ue,core=core,up={up},down={down}{link_keys}",
                 f"--stats={self.stats}", "--cpu=0", *options]
         self.stats.unlink(missing_ok=True)  # its reappearance means "forwarding now"
         self.emulator = subprocess.Popen(["ip", "netns", "exec", self.ran, *argv], stderr=subprocess.PIPE, text=True)

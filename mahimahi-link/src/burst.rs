@@ -205,13 +205,15 @@ pub struct Burst<P> {
     /// The last release from the light trace (before the size offset), and the last final one.
     last: Nanos,
     end: Nanos,
+    /// Where the light trace's current run began (its last restart).
+    origin: Nanos,
     pub counters: BurstCounters,
 }
 
 impl<P> Burst<P> {
     pub fn new(light: Arc<LightTrace>, offsets: Option<Arc<SizeOffsets>>, opts: BurstOptions) -> Self {
         debug_assert!(opts.pdo_bytes > 0);
-        Burst { light, offsets, opts, held: VecDeque::new(), start: 0, base: None, line: 0, idx: 0, cap: 0, last: 0, end: 0, counters: BurstCounters::default() }
+        Burst { light, offsets, opts, held: VecDeque::new(), start: 0, base: None, line: 0, idx: 0, cap: 0, last: 0, end: 0, origin: 0, counters: BurstCounters::default() }
     }
 
     pub fn light(&self) -> &LightTrace {
@@ -231,7 +233,7 @@ impl<P> Burst<P> {
             Some(base) => now + base > self.last + self.opts.idle_ns,
         };
         if new_burst {
-            let (base, line) = self.light.base_delay(now);
+            let (base, line) = self.light.base_delay(now.saturating_sub(self.origin));
             (self.start, self.base, self.line, self.idx, self.cap) = (now, Some(base), line, 0, self.opts.pdo_bytes);
             self.counters.bursts += 1;
         }
@@ -294,6 +296,17 @@ impl<P> Burst<P> {
             }
         }
         link.advance_to(now, sink);
+    }
+
+    /// Start the light trace over from its first line at `at` (with the heavy
+    /// trace's restart); a burst under way and held packets keep their times.
+    pub fn restart_trace(&mut self, at: Nanos) {
+        self.origin = at;
+    }
+
+    /// The next held packet's release.
+    pub fn next_release(&self) -> Option<Nanos> {
+        self.held.front().map(|h| h.release)
     }
 
     /// When the caller must call `advance_to` again (None: only on arrival).

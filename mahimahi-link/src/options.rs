@@ -17,7 +17,7 @@ usage:
       workload-aware replay per direction (CellReplay's light trace in front of
       the trace as its heavy part): up-light=FILE (lines \"TIME_MS BASE_DELAY_MS
       PDO_MS...\"), up-light-bytes=N (what one offset carries, default 1504),
-      up-light-idle-ms=X (idle this long ends a burst, default 0),
+      up-light-idle-ms=X (idle this long ends a burst, default 1),
       up-light-offsets=FILE (lines \"SIZE OFFSET_MS\" for 100, 200, ... bytes);
       down-light... likewise
   mahimahi-link simulate TRACE [--queue=Q] [--queue-args=A] [--seed=N] [--ms-bursts] [--once] [--timeline=FILE]
@@ -219,9 +219,16 @@ pub struct LightArg {
     pub offsets: Option<String>,
 }
 
+/// The default idle time that ends a burst: CellReplay's default is 0 on a
+/// millisecond clock, where packets within one millisecond share a time; on
+/// this nanosecond clock 0 would make every packet that comes a nanosecond
+/// after the last one's release a new burst. A recording calibrates its own
+/// (CellReplay's find_gmin_and_f: the train gap G_min minus a train's span).
+pub const DEFAULT_IDLE_MS: f64 = 1.0;
+
 impl LightArg {
     pub fn new(file: &str) -> LightArg {
-        LightArg { file: file.into(), pdo_bytes: crate::OPPORTUNITY_BYTES, idle_ms: 0.0, offsets: None }
+        LightArg { file: file.into(), pdo_bytes: crate::OPPORTUNITY_BYTES, idle_ms: DEFAULT_IDLE_MS, offsets: None }
     }
 
     /// Set one of its keys (`bytes`, `idle-ms`, `offsets`) from text; `what` names the option for errors.

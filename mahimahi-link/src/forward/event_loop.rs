@@ -176,6 +176,9 @@ impl Forwarder {
             next = next.min(t);
         }
         for l in &self.links {
+            for t in [l.up.next_release(), l.down.next_release()].into_iter().flatten() {
+                next = next.min(t);
+            }
             let batch = [&l.up, &l.down].iter().filter(|d| d.link.queued_packets() >= 2).map(|d| d.batch_ns).min();
             let events = [l.up.link.next_event(), l.down.link.next_event()]
                 .into_iter()
@@ -276,6 +279,9 @@ impl Forwarder {
         for l in &mut self.links {
             l.up.link.restart_trace(at);
             l.down.link.restart_trace(at);
+            for b in [l.up.burst.as_mut(), l.down.burst.as_mut()].into_iter().flatten() {
+                b.restart_trace(at);
+            }
         }
         // Not a warning: said even with --quiet, once per restart (by one thread), for the run's log.
         if sys::first_to_report_restart(asked) {

@@ -155,6 +155,8 @@ struct Extra {
 
 struct Direction {
     link: Link<Pkt>,
+    /// Workload-aware replay's light stage in front of `link` (None: plain replay).
+    burst: Option<crate::burst::Burst<Pkt>>,
     log: Option<MmLog>,
     loss: f64,
     rng: SplitMix64,
@@ -166,6 +168,30 @@ struct Direction {
     last_rates: (f64, f64),
     /// How late a busy link's events may happen, to be served together.
     batch_ns: u64,
+}
+
+impl Direction {
+    /// A packet into the direction: through the light stage when there is one.
+    fn enqueue(&mut self, size: u32, p: Pkt, now: Nanos, out: &mut Vec<(Nanos, Pkt)>) {
+        let mut sink = LogSink { log: self.log.as_mut(), out };
+        match self.burst.as_mut() {
+            Some(b) => b.enqueue(size, p, now, &mut self.link, &mut sink),
+            None => self.link.enqueue(size, p, now, &mut sink),
+        }
+    }
+
+    fn advance_to(&mut self, now: Nanos, out: &mut Vec<(Nanos, Pkt)>) {
+        let mut sink = LogSink { log: self.log.as_mut(), out };
+        match self.burst.as_mut() {
+            Some(b) => b.advance_to(now, &mut self.link, &mut sink),
+            None => self.link.advance_to(now, &mut sink),
+        }
+    }
+
+    /// The light stage's next release: kept exact, never batched with the link's events.
+    fn next_release(&self) -> Option<Nanos> {
+        self.burst.as_ref().and_then(|b| b.next_release())
+    }
 }
 
 /// A backlogged queue is served about this many opportunities per wakeup
@@ -342,6 +368,7 @@ impl Forwarder {
                 let seed = cfg.seed ^ (global as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt;
                 Ok(Direction {
                     link: Link::new(d.trace.clone(), d.queue, cfg.link_opts, seed),
+                    burst: d.light.as_ref().map(|l| crate::burst::Burst::new(l.trace.clone(), l.offsets.clone(), l.opts)),
                     log,
                     loss: d.loss,
                     rng: SplitMix64::new(seed ^ 0x5eed),

@@ -129,8 +129,7 @@ impl Forwarder {
             }
             return;
         }
-        let mut sink = LogSink { log: d.log.as_mut(), out: deps };
-        d.link.enqueue(size, p, now, &mut sink);
+        d.enqueue(size, p, now, deps);
     }
 
     fn deliver(&mut self, li: usize, after: After, frame: Frame, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
@@ -240,15 +239,11 @@ impl Forwarder {
 
     pub(super) fn advance(&mut self, li: usize, now: Nanos, deps: &mut Vec<(Nanos, Pkt)>) {
         if self.member_of[0][li].is_none() {
-            let d = &mut self.links[li].up;
-            let mut sink = LogSink { log: d.log.as_mut(), out: deps };
-            d.link.advance_to(now, &mut sink);
+            self.links[li].up.advance_to(now, deps);
         }
         self.uplink_departures(li, deps);
         if self.member_of[1][li].is_none() {
-            let d = &mut self.links[li].down;
-            let mut sink = LogSink { log: d.log.as_mut(), out: deps };
-            d.link.advance_to(now, &mut sink);
+            self.links[li].down.advance_to(now, deps);
         }
         self.downlink_departures(li, deps);
     }

@@ -28,7 +28,14 @@ impl Forwarder {
             s.push_str("{\"name\": ");
             json_string(&mut s, &l.name);
             for (label, d) in [("uplink", &mut l.up), ("downlink", &mut l.down)] {
-                let c = d.link.counters;
+                let mut c = d.link.counters;
+                // With a light stage: what reached the direction, and what left it past the heavy queue too.
+                let b = d.burst.as_ref().map(|b| (b.counters, b.held_packets() as u64)).unwrap_or_default();
+                if d.burst.is_some() {
+                    (c.arrived_packets, c.arrived_bytes) = (b.0.arrived_packets, b.0.arrived_bytes);
+                    c.departed_packets += b.0.bypassed_packets;
+                    c.departed_bytes += b.0.bypassed_bytes;
+                }
                 let idle = c.departed_bytes == d.last_departed_bytes && d.link.queued_packets() == 0;
                 if fresh {
                     let opps = c.opportunities - d.last_opps;
@@ -42,11 +49,12 @@ impl Forwarder {
                 let e = d.extra;
                 let _ = write!(
                     s,
-                    ", \"{label}\": {{\"queue_packets\": {}, \"queue_bytes\": {}, \"arrived_packets\": {}, \"arrived_bytes\": {}, \"departed_packets\": {}, \"departed_bytes\": {}, \"dropped_packets\": {}, \"dropped_bytes\": {}, \"lost_packets\": {}, \"bypassed_packets\": {}, \"unshaped_frames\": {}, \"oversize_frames\": {}, \"tx_full_drops\": {}, \"superframes\": {}, \"unsplittable_frames\": {}, \"ring_drops\": {}, \"opportunities\": {}, \"capacity_mbps\": {:.3}, \"delivered_mbps\": {:.3}, \"idle\": {}, \"mean_capacity_mbps\": {:.3}, \"mean_delivered_mbps\": {:.3}}}",
+                    ", \"{label}\": {{\"queue_packets\": {}, \"queue_bytes\": {}, \"arrived_packets\": {}, \"arrived_bytes\": {}, \"departed_packets\": {}, \"departed_bytes\": {}, \"dropped_packets\": {}, \"dropped_bytes\": {}, \"lost_packets\": {}, \"bypassed_packets\": {}, \"unshaped_frames\": {}, \"oversize_frames\": {}, \"tx_full_drops\": {}, \"superframes\": {}, \"unsplittable_frames\": {}, \"ring_drops\": {}, \"opportunities\": {}, \"capacity_mbps\": {:.3}, \"delivered_mbps\": {:.3}, \"idle\": {}, \"mean_capacity_mbps\": {:.3}, \"mean_delivered_mbps\": {:.3}, \"light_held_packets\": {}, \"light_bypassed_packets\": {}, \"light_bursts\": {}}}",
                     d.link.queued_packets(), d.link.queued_bytes(), c.arrived_packets, c.arrived_bytes, c.departed_packets, c.departed_bytes,
                     c.dropped_packets, c.dropped_bytes, e.lost_packets, e.bypassed_packets, e.unshaped_frames, e.oversize_frames, e.tx_full_drops,
                     e.superframes, e.unsplittable_frames, e.ring_drops, c.opportunities, cap, del, idle,
-                    mbps(c.opportunities * crate::OPPORTUNITY_BYTES as u64, run_s), mbps(c.departed_bytes, run_s)
+                    mbps(c.opportunities * crate::OPPORTUNITY_BYTES as u64, run_s), mbps(c.departed_bytes, run_s),
+                    b.1, b.0.bypassed_packets, b.0.bursts
                 );
             }
             s.push('}');
