@@ -77,6 +77,12 @@ def _network(spec: ExperimentSpec, plan: netplan.Plan) -> list[str]:
                      else "cellular link (per endpoint, in ran):")
         lines.append(f"  uplink   {m.uplink.path}  queue {m.uplink_queue} {m.uplink_queue_args}  loss {m.uplink_loss}")
         lines.append(f"  downlink {m.downlink.path}  queue {m.downlink_queue} {m.downlink_queue_args}  loss {m.downlink_loss}")
+        lines.append(f"  replay   {m.replay()}")
+        for d in ("uplink", "downlink"):
+            if (ref := m.light(d)) is not None:
+                lines.append(f"    {d} light {ref.path}: a burst that finds the link idle waits its base delay, then the "
+                             f"train's offsets ({ref.pdo_bytes} bytes each), the rest the heavy trace; idle after "
+                             f"{ref.idle_ms:g} ms" + (f"; size offsets {ref.offsets}" if ref.offsets else ""))
         if plan.mahimahi:
             lines.append(f"  bypass   {', '.join([netplan.PROBE_NET + '.0.0/16', *m.bypass])} (mm-link --bypass; first one: "
                          "verification probe addresses)")

@@ -9,7 +9,7 @@ from typing import Any
 
 from continuum import traces
 from continuum.config import presets, raw
-from continuum.config.spec import CoreSpec, MobileSpec, NodeSpec, SrsranSpec
+from continuum.config.spec import CoreSpec, LightRef, MobileSpec, NodeSpec, SrsranSpec
 from continuum.config.validation import Issues
 from continuum.traces import TraceRef
 from srsran_integration import lte
@@ -59,13 +59,17 @@ def mobile(p: dict[str, Any], nodes: list[NodeSpec], ctx: Issues) -> MobileSpec 
             if not _valid_bypass(rule):
                 bad(f"mobile.bypass[{i}]", f"{rule!r}: expected PREFIX or PREFIX:PORT, e.g. '10.200.2.0/24' or '10.200.2.2:1883'")
         up_ref, down_ref = refs.get("uplink"), refs.get("downlink")
+        lights = {d: _light(m, d, refs.get(d), base, bad, failed) for d in ("uplink", "downlink")}
         if up_ref and down_ref:
             mobile = MobileSpec(
                 m.preset, up_ref, down_ref, m.uplink_queue, m.uplink_queue_args,
                 m.downlink_queue, m.downlink_queue_args, m.uplink_loss, m.downlink_loss, tuple(m.bypass), m.ms_bursts,
                 segmentation="emulator" if m.emulator == "mahimahi" else _segmentation(m.segmentation, provider),
                 emulator_threads=m.emulator_threads, emulator=m.emulator,
+                uplink_light=lights["uplink"], downlink_light=lights["downlink"],
             )
+        if any(lights.values()):
+            _light_problems(m, p, bad)
         if m.emulator == "mahimahi":
             _upstream_problems(m, p, bad)
         if m.segmentation == "kernel" and provider is not None and provider.kind != "netns":
@@ -73,6 +77,60 @@ def mobile(p: dict[str, Any], nodes: list[NodeSpec], ctx: Issues) -> MobileSpec 
                                        f"{provider.kind!r} keeps \"emulator\"")
 
     return mobile
+
+
+def _light(m: raw.Mobile, d: str, ref: TraceRef | None, base: Path, bad, failed) -> LightRef | None:
+    """mobile.{d}_light, or the light part of the direction's archive entry (replay = "auto"), parsed."""
+    from continuum.tracearchive import fetch, index, light
+
+    key = f"mobile.{d}_light"
+    given = getattr(m, f"{d}_light")
+    if m.replay == "plain":
+        if given is not None:
+            bad(key, f"{given!r} is a light trace for workload-aware replay, and mobile.replay is \"plain\": "
+                     "remove one of the two")
+        return None
+    if failed(key):
+        return None
+    archive_id = None
+    if given is not None:
+        path = traces.locate_file(given, base)
+        if path is None:
+            bad(key, f"{given!r}: no such file (a light trace: lines \"TIME_MS BASE_DELAY_MS PDO_MS...\", "
+                     "see docs/link-replay.md)" + (f" (relative to {base})" if "/" in given else ""))
+            return None
+    elif ref is not None and ref.archive_id is not None:
+        try:
+            entry, _ = index.find(ref.archive_id)
+            path = fetch.light_path(entry, d[:-4] if d.endswith("link") else d)
+        except (index.UnknownTrace, fetch.FetchError, index.IndexError_) as e:
+            bad(f"mobile.{d}", f"its light part: {e}")
+            return None
+        if path is None:
+            return None
+        given, archive_id = f"{ref.archive_id} (light part)", ref.archive_id
+    else:
+        return None
+    try:
+        t = light.parse(path)
+    except light.LightTraceError as e:
+        bad(key if archive_id is None else f"mobile.{d}", str(e))
+        return None
+    if "," in str(path) or (t.offsets is not None and "," in str(t.offsets)):
+        bad(key, f"{path}: a ',' in its path would split mahimahi-link's --link option; move or rename it")
+        return None
+    return LightRef(given, path, traces.sha256(path), t.pdo_bytes, t.idle_ms, t.offsets, archive_id)
+
+
+def _light_problems(m: raw.Mobile, p: dict[str, Any], bad) -> None:
+    """Workload-aware replay is mahimahi-link's, for private links replayed from their own traces."""
+    why = "a light trace (workload-aware replay) "
+    if m.emulator == "mahimahi":
+        bad("mobile.emulator", f"{why}is replayed by mahimahi-link; upstream mm-link has no light stage: set "
+                               "mobile.replay = \"plain\" to compare with it")
+    if p.get("cell") is not None:
+        bad("cell", f"{why}is for private links; a shared cell schedules its members from their channels: set "
+                    "mobile.replay = \"plain\"")
 
 
 def core(p: dict[str, Any], ctx: Issues) -> CoreSpec | None:
@@ -99,7 +157,7 @@ def core(p: dict[str, Any], ctx: Issues) -> CoreSpec | None:
     return core
 
 
-EMULATED_ONLY = ("preset", "uplink", "downlink", "uplink_queue", "uplink_queue_args", "downlink_queue",
+EMULATED_ONLY = ("preset", "uplink", "downlink", "uplink_light", "downlink_light", "uplink_queue", "uplink_queue_args", "downlink_queue",
                  "downlink_queue_args", "uplink_loss", "downlink_loss", "bypass", "ms_bursts", "segmentation",
                  "emulator_threads", "emulator")
 

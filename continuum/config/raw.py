@@ -128,6 +128,12 @@ class Mobile(Strict):
     preset: str | None = None
     uplink: str | None = None
     downlink: str | None = None
+    # Workload-aware replay (CellReplay): a light trace (base delay and packet-train offsets) in front of
+    # each direction's trace. "auto": where the trace's archive entry has a light part, or uplink_light /
+    # downlink_light name one; "plain": Mahimahi replay of the traces only.
+    replay: Literal["auto", "plain"] = "auto"
+    uplink_light: str | None = None
+    downlink_light: str | None = None
     uplink_queue: Queue = "infinite"
     uplink_queue_args: str = ""
     downlink_queue: Queue = "infinite"

@@ -179,6 +179,9 @@ def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: C
         bad("timeline", "emulator = \"mahimahi\" (upstream mm-link) replays its traces as they are: outages, trace "
                         "switches, handovers and core-delay steps are mahimahi-link's (--timeline); keep only load "
                         "steps or use emulator = \"mahimahi-link\"")
+    if mobile is not None and (mobile.uplink_light or mobile.downlink_light) and any(e.kind == "trace" for e in events):
+        bad("timeline", "a trace switch with a light trace (workload-aware replay): the light part would not follow "
+                        "the switch; set mobile.replay = \"plain\"")
     draft = Draft(tuple(nodes), tuple(apps), workload, groups, mix, None if provider is None else provider.kind, c, p.get("transport"), mobile)
     running, needs = edge.resolve(p["edge"], systems, draft, ctx)
     for role in ("endpoint", "edge", "cloud"):

@@ -78,6 +78,19 @@ class MobileSpec:
     segmentation: str = "emulator"  # emulator | kernel (offloads on, mahimahi-link --gso)
     emulator_threads: int = 1  # mahimahi-link --threads
     emulator: str = "mahimahi-link"  # mahimahi-link | mahimahi (upstream mm-link, patched: mahimahi-patches/)
+    # Workload-aware replay: each direction's light trace (None: plain replay of that direction).
+    uplink_light: LightRef | None = None
+    downlink_light: LightRef | None = None
+
+    def light(self, direction: str) -> LightRef | None:
+        return self.uplink_light if direction == "uplink" else self.downlink_light
+
+    def replay(self) -> str:
+        """How the traces are replayed, in words."""
+        lit = [d for d in ("uplink", "downlink") if self.light(d) is not None]
+        if not lit:
+            return "plain (Mahimahi: the traces' delivery opportunities)"
+        return "workload-aware (" + ", ".join(f"{d} light trace {self.light(d).given}" for d in lit) + ")"  # type: ignore[union-attr]
 
     def describe(self) -> str:
         """One line: the traces replayed, or the real stack."""
@@ -88,6 +101,24 @@ class MobileSpec:
                     f"(band {lte.band(c.earfcn)}, EARFCN {c.earfcn}, {dl:g} MHz down, {c.prb} PRBs)")
         assert self.uplink is not None and self.downlink is not None
         return f"{self.uplink.given} / {self.downlink.given}"
+
+
+@dataclass(frozen=True)
+class LightRef:
+    """A light trace for workload-aware replay, resolved and parsed (continuum/tracearchive/light.py)."""
+
+    given: str
+    path: Path
+    sha256: str
+    pdo_bytes: int
+    idle_ms: float
+    offsets: Path | None = None
+    archive_id: str | None = None
+
+    def link_keys(self, direction: str) -> str:
+        """mahimahi-link --link keys for `direction` ("up" or "down")."""
+        keys = f",{direction}-light={self.path},{direction}-light-bytes={self.pdo_bytes},{direction}-light-idle-ms={self.idle_ms:g}"
+        return keys + (f",{direction}-light-offsets={self.offsets}" if self.offsets is not None else "")
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,9 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
         else:
             up = (own["uplink"] or m.uplink).path
             down = (own["downlink"] or m.downlink).path
-        out.append(f"--link=name={link.name},ue={link.ue_if},core={link.core_if},up={up},down={down}")
+        light = "" if plan.mahimahi else "".join(ref.link_keys(d[:-4]) for d in ("uplink", "downlink")
+                                                 if (ref := m.light(d)) is not None)
+        out.append(f"--link=name={link.name},ue={link.ue_if},core={link.core_if},up={up},down={down}{light}")
     out += [
         f"--uplink-queue={m.uplink_queue}",
         f"--downlink-queue={m.downlink_queue}",

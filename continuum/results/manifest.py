@@ -68,7 +68,13 @@ def _mobile(spec: ExperimentSpec) -> dict[str, Any]:
     s = spec.mobile.srsran
     if s is None:
         out: dict[str, Any] = {"mode": "emulated", "segmentation": spec.mobile.segmentation,
-                               "emulator_threads": spec.mobile.emulator_threads, "emulator": {"name": spec.mobile.emulator}}
+                               "emulator_threads": spec.mobile.emulator_threads, "emulator": {"name": spec.mobile.emulator},
+                               "replay": "workload-aware" if spec.mobile.uplink_light or spec.mobile.downlink_light else "plain"}
+        for d in ("uplink", "downlink"):
+            if (ref := spec.mobile.light(d)) is not None:
+                out[f"{d}_light"] = {"given": ref.given, "path": str(ref.path), "sha256": ref.sha256, "archive_id": ref.archive_id,
+                                     "pdo_bytes": ref.pdo_bytes, "idle_ms": ref.idle_ms,
+                                     "offsets": None if ref.offsets is None else {"path": str(ref.offsets), "sha256": sha256_of(ref.offsets)}}
         if spec.mobile.emulator == "mahimahi":  # upstream's commit, the patches applied (their SHA-256), the binary
             out["emulator"] = mahimahi.manifest_entry()
         return out
@@ -80,6 +86,12 @@ def _mobile(spec: ExperimentSpec) -> dict[str, Any]:
             "dl_mhz": dl, "ul_mhz": ul, "prb": c.prb, "tx_gain": c.tx_gain, "rx_gain": c.rx_gain, "ue": c.ue,
             "prefix": str(s.prefix), "srsran": _read(s.prefix / "share" / "srsran" / "continuum-version"),
             "s1_transport": environment.s1_transport()}
+
+
+def sha256_of(path: Path) -> str:
+    from continuum.traces import sha256
+
+    return sha256(path)
 
 
 def _read(path: Path) -> str:

@@ -131,9 +131,10 @@ def decomposition(summary: dict, out: Path) -> bool:
 
 
 def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim: tuple[float, float], out: Path,
-         bin_s: float, emulator: str = "mahimahi-link") -> bool:
+         bin_s: float, emulator: str = "mahimahi-link", light: bool = False) -> bool:
     """Each direction on its own scale: a log scale where the traffic is far
-    below the capacity (a 0.01 Mbit/s downlink under a 48 Mbit/s trace)."""
+    below the capacity (a 0.01 Mbit/s downlink under a 48 Mbit/s trace).
+    With workload-aware replay (light) the delay is the light stage's and the queue's together."""
     if all(b is None or b.empty for b in bins.values()):
         return False
     fig, axes = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
@@ -152,8 +153,9 @@ def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim
             ax.set_yscale("log")
         ax.set_ylabel(f"{d} Mbit/s" + (" (log scale)" if log else ""))
         ax2 = ax.twinx()
-        ax2.plot(b["t_s"], b["queue_delay_ms"], color="C3", lw=1, label="queueing delay (mean of departures)")
-        ax2.set_ylabel("queueing delay (ms)", color="C3")
+        what = "delay in the link: light stage + queue" if light else "queueing delay"
+        ax2.plot(b["t_s"], b["queue_delay_ms"], color="C3", lw=1, label=f"{what} (mean of departures)")
+        ax2.set_ylabel(f"{what} (ms)", color="C3")
         ax2.set_ylim(bottom=0)
         drops = int(b["drops"].sum())
         ax.set_title(f"{d}: {dlv.mean():.2f} Mbit/s delivered on average of {cap.mean():.1f} Mbit/s capacity"
@@ -163,7 +165,7 @@ def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim
         lines = [x for x in ax.get_lines() + ax2.get_lines() + list(ax.patches) if x.get_label() and not x.get_label().startswith("_")]
         ax.legend(lines, [x.get_label() for x in lines], fontsize=7, loc="upper left", bbox_to_anchor=(1.1, 1))
     axes[-1].set_xlabel(TIME_LABEL)
-    by = "upstream mm-link, patched" if emulator == "mahimahi" else emulator
+    by = "upstream mm-link, patched" if emulator == "mahimahi" else emulator + (", workload-aware replay" if light else "")
     fig.suptitle(f"{endpoint}: cellular link ({by}), {bin_s:g} s bins (partial bins left out)")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
@@ -412,13 +414,15 @@ class Plot:
     folder: Path
 
 
-def _emulator(run_dir: Path) -> str:
-    """Which emulator carried the run's links (the manifest's; mahimahi-link where it does not say)."""
+def _emulator(run_dir: Path) -> tuple[str, bool]:
+    """Which emulator carried the run's links (the manifest's; mahimahi-link where it does not say),
+    and whether it replayed them workload-aware (a light stage in front of the traces)."""
     try:
         m = json.loads((run_dir / "manifest.json").read_text())
     except (OSError, ValueError):
-        return "mahimahi-link"
-    return ((m.get("mobile") or {}).get("emulator") or {}).get("name", "mahimahi-link")
+        return "mahimahi-link", False
+    mobile = m.get("mobile") or {}
+    return (mobile.get("emulator") or {}).get("name", "mahimahi-link"), mobile.get("replay") == "workload-aware"
 
 
 def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5,
@@ -443,12 +447,12 @@ def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5
 
     jobs: list[Callable[[], list[Path]]] = [
         latency, lambda: _one(decomposition(summary, plots / "decomposition.png"), plots / "decomposition.png")]
-    emulator = _emulator(run_dir)
+    emulator, light = _emulator(run_dir)
     if len(endpoints) > MANY_LINKS:
         shared = bool(summary.get("cell"))
         jobs.append(lambda: _one(links_together(links, tl, xlim, plots / "links.png", bin_s, shared), plots / "links.png"))
     else:
-        jobs += [functools.partial(lambda ep: _one(link(ep, links[ep], tl, xlim, plots / f"link_{ep}.png", bin_s, emulator),
+        jobs += [functools.partial(lambda ep: _one(link(ep, links[ep], tl, xlim, plots / f"link_{ep}.png", bin_s, emulator, light),
                                                    plots / f"link_{ep}.png"), ep) for ep in endpoints]
     jobs += [lambda: _one(sending_rate(df, sorted((run_dir / "raw").glob("rate-*.csv")), tl, xlim, plots / "sending_rate.png"),
                           plots / "sending_rate.png"),

@@ -76,6 +76,20 @@ def target(entry: Entry, direction: str) -> Path:
     return cache_dir() / entry.id / entry.files[direction]
 
 
+def light_path(entry: Entry, direction: str) -> Path | None:
+    """The light part of one direction (workload-aware replay), checksum-verified; None if it has none."""
+    name = entry.light.get(direction)
+    if name is None:
+        return None
+    if entry.kind != "contributed":
+        raise FetchError(f"trace {entry.id!r}: light parts come with contributed entries (recorded files); a {entry.kind} "
+                         "entry's light part cannot be made")
+    for key, file in ((f"{direction}-light", name), (f"{direction}-light-offsets", entry.light_offsets.get(direction))):
+        if file is not None and not verified(CONTRIBUTED / entry.id / file, entry.sha256.get(key), remember=False):
+            raise FetchError(f"{CONTRIBUTED / entry.id / file}: missing or its SHA-256 differs from the index ({key})")
+    return CONTRIBUTED / entry.id / name
+
+
 def source_path(entry: Entry, name: str, mirror: Path | None, download: bool, say=print, remember: bool = True) -> Path:
     src = next((s for s in entry.sources if s.name == name), None)
     if src is None:

@@ -92,6 +92,10 @@ class Entry(Strict):
     sources: list[SourceFile] = []
     convert: dict[str, Conversion] = {}
     extra: dict[str, object] = {}  # e.g. a recording's core latency
+    # Workload-aware replay's light part per direction (continuum/tracearchive/light.py), files beside
+    # `files` (contributed entries), checksums in sha256 as "up-light"; its per-size offsets likewise.
+    light: dict[str, str] = {}
+    light_offsets: dict[str, str] = {}
 
     @field_validator("technology")
     @classmethod
@@ -118,6 +122,13 @@ class Entry(Strict):
     @classmethod
     def _files(cls, v: dict[str, str]) -> dict[str, str]:
         if not v or set(v) - set(DIRECTIONS):
+            raise ValueError(f"directions must be among {DIRECTIONS}, got {sorted(v)}")
+        return v
+
+    @field_validator("light", "light_offsets")
+    @classmethod
+    def _light(cls, v: dict[str, str]) -> dict[str, str]:
+        if set(v) - set(DIRECTIONS):
             raise ValueError(f"directions must be among {DIRECTIONS}, got {sorted(v)}")
         return v
 

@@ -70,7 +70,8 @@ impl LightTrace {
             }
             let mut f = Vec::new();
             for w in s.split_whitespace() {
-                f.push(w.parse::<u64>().map_err(|_| err(Some(n), format!("not a non-negative integer: {w:?} ({WANT})")))?);
+                let digits = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+                f.push(w.parse::<u64>().ok().filter(|_| digits).ok_or_else(|| err(Some(n), format!("not a non-negative integer: {w:?} ({WANT})")))?);
             }
             if f.len() < 3 {
                 return Err(err(Some(n), format!("{} field(s) ({WANT})", f.len())));

@@ -147,3 +147,41 @@ def plain_digest(mml: Path, tmp: Path) -> str:
 
 def test_plain_replay_is_byte_identical_to_before_the_light_stage(mml, tmp_path):
     assert plain_digest(mml, tmp_path) == PLAIN_DIGEST
+
+
+LIGHT_CASES = {
+    "ok": "0 20 0 3\n200 21 0 3 3\n400 19 0\n",
+    "comments and header": "# continuum light trace\n# pdo_bytes: 1400\n0 20 0\n200 21 0\n400 19 0\n",
+    "spaces around": "  0 20 0 3  \n200\t21 0 3\n400 19 0\n",
+    "two lines": "0 20 0\n200 21 0\n",
+    "empty line": "0 20 0\n\n200 21 0\n400 19 0\n",
+    "letter": "0 20 0\n200 2x 0\n400 19 0\n",
+    "plus sign": "0 20 0\n200 +21 0\n400 19 0\n",
+    "negative": "0 20 0\n200 -1 0\n400 19 0\n",
+    "too few fields": "0 20 0\n200 21\n400 19 0\n",
+    "first offset not 0": "0 20 0\n200 21 1 4\n400 19 0\n",
+    "offsets going back": "0 20 0 5 4\n200 21 0\n400 19 0\n",
+    "time not increasing": "0 20 0\n200 21 0\n200 19 0\n",
+    "empty file": "",
+}
+
+
+@pytest.mark.parametrize("case", sorted(LIGHT_CASES))
+def test_the_python_parser_and_the_emulator_agree_on_light_traces(mml, tmp_path, case):
+    """continuum validate (continuum/tracearchive/light.py) and mahimahi-link refuse the same light
+    files, at the same line: a file the run accepts is one the emulator runs."""
+    from continuum.tracearchive import light
+
+    f = tmp_path / "t.light"
+    f.write_text(LIGHT_CASES[case])
+    (tmp_path / "heavy").write_text("1\n")
+    p = subprocess.run([str(mml), "simulate", str(tmp_path / "heavy"), f"--light={f}"], input="", capture_output=True, text=True)
+    try:
+        light.parse(f)
+        ours = None
+    except light.LightTraceError as e:
+        ours = str(e)
+    assert (p.returncode == 0) == (ours is None), (p.stderr, ours)
+    if ours is not None:
+        where = ours.split(": ", 1)[0]
+        assert p.stderr.startswith(f"mahimahi-link: {where}: "), (p.stderr, ours)

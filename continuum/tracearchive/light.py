@@ -1,0 +1,168 @@
+"""Light traces: the latency part of workload-aware replay (CellReplay, NSDI
+2025), the part a saturating (heavy) trace cannot carry.
+
+A light trace records short packet trains sent every G ms through an idle
+path: per train, its send time, the first packet's one-way (base) delay and
+every packet's delivery offset from the first one's (ms). mahimahi-link
+(src/burst.rs) releases a burst that finds the link idle after the base
+delay, then at the train's offsets, and the rest through the heavy trace.
+
+The file is CellReplay's format (`TIME_MS BASE_DELAY_MS PDO_MS...`) with
+this project's `# key: value` header lines, which mahimahi-link ignores and
+`continuum run` passes on as options:
+
+    # pdo_bytes: 1504   bytes one offset carries (the train's packets, IP length + 4)
+    # idle_ms: 12       a burst ends once the link is idle this long (CellReplay's F)
+    # offsets: NAME     a per-size delay offset file beside it (`SIZE OFFSET_MS` for 100, 200, ...)
+
+The parser follows the emulator's rules exactly (tests hold the two to the
+same verdicts) and names the file and line of every problem."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HEADER_KEYS = ("pdo_bytes", "idle_ms", "offsets")
+DEFAULT_PDO_BYTES = 1504
+DEFAULT_IDLE_MS = 1.0  # mahimahi-link's default (src/options.rs DEFAULT_IDLE_MS: why not CellReplay's 0)
+WANT = '"TIME_MS BASE_DELAY_MS PDO_MS..." (integers; the first delivery offset 0)'
+
+
+class LightTraceError(ValueError):
+    pass
+
+
+@dataclass
+class LightLine:
+    t_ms: int
+    base_ms: int
+    pdos_ms: list[int]
+
+
+@dataclass
+class LightTrace:
+    path: Path
+    lines: list[LightLine]
+    pdo_bytes: int = DEFAULT_PDO_BYTES
+    idle_ms: float = DEFAULT_IDLE_MS
+    offsets: Path | None = None
+    header: dict[str, str] = field(default_factory=dict)
+
+    def period_ms(self) -> int:
+        return self.lines[-1].t_ms - self.lines[0].t_ms
+
+    def summary(self) -> dict:
+        """What a reader wants first: base delay's spread, the trains' length and span."""
+        base = [ln.base_ms for ln in self.lines]
+        span = [ln.pdos_ms[-1] for ln in self.lines]
+        size = [len(ln.pdos_ms) for ln in self.lines]
+        pct = statistics.quantiles(base, n=20) if len(base) > 1 else [base[0]] * 19
+        return {"trains": len(self.lines), "period_s": self.period_ms() / 1000,
+                "train_gap_ms": self.period_ms() / max(len(self.lines) - 1, 1),
+                "base_delay_ms": {"median": statistics.median(base), "p5": pct[0], "p95": pct[-1], "min": min(base), "max": max(base)},
+                "train_packets": {"median": statistics.median(size), "min": min(size), "max": max(size)},
+                "train_span_ms": {"median": statistics.median(span), "max": max(span)},
+                "pdo_bytes": self.pdo_bytes, "idle_ms": self.idle_ms,
+                "offsets": self.offsets.name if self.offsets else None}
+
+
+def parse(path: Path, text: str | None = None) -> LightTrace:
+    """A light trace, or LightTraceError naming file:line and what would be valid."""
+    path = Path(path)
+    if text is None:
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise LightTraceError(f"{path}: cannot read light trace: {e}") from None
+    lines: list[LightLine] = []
+    header: dict[str, str] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        s = raw.strip()
+        if s.startswith("#"):
+            key, sep, value = s[1:].strip().partition(":")
+            if sep and key.strip() in HEADER_KEYS:
+                header[key.strip()] = value.strip()
+            continue
+        if not s:
+            raise LightTraceError(f"{path}:{n}: empty line ({WANT})")
+        fields = s.split()
+        bad = next((w for w in fields if not (w.isascii() and w.isdigit())), None)
+        if bad is not None:
+            raise LightTraceError(f"{path}:{n}: not a non-negative integer: {bad!r} ({WANT})")
+        f = [int(w) for w in fields]
+        if len(f) < 3:
+            raise LightTraceError(f"{path}:{n}: {len(f)} field(s) ({WANT})")
+        line = LightLine(f[0], f[1], f[2:])
+        if line.pdos_ms[0] != 0:
+            raise LightTraceError(f"{path}:{n}: the first delivery offset is {line.pdos_ms[0]} ms: offsets count from the "
+                                  "train's first packet, which is 0")
+        if any(b < a for a, b in zip(line.pdos_ms, line.pdos_ms[1:])):
+            raise LightTraceError(f"{path}:{n}: delivery offsets must be non-decreasing")
+        if lines and line.t_ms <= lines[-1].t_ms:
+            raise LightTraceError(f"{path}:{n}: time {line.t_ms} ms is not after the previous line's {lines[-1].t_ms} ms "
+                                  "(times must increase)")
+        lines.append(line)
+    if len(lines) < 3:
+        raise LightTraceError(f"{path}: {len(lines)} line(s): a light trace needs at least three (the last one ends the loop)")
+    t = LightTrace(path, lines, header=header)
+    try:
+        if "pdo_bytes" in header:
+            t.pdo_bytes = int(header["pdo_bytes"])
+            if not 1 <= t.pdo_bytes <= 65536:
+                raise ValueError
+    except ValueError:
+        raise LightTraceError(f"{path}: header pdo_bytes: {header['pdo_bytes']!r} is not a byte count 1..65536 "
+                              "(a train packet's IP length + 4)") from None
+    try:
+        if "idle_ms" in header:
+            t.idle_ms = float(header["idle_ms"])
+            if not 0 <= t.idle_ms < float("inf"):
+                raise ValueError
+    except ValueError:
+        raise LightTraceError(f"{path}: header idle_ms: {header['idle_ms']!r} is not a non-negative number of ms") from None
+    if header.get("offsets"):
+        t.offsets = path.parent / header["offsets"]
+        parse_offsets(t.offsets)
+    return t
+
+
+def parse_offsets(path: Path) -> list[float]:
+    """A per-size offset file (CellReplay's latency-offset): `SIZE OFFSET_MS` for 100, 200, ... bytes."""
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise LightTraceError(f"{path}: cannot read size offset file: {e}") from None
+    out: list[float] = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        s = raw.strip()
+        if not s or s.startswith("#"):
+            continue
+        want = (len(out) + 1) * 100
+        f = s.split()
+        try:
+            size, off = int(f[0]), float(f[1])
+            if len(f) != 2 or off != off or abs(off) == float("inf"):
+                raise ValueError
+        except (ValueError, IndexError):
+            raise LightTraceError(f"{path}:{n}: expected \"PACKET_SIZE OFFSET_MS\" (e.g. \"{want} 0.4\")") from None
+        if size != want:
+            raise LightTraceError(f"{path}:{n}: sizes go 100, 200, ... in steps of 100 and offsets are numbers: "
+                                  f"expected size {want} here, got {size}")
+        out.append(off)
+    if not out:
+        raise LightTraceError(f"{path}: no offsets (expected \"100 OFFSET_MS\", \"200 OFFSET_MS\", ...)")
+    return out
+
+
+def write(path: Path, lines: list[LightLine], pdo_bytes: int, idle_ms: float, offsets: str | None = None,
+          note: str = "") -> Path:
+    head = ["# continuum light trace (CellReplay's format): TIME_MS BASE_DELAY_MS PDO_MS...",
+            *(f"# {x}" for x in note.splitlines() if x),
+            f"# pdo_bytes: {pdo_bytes}", f"# idle_ms: {idle_ms:g}"]
+    if offsets:
+        head.append(f"# offsets: {offsets}")
+    body = [f"{ln.t_ms} {ln.base_ms} {' '.join(map(str, ln.pdos_ms))}" for ln in lines]
+    path.write_text("\n".join(head + body) + "\n")
+    return path

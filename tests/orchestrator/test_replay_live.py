@@ -1,0 +1,96 @@
+"""configs/workload-aware.toml end to end (issue #58): the same experiment
+with its light traces (workload-aware replay) and with mobile.replay =
+"plain". The light traces' base delays (uplink ~22 ms, downlink ~8 ms) show
+in the requests' uplink (M1) and downlink (M2) latencies, which plain replay
+of the same capacity traces does not give; the manifest says which ran."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import hoststate
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
+sys.path.insert(0, str(REPO))
+from continuum.tracearchive import light  # noqa: E402
+
+
+def _config(tmp: Path, replay: str) -> Path:
+    text = (REPO / "configs" / "workload-aware.toml").read_text()
+    text = re.sub(r"^duration_s = \d+", "duration_s = 8", text, flags=re.M)
+    text = re.sub(r"^warmup_s = \d+", "warmup_s = 2", text, flags=re.M)
+    text = text.replace('output = "runs"', f'output = "{tmp / replay}"').replace('"traces/', f'"{REPO / "configs" / "traces"}/')
+    text = text.replace("[mobile]", f'[mobile]\nreplay = "{replay}"', 1)
+    if replay == "plain":
+        text = re.sub(r"^(up|down)link_light = .*$", "", text, flags=re.M)
+    path = tmp / f"{replay}.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("replay")
+    out = {}
+    for replay in ("auto", "plain"):
+        before = hoststate.snapshot()
+        p = subprocess.run([sys.executable, "-m", "continuum", "run", str(_config(tmp, replay))], capture_output=True, text=True,
+                           cwd=tmp, timeout=600)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        after = hoststate.snapshot()
+        assert after["namespaces"] == before["namespaces"] and after["cgroups"] == before["cgroups"]
+        out[replay] = next((tmp / replay).glob("*"))
+    return out
+
+
+def _medians(run: Path) -> tuple[float, float]:
+    df = pd.read_csv(run / "requests.csv")
+    df = df[df["phase"] == "measure"]
+    ok = df[df["status"] == "ok"]
+    assert len(ok) >= 12 and len(ok) == len(df), df["status"].value_counts()
+    return float(ok["uplink_ms"].median()), float(ok["downlink_ms"].median())
+
+
+def test_the_light_traces_base_delays_show_in_m1_and_m2(runs):
+    (m1, m2), (p1, p2) = _medians(runs["auto"]), _medians(runs["plain"])
+    down = light.parse(REPO / "configs" / "traces" / "example.down.light")
+    up = light.parse(REPO / "configs" / "traces" / "example.up.light")
+    base_down = statistics.median(ln.base_ms for ln in down.lines)
+    base_up = statistics.median(ln.base_ms for ln in up.lines)
+    # a one-packet answer: the downlink's base delay (its train's first offset is 0), over plain replay's
+    assert abs((m2 - p2) - base_down) <= 3, (m2, p2, base_down)
+    # a request of tens of packets: at least the uplink's base delay and the train's wait for its larger grant
+    assert m1 - p1 >= base_up, (m1, p1, base_up)
+
+
+def test_the_manifest_says_how_the_traces_were_replayed(runs):
+    m = json.loads((runs["auto"] / "manifest.json").read_text())["mobile"]
+    assert m["replay"] == "workload-aware"
+    assert m["uplink_light"]["path"].endswith("example.up.light") and len(m["uplink_light"]["sha256"]) == 64
+    assert m["downlink_light"]["idle_ms"] == 5
+    assert json.loads((runs["plain"] / "manifest.json").read_text())["mobile"]["replay"] == "plain"
+
+
+def test_a_light_trace_with_plain_replay_or_a_bad_line_is_refused(tmp_path):
+    cfg = _config(tmp_path, "plain").read_text()
+    both = tmp_path / "both.toml"
+    both.write_text(cfg.replace("[mobile]", f'[mobile]\nuplink_light = "{REPO / "configs" / "traces" / "example.up.light"}"', 1))
+    p = subprocess.run([sys.executable, "-m", "continuum", "validate", str(both)], capture_output=True, text=True)
+    assert p.returncode != 0 and "mobile.uplink_light" in p.stdout + p.stderr and "plain" in p.stdout + p.stderr
+    bad = tmp_path / "bad.light"
+    bad.write_text("0 20 0 3\n200 21 0 3\n400 x 0\n")
+    broken = tmp_path / "broken.toml"
+    broken.write_text(_config(tmp_path, "auto").read_text().replace(str(REPO / "configs" / "traces" / "example.up.light"), str(bad)))
+    p = subprocess.run([sys.executable, "-m", "continuum", "validate", str(broken)], capture_output=True, text=True)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0 and f"{bad}:3" in out and "mobile.uplink_light" in out, out
