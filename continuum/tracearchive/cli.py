@@ -34,10 +34,14 @@ def add_parser(sub) -> None:
     pl.add_argument("trace", help="archive name or trace file")
     pl.add_argument("-o", "--output", type=Path, help="PNG file (default: NAME.png here)")
     pl.add_argument("--mirror", type=Path)
-    cv = ts.add_parser("convert", help="convert a public dataset file to a Mahimahi trace")
-    cv.add_argument("format", choices=convert.FORMATS)
-    cv.add_argument("source", type=Path)
-    cv.add_argument("-o", "--output", type=Path, required=True)
+    cv = ts.add_parser("convert", help="convert a public dataset file to a Mahimahi trace (cellreplay: a CellReplay trace "
+                                       "folder to heavy and light traces for workload-aware replay)")
+    cv.add_argument("format", choices=[*convert.FORMATS, "cellreplay"])
+    cv.add_argument("source", type=Path, help="the dataset file (cellreplay: the folder of up-delay-light-pdo, up-heavy-pdo, ...)")
+    cv.add_argument("-o", "--output", type=Path, required=True, help="the trace file (cellreplay: the folder to write into)")
+    cv.add_argument("--name", default="cellreplay", help="cellreplay: file names NAME.up, NAME.up.light, ...")
+    cv.add_argument("--idle-ms-up", type=float, help="cellreplay: the uplink's F (its --long-to-short-timer-up), if known")
+    cv.add_argument("--idle-ms-down", type=float, help="cellreplay: the downlink's F, if known")
     cv.add_argument("--direction", choices=["up", "down"], default="down", help="gnettrack: UL_bitrate (up) or DL_bitrate (down)")
     cv.add_argument("--gap-fill", choices=["hold", "zero"], default="hold", help="missing seconds: previous rate (hold) or none")
     cv.add_argument("--time-col", default="0", help="csv: time column (name or index)")
@@ -57,6 +61,8 @@ def add_parser(sub) -> None:
     ad.add_argument("id")
     ad.add_argument("--up", type=Path)
     ad.add_argument("--down", type=Path)
+    ad.add_argument("--up-light", type=Path, help="the uplink's light trace (workload-aware replay; docs/link-replay.md)")
+    ad.add_argument("--down-light", type=Path, help="the downlink's light trace")
     for k in contribute.REQUIRED:
         ad.add_argument(f"--{k}")
     ad.add_argument("--extra", type=Path, help="a JSON file with more facts (e.g. record's metadata.json)")
@@ -116,6 +122,19 @@ def _show(args, console: Console) -> int:
         nums = [f"{s.duration_s:g}", _fmt(s.mean_mbps), _fmt(s.median_mbps), _fmt(s.p5_mbps), _fmt(s.p95_mbps), _fmt(s.max_mbps), f"{s.outage_s:g}, {s.outage_count}"] if s else ["?"] * 7
         t.add_row(d, e.files[d], e.sha256.get(d, "?")[:16] + "...", *nums, on)
     console.print(t)
+    for d, name in e.light.items():
+        from continuum.tracearchive import light
+
+        where = index.CONTRIBUTED / e.id / name
+        try:
+            summ = light.parse(where).summary()
+            b = summ["base_delay_ms"]
+            console.print(f"  light ({d}): {name}: {summ['trains']} trains every {summ['train_gap_ms']:g} ms, base delay median "
+                          f"{b['median']:g} ms (P5 {b['p5']:g}, P95 {b['p95']:g}), trains of {summ['train_packets']['median']:g} "
+                          f"packets over {summ['train_span_ms']['median']:g} ms, idle after {summ['idle_ms']:g} ms"
+                          + (f", size offsets {e.light_offsets[d]}" if d in e.light_offsets else ""), markup=False)
+        except light.LightTraceError as err:
+            console.print(f"  light ({d}): {name}: {err}", markup=False)
     for src in e.sources:
         console.print(f"  source {src.name}: {src.url} (sha256 {src.sha256})")
     for d, c in e.convert.items():
@@ -147,8 +166,18 @@ def _show_handovers(e: index.Entry, console: Console) -> None:
 
 
 def _validate(args, console: Console) -> int:
+    from continuum.tracearchive import light
+
     bad = False
     for f in args.files:
+        if light.looks_light(f):
+            try:
+                t = light.parse(f)
+                console.print(f"ok: {f} (light trace: {len(t.lines)} trains over {t.period_ms() / 1000:g} s)", markup=False)
+            except light.LightTraceError as e:
+                console.print(f"{e}", style="red", markup=False)
+                bad = True
+            continue
         found = checks.check_file(f)
         if not found:
             n = len(mahimahi.read(f))
@@ -211,6 +240,20 @@ def _plot(args, console: Console) -> int:
 
 def _convert(args, console: Console) -> int:
     f = args.format
+    if f == "cellreplay":
+        from continuum.tracearchive import light
+
+        idle = {d: v for d, v in (("up", args.idle_ms_up), ("down", args.idle_ms_down)) if v is not None}
+        if any(v < 0 for v in idle.values()):
+            raise TraceCommandError("--idle-ms-up/--idle-ms-down: a non-negative number of milliseconds", 2)
+        try:
+            light.convert_cellreplay(args.source, args.output, args.name, idle, say=lambda m: console.print(m, markup=False))
+        except light.LightTraceError as e:
+            raise TraceCommandError(str(e)) from None
+        console.print(f"replay them: [mobile] uplink = \"{args.output / args.name}.up\", uplink_light = "
+                      f"\"{args.output / args.name}.up.light\" (and downlink likewise); source: {light.CELLREPLAY_SOURCE}",
+                      markup=False)
+        return 0
     if f == "per-second":
         src = convert.read_per_second(args.source, args.gap_fill)
     elif f == "gnettrack":
@@ -257,7 +300,8 @@ def _add(args, console: Console) -> int:
     files = {d: p for d, p in (("up", args.up), ("down", args.down)) if p is not None}
     meta = {k: getattr(args, k) for k in contribute.REQUIRED}
     extra = json.loads(args.extra.read_text()) if args.extra else None
-    path, findings = contribute.add(args.id, files, meta, extra)
+    lights = {d: p for d, p in (("up", args.up_light), ("down", args.down_light)) if p is not None}
+    path, findings = contribute.add(args.id, files, meta, extra, lights)
     for x in findings:
         console.print(str(x), style="yellow", markup=False)
     console.print(f"added {args.id}: {path} and {index.CONTRIBUTED / args.id}/; see CONTRIBUTING.md to submit it")

@@ -68,6 +68,22 @@ class LightTrace:
                 "offsets": self.offsets.name if self.offsets else None}
 
 
+def looks_light(path: Path) -> bool:
+    """Whether a file is meant as a light trace: its first line that is not a comment has more than one field
+    (a Mahimahi trace has one timestamp per line)."""
+    try:
+        with open(path, errors="replace") as f:
+            for raw in f:
+                s = raw.strip()
+                if s and not s.startswith("#"):
+                    return len(s.split()) > 1
+                if s.startswith("# continuum light trace"):
+                    return True
+    except OSError:
+        return False
+    return False
+
+
 def parse(path: Path, text: str | None = None) -> LightTrace:
     """A light trace, or LightTraceError naming file:line and what would be valid."""
     path = Path(path)
@@ -166,3 +182,74 @@ def write(path: Path, lines: list[LightLine], pdo_bytes: int, idle_ms: float, of
     body = [f"{ln.t_ms} {ln.base_ms} {' '.join(map(str, ln.pdos_ms))}" for ln in lines]
     path.write_text("\n".join(head + body) + "\n")
     return path
+
+
+# --- CellReplay's published traces -------------------------------------------------------------------
+
+CELLREPLAY_FILES = {"up-light": "up-delay-light-pdo", "down-light": "down-delay-light-pdo",
+                    "up-heavy": "up-heavy-pdo", "down-heavy": "down-heavy-pdo",
+                    "up-offsets": "latency-offset-up", "down-offsets": "latency-offset-down"}
+CELLREPLAY_PACKET_BYTES = 1400  # mm-cellular's PACKET_SIZE: what one heavy or light PDO carries
+CELLREPLAY_SOURCE = ("CellReplay (Sentosa, Chandrasekaran, Godfrey, Hassanieh, NSDI 2025), "
+                     "github.com/williamsentosa95/cellreplay, traces/cellular-traces.zip; GPL-3.0 (the repository's LICENSE)")
+
+
+def heavy_from_cellreplay(pdo_ms: list[int], packet_bytes: int = CELLREPLAY_PACKET_BYTES) -> list[int]:
+    """CellReplay's heavy PDOs (one per delivered packet of `packet_bytes`) as this project's opportunities
+    (1500 IP bytes each): a timestamp each time the delivered bytes pass another 1500, so the byte
+    capacity is kept (their 1400-byte PDOs counted one each would overstate it by 7%)."""
+    from continuum.tracearchive import mahimahi
+
+    out, carried = [], 0
+    for t in pdo_ms:
+        carried += packet_bytes
+        while carried >= mahimahi.OPPORTUNITY_IP_BYTES:
+            carried -= mahimahi.OPPORTUNITY_IP_BYTES
+            out.append(t)
+    return out
+
+
+def convert_cellreplay(src: Path, out: Path, name: str, idle_ms: dict[str, float], say=print) -> dict[str, Path]:
+    """A CellReplay trace folder (up-delay-light-pdo, down-delay-light-pdo, up-heavy-pdo, down-heavy-pdo and,
+    optionally, latency-offset-up/-down) -> NAME.up, NAME.down (heavy, Mahimahi format), NAME.up.light,
+    NAME.down.light (with their header), NAME.up.offsets, NAME.down.offsets. Nothing is written unless
+    every file reads."""
+    from continuum.tracearchive import checks, mahimahi
+
+    src, out = Path(src), Path(out)
+    missing = [f for k, f in CELLREPLAY_FILES.items() if "offsets" not in k and not (src / f).is_file()]
+    if missing:
+        raise LightTraceError(f"{src}: not a CellReplay trace folder: missing {', '.join(missing)} "
+                              f"(expected {', '.join(CELLREPLAY_FILES.values())}; the last two optional)")
+    plan: dict[str, tuple[str, object]] = {}
+    for d in ("up", "down"):
+        heavy = mahimahi.read(src / CELLREPLAY_FILES[f"{d}-heavy"])
+        errors = [f for f in checks.check_timestamps(heavy, str(src / CELLREPLAY_FILES[f"{d}-heavy"]), warnings=False)]
+        if errors:
+            raise LightTraceError(str(errors[0]))
+        lt = parse(src / CELLREPLAY_FILES[f"{d}-light"])
+        offs = src / CELLREPLAY_FILES[f"{d}-offsets"]
+        plan[d] = ("heavy", heavy_from_cellreplay([int(x) for x in heavy]))
+        plan[f"{d}.light"] = ("light", lt)
+        if offs.is_file():
+            parse_offsets(offs)
+            plan[f"{d}.offsets"] = ("offsets", offs.read_text())
+    out.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for suffix, (kind, data) in plan.items():
+        path = out / f"{name}.{suffix}"
+        if kind == "heavy":
+            mahimahi.write(path, data)  # type: ignore[arg-type]
+        elif kind == "offsets":
+            path.write_text(str(data))
+        else:
+            d = suffix.split(".")[0]
+            lt = data  # type: ignore[assignment]
+            assert isinstance(lt, LightTrace)
+            offsets = f"{name}.{d}.offsets" if f"{d}.offsets" in plan else None
+            write(path, lt.lines, CELLREPLAY_PACKET_BYTES, idle_ms.get(d, DEFAULT_IDLE_MS), offsets,
+                  note=f"converted from {CELLREPLAY_FILES[d + '-light']} of {src}\nsource: {CELLREPLAY_SOURCE}\n"
+                       f"idle_ms: CellReplay's F (--long-to-short-timer-{d}), {'as given' if d in idle_ms else 'not given: our default'}")
+        written[suffix] = path
+        say(f"wrote {path}")
+    return written
