@@ -277,6 +277,14 @@ def serve(port: int, bind: str = "0.0.0.0", once: bool = False, say=print) -> No
             conn.close()
             continue
         ctl.send(seen=list(peer_udp))
+        if cfg.get("mode") == "light":
+            from continuum.tracearchive import record_light
+
+            record_light.far_session(ctl, udp, cfg, peer_udp)
+            conn.close()
+            if once:
+                break
+            continue
         s = _session(ctl, udp, "far", cfg, peer_udp)
         ctl.send(result=s["local"])
         conn.close()
@@ -286,15 +294,14 @@ def serve(port: int, bind: str = "0.0.0.0", once: bool = False, say=print) -> No
     udp.close()
 
 
-def record(peer: str, port: int, data_peer: str, duration_s: float, directions: list[str], payload: int, say=print,
-           queue_s: float = TARGET_S) -> dict:
+def _connect(peer: str, port: int, data_peer: str, cfg: dict) -> tuple[socket.socket, Control, socket.socket, tuple]:
+    """The control connection and the data socket, with the far end's data address learnt by punching through."""
     ctl_sock = socket.create_connection((peer, port), timeout=10)
     ctl_sock.settimeout(None)
     ctl = Control(ctl_sock)
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 23)
     udp.bind(("0.0.0.0", 0))
-    cfg = {"duration_s": duration_s, "directions": directions, "payload": payload, "queue_s": queue_s}
     ctl.send(hello=cfg)
     m = ctl.recv()
     if not m or "ready" not in m:
@@ -312,6 +319,31 @@ def record(peer: str, port: int, data_peer: str, duration_s: float, directions: 
     seen.set()
     if not m or "seen" not in m:
         raise RuntimeError(f"the peer got no data packets from us: {m}")
+    return ctl_sock, ctl, udp, dest
+
+
+def light_session(peer: str, port: int, data_peer: str, cfg: dict, rounds, say=print) -> list[dict]:
+    """A light session (record_light.py): rounds of trains, each round's phases from `rounds(previous results)`
+    (None: done); each round's arrivals in both directions."""
+    from continuum.tracearchive import record_light as rl
+
+    ctl_sock, ctl, udp, dest = _connect(peer, port, data_peer, {**cfg, "mode": "light"})
+    out: list[dict] = []
+    try:
+        while (phases := rounds(out)) is not None:
+            first = 1 + max((t for r in out for t in r["phases"]), default=-1)
+            out.append(rl.device_round(ctl, udp, dest, {**cfg, "phases": phases}, first, say))
+        ctl.send(bye=True)
+        return out
+    finally:
+        ctl_sock.close()
+        udp.close()
+
+
+def record(peer: str, port: int, data_peer: str, duration_s: float, directions: list[str], payload: int, say=print,
+           queue_s: float = TARGET_S) -> dict:
+    cfg = {"duration_s": duration_s, "directions": directions, "payload": payload, "queue_s": queue_s}
+    ctl_sock, ctl, udp, dest = _connect(peer, port, data_peer, cfg)
     say(f"recording {', '.join(directions)} for {duration_s:g} s")
     s = _session(ctl, udp, "device", cfg, dest)
     s["done"].wait(timeout=duration_s + 60)
@@ -338,6 +370,18 @@ def add_arguments(p) -> None:
                    help=f"seconds of data the sender keeps queued at the bottleneck (saturatr: {TARGET_S:g}, kept between "
                         f"{LOW_S:g} and {HIGH_S:g}; the band scales with it). Less for a stack whose buffers hold less "
                         "(srsRAN's eNB runs out of buffers at saturatr's)")
+    p.add_argument("--light", action="store_true",
+                   help="record light traces instead (workload-aware replay: CellReplay's packet trains, each from an idle "
+                        "path; NAME.up.light, NAME.down.light; docs/link-replay.md)")
+    p.add_argument("--gap-ms", type=int, default=200, help="light: a train every GAP ms (at least --calibrate's G_min)")
+    p.add_argument("--up-packets", type=int, default=50, help="light: packets in each uplink train (cover the app's largest burst)")
+    p.add_argument("--down-packets", type=int, default=10, help="light: packets in each downlink train")
+    p.add_argument("--base", choices=["owd", "rtt"], default="rtt",
+                   help="light: base delay as the first packet's one-way delay (owd: both ends on one clock, e.g. one "
+                        "machine) or half the round trip (rtt, CellReplay's)")
+    p.add_argument("--calibrate", action="store_true",
+                   help="light: first find G_min and the idle time F per direction (trains at 20-200 ms gaps)")
+    p.add_argument("--calibrate-s", type=float, default=3.0, help="light: seconds of trains at each calibration gap")
     p.add_argument("--ping", help="also measure core latency to this host (one-way = RTT/2)")
     p.add_argument("--ping-count", type=int, default=50)
     p.add_argument("--name", default="recorded", help="file names: NAME.up, NAME.down")
@@ -356,6 +400,8 @@ def main(args, console) -> int:
         raise TraceCommandError(f"--queue-s: {args.queue_s:g} must be 0.005..10 seconds", 2)
     if args.payload < HDR.size or args.payload > 1472:
         raise TraceCommandError(f"--payload: {args.payload} must be {HDR.size}..1472 bytes", 2)
+    if args.light:
+        return _main_light(args, console)
     dirs = ["up", "down"] if args.direction == "both" else [args.direction]
     try:
         got = record(args.peer, args.port, args.data_peer or args.peer, args.duration, dirs, args.payload, say=console.print,
@@ -379,4 +425,62 @@ def main(args, console) -> int:
             console.print(f"core latency to {args.ping}: one-way median {c['one_way_ms']['median']:.2f} ms (P5 {c['one_way_ms']['p5']:.2f}, P95 {c['one_way_ms']['p95']:.2f})")
     (args.out / "metadata.json").write_text(json.dumps(meta, indent=1))
     console.print(f"metadata: {args.out / 'metadata.json'}; contribute with: continuum traces add ID --up ... --down ... --extra {args.out / 'metadata.json'}")
+    return 0
+
+
+def _main_light(args, console) -> int:
+    from continuum.errors import TraceCommandError
+    from continuum.tracearchive import light, record_light
+
+    if not 1 <= args.up_packets <= 1000 or not 1 <= args.down_packets <= 1000:
+        raise TraceCommandError("--up-packets/--down-packets: 1..1000 packets a train", 2)
+    if not 5 <= args.gap_ms <= 10_000:
+        raise TraceCommandError(f"--gap-ms: {args.gap_ms} must be 5..10000 ms", 2)
+    base_cfg = {"payload": args.payload, "up_packets": args.up_packets, "down_packets": args.down_packets}
+    gap = args.gap_ms
+    cal: dict = {}
+
+    def rounds(done: list[dict]):
+        """Calibration first (with --calibrate), then the recording at a gap of at least G_min."""
+        nonlocal gap, cal
+        if args.calibrate and not done:
+            return [("calibration", g, args.calibrate_s) for g in record_light.CALIBRATION_GAPS_MS]
+        if len(done) == (1 if args.calibrate else 0):
+            if args.calibrate:
+                cal = record_light.calibration(done[0])
+                for d, c in cal.items():
+                    console.print(f"calibration {d}link: G_min {c['g_min_ms']} ms, idle time F {c['idle_ms']:g} ms (mean train "
+                                  f"span per gap: {', '.join(f'{g} ms: {m:.1f}' for g, m in c['mean_span_ms_per_gap'].items())})")
+                gmin = max((c["g_min_ms"] for c in cal.values()), default=gap)
+                if gmin > gap:
+                    console.print(f"the recording's gap: {gmin} ms (G_min), not {gap}")
+                    gap = gmin
+            return [("recording", gap, args.duration)]
+        return None
+
+    try:
+        s = light_session(args.peer, args.port, args.data_peer or args.peer, base_cfg, rounds, say=console.print)[-1]
+        res = record_light.light_lines(s, args.base)
+    except (OSError, RuntimeError) as e:
+        raise TraceCommandError(f"record --light: {e}") from None
+    args.out.mkdir(parents=True, exist_ok=True)
+    meta = {"method": "light trains (CellReplay's method, continuum implementation)", "duration_s": args.duration,
+            "gap_ms": gap, "up_packets": args.up_packets, "down_packets": args.down_packets, "payload_bytes": args.payload,
+            "base_delay": args.base, "calibration": cal, "directions": {}}
+    for d in ("up", "down"):
+        r = res[d]
+        if len(r["lines"]) < 3:
+            raise TraceCommandError(f"record --light: {len(r['lines'])} {d}link trains arrived with their first packet; "
+                                    "is the data path open?")
+        idle = cal.get(d, {}).get("idle_ms", light.DEFAULT_IDLE_MS)
+        path = light.write(args.out / f"{args.name}.{d}.light", r["lines"], args.payload + IP_UDP + 4, idle,
+                           note=f"recorded by continuum traces record --light: a train of {args.up_packets if d == 'up' else args.down_packets} "
+                                f"packets every {gap} ms for {args.duration:g} s; base delay: {args.base}"
+                                + ("" if d in cal else "\nidle_ms: not calibrated (--calibrate): the default"))
+        summ = light.parse(path).summary()
+        meta["directions"][d] = {"file": path.name, "trains_sent": r["trains"], "trains_without_first_packet": r["trains_without_first_packet"], **summ}
+        b = summ["base_delay_ms"]
+        console.print(f"{d}link: {path} ({summ['trains']} trains; base delay median {b['median']:g} ms, P5 {b['p5']:g}, P95 {b['p95']:g}; "
+                      f"train span median {summ['train_span_ms']['median']:g} ms)")
+    (args.out / "light-metadata.json").write_text(json.dumps(meta, indent=1))
     return 0

@@ -232,8 +232,8 @@ class Lab:
         return json.loads(self.stats.read_text())["links"][0]
 
     # --- traffic --------------------------------------------------------------
-    def run(self, ns: str, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run(["ip", "netns", "exec", ns, *argv], capture_output=True, text=True, timeout=timeout, check=True)
+    def run(self, ns: str, *argv: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(["ip", "netns", "exec", ns, *argv], capture_output=True, text=True, timeout=timeout, check=check)
 
     def popen(self, ns: str, *argv: str, **kw) -> subprocess.Popen:
         return subprocess.Popen(["ip", "netns", "exec", ns, *argv], text=True, **kw)

@@ -71,3 +71,51 @@ def test_record_then_replay_matches_the_trace(mml, shared_traces, tmp_path):
         assert within.mean() >= 0.95, f"{direction}: {within.mean():.0%} of {len(seconds)} seconds within 5%: " + str(
             [(int(s), int(g), int(w)) for s, g, w, k in zip(seconds, got, want, within) if not k][:10])
     print("record->replay:", report)
+
+
+def test_record_light_recovers_a_known_light_trace(mml, tmp_path):
+    """`traces record --light --base owd` through mahimahi-link replaying known light traces (uplink base
+    25 ms, a train's packets 3 ms apart; downlink base 10 ms, 2 ms apart): the recorded light traces give
+    back those base delays and offsets (issue #58; both ends share this machine's clock). With
+    --calibrate, the downlink's trains find the link idle from the shortest gap on (G_min 20 ms)."""
+    from continuum.tracearchive import light
+
+    heavy = tmp_path / "c12"
+    heavy.write_text("1\n")  # an opportunity every ms: 12 Mbit/s
+    known = {"up": (25, 3), "down": (10, 2)}
+    for d, (base, step) in known.items():
+        (tmp_path / f"known.{d}.light").write_text("".join(f"{t} {base} {' '.join(str(k * step) for k in range(10))}\n"
+                                                           for t in (0, 1000, 2000)))
+    out = tmp_path / "rec"
+    with Lab(mml, tmp_path) as lab:
+        lab.start_emulator(heavy, heavy, f"--bypass={CORE_IP}/32:9500",
+                           link_keys=f",up-light={tmp_path / 'known.up.light'},down-light={tmp_path / 'known.down.light'}")
+        server = lab.popen(lab.core, PY, "-m", "continuum", "traces", "record", "serve", "--port", "9500", "--once",
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            wait_listening(lab.core, 9500, server)
+            rec = lab.run(lab.ue, PY, "-m", "continuum", "traces", "record", "--light", "--peer", CORE_IP, "--duration", "4",
+                          "--gap-ms", "150", "--up-packets", "10", "--down-packets", "10", "--base", "owd", "--calibrate",
+                          "--calibrate-s", "1", "--out", str(out), "--name", "lt", timeout=120, check=False)
+            assert rec.returncode == 0, rec.stdout + rec.stderr
+            server.wait(timeout=30)
+        finally:
+            if server.poll() is None:
+                server.kill()
+        assert lab.stop_emulator() == 0
+    assert "calibration uplink" in rec.stdout, rec.stdout
+    meta = json.loads((out / "light-metadata.json").read_text())
+    for d, (base, step) in known.items():
+        t = light.parse(out / f"lt.{d}.light")
+        assert len(t.lines) >= 20, (d, len(t.lines))
+        bases = [ln.base_ms for ln in t.lines]
+        assert sum(abs(b - base) <= 1 for b in bases) >= 0.9 * len(bases), (d, bases)
+        full = [ln.pdos_ms for ln in t.lines if len(ln.pdos_ms) == 10]
+        assert len(full) >= 0.9 * len(t.lines), (d, [len(ln.pdos_ms) for ln in t.lines])
+        # every packet's offset within a millisecond of the known one, but for a few the busy machine held up
+        off = [p - k * step for pdos in full for k, p in enumerate(pdos)]
+        assert sum(abs(o) <= 1 for o in off) >= 0.95 * len(off), (d, full[:5])
+        assert t.pdo_bytes == 1504 and meta["directions"][d]["trains_without_first_packet"] <= 1
+        # a train sent 20 ms after the last one's start (its 27 ms span done later) still starts a new burst
+        # in the emulator (idle 1 ms): every gap looks idle, so G_min is the shortest one
+        assert meta["calibration"][d]["g_min_ms"] == 20, meta["calibration"]
