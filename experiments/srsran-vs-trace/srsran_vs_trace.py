@@ -1,20 +1,25 @@
-"""The testbed's fidelity check against a real stack (issue #22): the
-quickstart's workload over srsRAN 4G (ZMQ radio), then the same stack's
-capacity recorded with `continuum traces record`, then that recording
-replayed through mahimahi-link under the same workload; the latency
-distributions side by side (report.md, cdf.png).
+"""The testbed's fidelity check against a real stack (issues #22, #58): the
+quickstart's workload over srsRAN 4G (ZMQ radio), then the same stack
+recorded with `continuum traces record` (its capacity: the heavy traces;
+and, with --light, short packet trains from idle: the light traces), then
+the recording replayed through mahimahi-link under the same workload, by
+each replay arm; at several request rates, each point repeated; the latency
+distributions side by side (table.md, cdf.png).
 
-1. srsran:  configs/srsran-zmq.toml as shipped (only timing and output changed).
+1. srsran:  configs/srsran-zmq.toml as shipped (only timing, rate and output changed).
 2. record:  srsRAN's stack brought up alone (the same configuration files,
             the same code as a run: srsran_integration.stack), a far end on its
             SGi side, a control path around it; the saturatr recorder fills
-            each direction for --record-s seconds.
-3. replay:  configs/quickstart.toml with the recorded uplink and downlink as
-            its traces (and no queue limit, as srsRAN's buffers are its own).
+            each direction for --record-s seconds, then the light recorder
+            sends its trains (one-way delays: both ends share this machine's clock).
+3. replay:  configs/quickstart.toml with the recorded traces (and no queue limit,
+            as srsRAN's buffers are its own), per arm: "plain" (Mahimahi replay of
+            the capacity) and "workload-aware" (the light traces in front of it).
 
-What differs between 1 and 3 is what a capacity trace leaves out: the
-stack's per-packet scheduling (SR, BSR, grants, HARQ), which a trace of
-delivery opportunities cannot carry."""
+What differs between 1 and 3 "plain" is what a capacity trace leaves out:
+the stack's per-packet scheduling (SR, BSR, grants, HARQ), which a trace of
+delivery opportunities cannot carry; "workload-aware" puts back what the
+stack gave short bursts from idle."""
 
 from __future__ import annotations
 
@@ -48,35 +53,45 @@ SRSRAN = REPO / "configs" / "srsran-zmq.toml"
 QUICK = REPO / "configs" / "quickstart.toml"
 NS = ("ctm-rec-epc", "ctm-rec-ue", "ctm-rec-far")  # ctm-: `continuum destroy` knows the prefix's namespaces
 FAR_SGI, EPC_SGI, UE_CTL, FAR_CTL = "10.250.0.2", "10.250.0.1", "10.251.0.1", "10.251.0.2"
+# The light recording's trains: W1's largest request (100 KB) is 70 full packets; an answer is one.
+LIGHT_GAP_MS, LIGHT_UP_PACKETS, LIGHT_DOWN_PACKETS = 300, 70, 10
+ARMS = {"plain": "recorded trace, plain replay", "workload-aware": "recorded trace, workload-aware replay"}
+SRSRAN_LABEL = "srsRAN 4G (ZMQ)"
 
 
-def timing(text: str, quick: bool) -> str:
-    d, w = (20, 3) if quick else (60, 5)
-    text = re.sub(r"(?m)^duration_s = .*$", f"duration_s = {d}", text)
-    return re.sub(r"(?m)^warmup_s = .*$", f"warmup_s = {w}", text)
+def timing(text: str, duration: float, rate: float) -> str:
+    text = re.sub(r"(?m)^duration_s = .*$", f"duration_s = {duration:g}", text)
+    text = re.sub(r"(?m)^rate = .*$", f"rate = {rate:g}", text, count=1)
+    return re.sub(r"(?m)^warmup_s = .*$", "warmup_s = 5", text)
 
 
-def srsran_config(out: Path, quick: bool) -> Path:
-    text = timing(SRSRAN.read_text(), quick).replace('output = "runs"', f'output = "{out / "runs"}"')
-    path = out / "configs" / "srsran-zmq.toml"
+def srsran_config(out: Path, duration: float, rate: float) -> Path:
+    text = timing(SRSRAN.read_text(), duration, rate).replace('output = "runs"', f'output = "{out / "runs"}"')
+    path = out / "configs" / f"srsran-zmq-r{rate:g}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
 
 
-def replay_config(out: Path, quick: bool, up: Path, down: Path) -> Path:
-    """The quickstart with the recorded traces; it and the srsRAN file differ only in [mobile] (checked)."""
-    text = timing(QUICK.read_text(), quick).replace('output = "runs"', f'output = "{out / "runs"}"')
-    text = text.replace('name = "quickstart"', 'name = "srsran-replay"')
-    text = re.sub(r'(?m)^uplink = .*$', f'uplink = "{up}"', text)
-    text = re.sub(r'(?m)^downlink = .*$', f'downlink = "{down}"', text)
+def replay_config(out: Path, duration: float, rate: float, up: Path, down: Path, arm: str) -> Path:
+    """The quickstart with the recorded traces, replayed by `arm`; it and the srsRAN file differ only in [mobile] (checked)."""
+    text = timing(QUICK.read_text(), duration, rate).replace('output = "runs"', f'output = "{out / "runs"}"')
+    text = text.replace('name = "quickstart"', f'name = "srsran-{arm}"')
+    mobile = f'uplink = "{up}"\ndownlink = "{down}"\n'
+    if arm == "workload-aware":
+        mobile += f'uplink_light = "{up}.light"\ndownlink_light = "{down}.light"\n'
+    else:
+        mobile += 'replay = "plain"\n'
+    text = re.sub(r'(?m)^downlink = .*\n', "", text)
+    text = re.sub(r'(?m)^uplink = .*\n', mobile, text)
     text = re.sub(r'(?m)^uplink_queue.*\n', "", text)  # srsRAN's own buffers hold what waits; no extra limit here
-    path = out / "configs" / "srsran-replay.toml"
+    path = out / "configs" / f"srsran-{arm}-r{rate:g}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    a, b = load(path, materialize=False), load(srsran_config(out, quick), materialize=False)
+    a, b = load(path, materialize=False), load(srsran_config(out, duration, rate), materialize=False)
     assert (a.workload, a.core, a.nodes, a.duration_s, a.warmup_s) == (b.workload, b.core, b.nodes, b.duration_s, b.warmup_s), \
         "the replay must differ from the srsRAN run in [mobile] only"
+    assert (arm == "workload-aware") == (a.mobile.uplink_light is not None and a.mobile.downlink_light is not None)
     return path
 
 
@@ -115,6 +130,15 @@ def record(out: Path, seconds: float) -> tuple[Path, Path]:
                          "--duration", f"{seconds:g}", "--direction", "both", "--queue-s", "0.05", "--name", "srsran-zmq", "--out", str(traces)],
                         timeout=4 * seconds + 120)
         (logs / "record.log").write_text(client.stdout + client.stderr)
+        stop_process(server, 10.0)
+        server = far.start([str(CONTINUUM), "traces", "record", "serve", "--port", "9500", "--once"], logs / "record-light-serve.log")
+        procs.append(server)
+        time.sleep(1.0)
+        client = ue.run([str(CONTINUUM), "traces", "record", "--light", "--peer", FAR_CTL, "--data-peer", FAR_SGI, "--port", "9500",
+                         "--duration", f"{seconds:g}", "--base", "owd", "--calibrate", "--gap-ms", str(LIGHT_GAP_MS),
+                         "--up-packets", str(LIGHT_UP_PACKETS), "--down-packets", str(LIGHT_DOWN_PACKETS),
+                         "--name", "srsran-zmq", "--out", str(traces)], timeout=4 * seconds + 180)
+        (logs / "record-light.log").write_text(client.stdout + client.stderr)
         return traces / "srsran-zmq.up", traces / "srsran-zmq.down"
     finally:
         for p in reversed(procs):
@@ -135,87 +159,151 @@ def measured(requests: Path) -> pd.DataFrame:
     return df[(df["phase"] == "measure") & (df["status"] == "ok")]
 
 
-def _points(out: Path) -> dict[str, pd.DataFrame]:
-    return {"srsRAN 4G (ZMQ)": measured(out / "requests-srsran.csv"),
-            "recorded trace, replayed": measured(out / "requests-replay.csv")}
+def _points(out: Path) -> dict[float, dict[str, list[pd.DataFrame]]]:
+    """Per rate, per system (srsRAN, then each arm), the measured requests of each repetition
+    (results/requests/SYSTEM-rRATE-REP.csv)."""
+    found: dict[float, dict[str, list[pd.DataFrame]]] = {}
+    for f in sorted((out / "requests").glob("*.csv")):
+        m = re.fullmatch(r"(.+)-r([0-9.]+)-(\d+)\.csv", f.name)
+        if m:
+            found.setdefault(float(m[2]), {}).setdefault(m[1], []).append(measured(f))
+    order = ["srsran", *ARMS]
+    return {r: {k: found[r][k] for k in order if k in found[r]} for r in sorted(found)}
 
 
-def table(points: dict[str, pd.DataFrame]) -> str:
-    cols = [(c, n.split(" (")[0]) for c, n in PARTS]
-    head = "| link | answered | " + " | ".join(f"{n} P50 / P99 ms" for _, n in cols) + " |"
-    rows = [head, "|---" * (head.count("|") - 1) + "|"]
-    for name, df in points.items():
-        cells = [f"{df[c].median():.1f} / {np.percentile(df[c], 99):.1f}" for c, _ in cols]
-        rows.append(f"| {name} | {len(df)} | " + " | ".join(cells) + " |")
+def label(system: str) -> str:
+    return SRSRAN_LABEL if system == "srsran" else ARMS.get(system, system)
+
+
+def stats(reps: list[pd.DataFrame], col: str) -> dict:
+    """The pooled median and P99 of a part, and the repetitions' own medians and P99s (their spread)."""
+    pooled = pd.concat(reps)[col]
+    return {"median": float(pooled.median()), "p99": float(np.percentile(pooled, 99)), "n": len(pooled),
+            "rep_medians": [float(r[col].median()) for r in reps], "rep_p99s": [float(np.percentile(r[col], 99)) for r in reps]}
+
+
+def within(ours: dict, real: dict) -> dict:
+    """Issue #58's bar: the median within 10% or 2 ms of srsRAN's (whichever is larger), the P99 within 25%."""
+    dm, dp = ours["median"] - real["median"], ours["p99"] - real["p99"]
+    return {"median_error_ms": dm, "median_error": dm / real["median"], "p99_error": dp / real["p99"],
+            "median_ok": abs(dm) <= max(0.1 * real["median"], 2.0), "p99_ok": abs(dp) <= 0.25 * real["p99"]}
+
+
+def table(points: dict[float, dict[str, list[pd.DataFrame]]]) -> str:
+    """Per rate and system: M1 and M2 pooled P50 / P99 (the repetitions' medians' range), and each replay
+    arm's error against srsRAN's."""
+    rows = ["| rate (req/s) | link | reps | answered | M1 uplink P50 / P99 ms (reps' P50s) | M1 error P50, P99 "
+            "| M2 downlink P50 / P99 ms (reps' P50s) | M2 error P50, P99 |", "|---" * 8 + "|"]
+    for rate, systems in points.items():
+        real = {c: stats(systems["srsran"], c) for c in ("uplink_ms", "downlink_ms")} if "srsran" in systems else None
+        for name, reps in systems.items():
+            cells = []
+            for c in ("uplink_ms", "downlink_ms"):
+                st = stats(reps, c)
+                lo, hi = min(st["rep_medians"]), max(st["rep_medians"])
+                cells.append(f"{st['median']:.1f} / {st['p99']:.1f} ({lo:.1f}-{hi:.1f})")
+                if real is None or name == "srsran":
+                    cells.append("")
+                else:
+                    w = within(st, real[c])
+                    cells.append(f"{w['median_error']:+.0%}{'' if w['median_ok'] else ' ✗'}, {w['p99_error']:+.0%}{'' if w['p99_ok'] else ' ✗'}")
+            rows.append(f"| {rate:g} | {label(name)} | {len(reps)} | {sum(len(r) for r in reps)} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 
-PARTS = (("uplink_ms", "uplink M1"), ("downlink_ms", "downlink M2"), ("server_ms", "server M4 (inference on the same CPUs)"),
-         ("e2e_ms", "end-to-end"))
+PARTS = (("uplink_ms", "uplink M1"), ("downlink_ms", "downlink M2"))
+STYLES = {"srsran": ("k", "-"), "plain": ("C0", "--"), "workload-aware": ("C3", "-.")}
 
 
-def cdf(points: dict[str, pd.DataFrame], out: Path) -> Path:
-    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+def cdf(points: dict[float, dict[str, list[pd.DataFrame]]], out: Path) -> Path:
+    from points import plain_log_ticks
 
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
-    for (col, label), ax in zip(PARTS, axes.flat):
-        for (name, df), style in zip(points.items(), ("-", "--")):
-            x = np.sort(df[col].to_numpy())
-            ax.step(x, np.arange(1, len(x) + 1) / len(x), style, where="post", label=f"{name} (n={len(x)})")
-        ax.set_xscale("log")
-        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        ax.xaxis.set_major_formatter(ScalarFormatter())
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel(f"{label} (ms, log scale)")
-        ax.set_ylabel("fraction of measured requests")
-        ax.set_ylim(0, 1.01)
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8, loc="upper left")
-    fig.suptitle("W1 over srsRAN 4G (ZMQ radio) vs. the same stack's recorded capacity replayed by mahimahi-link\n"
-                 "(both measured on one 2-core machine; srsRAN's programs take CPU from the edge server too)", fontsize=10)
+    rates = list(points)
+    fig, axes = plt.subplots(len(rates), 2, figsize=(11, 3.4 * len(rates)), squeeze=False)
+    for row, rate in zip(axes, rates):
+        for (col, part), ax in zip(PARTS, row):
+            for name, reps in points[rate].items():
+                x = np.sort(pd.concat(reps)[col].to_numpy())
+                color, style = STYLES.get(name, ("C2", ":"))
+                ax.step(x, np.arange(1, len(x) + 1) / len(x), style, color=color, where="post",
+                        label=f"{label(name)} (n={len(x)}, {len(reps)} runs)")
+            ax.set_xscale("log")
+            plain_log_ticks(ax.xaxis)
+            ax.set_xlabel(f"{part} (ms, log scale)")
+            ax.set_ylabel("fraction of requests")
+            ax.set_ylim(0, 1.01)
+            ax.set_title(f"{part} at {rate:g} requests/s", fontsize=9)
+            ax.grid(alpha=0.3, which="both")
+            ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle("W1 over srsRAN 4G (ZMQ radio) vs. the same stack's recording replayed by mahimahi-link, per replay arm\n"
+                 "(all measured on one 2-core machine; each CDF pools its repetitions)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
 
 
+def report(out: Path) -> None:
+    points = _points(out)
+    text = table(points)
+    print(text)
+    (out / "table.md").write_text(text + "\n")
+    acc = {f"{rate:g}": {arm: {c: within(stats(sy[arm], c), stats(sy["srsran"], c)) for c, _ in PARTS}
+                         for arm in ARMS if arm in sy} for rate, sy in points.items() if "srsran" in sy}
+    (out / "acceptance.json").write_text(json.dumps(acc, indent=1) + "\n")
+    print(f"figure: {cdf(points, out / 'cdf.png')}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="20 s measured per run, 20 s recorded per direction (~4 min)")
+    ap.add_argument("--quick", action="store_true", help="one rate, one repetition, 20 s measured, 20 s recorded (~5 min)")
     ap.add_argument("--out", type=Path, default=HERE / "results")
+    ap.add_argument("--rates", default="1,2,4", help="requests/s per endpoint, comma-separated (W1's is 2)")
+    ap.add_argument("--reps", type=int, default=3, help="repetitions of each point")
+    ap.add_argument("--duration", type=float, default=30.0, help="seconds measured per run")
+    ap.add_argument("--arms", default=",".join(ARMS), help=f"replay arms, of: {', '.join(ARMS)}")
     ap.add_argument("--record-s", type=float, default=None, help="seconds recorded per direction (default: 20 with --quick, else 60)")
-    ap.add_argument("--replot", action="store_true", help="only redraw the table and figure from --out's requests-*.csv")
+    ap.add_argument("--skip-record", action="store_true", help="use --out's record/traces from an earlier run")
+    ap.add_argument("--replot", action="store_true", help="only redraw the table and figure from --out's requests/")
     a = ap.parse_args()
     if a.replot:
-        points = _points(a.out)
-        print(table(points))
-        (a.out / "table.md").write_text(table(points) + "\n")
-        print(f"figure: {cdf(points, a.out / 'cdf.png')}")
+        report(a.out)
         return
+    rates = [2.0] if a.quick else [float(x) for x in a.rates.split(",")]
+    reps, duration = (1, 20.0) if a.quick else (a.reps, a.duration)
+    arms = [x for x in a.arms.split(",") if x]
+    if bad := [x for x in arms if x not in ARMS]:
+        raise SystemExit(f"--arms: {', '.join(bad)}: valid: {', '.join(ARMS)}")
     problems = environment.problems(load(SRSRAN, materialize=False).mobile.srsran.prefix, "zmq")  # type: ignore[union-attr]
     if problems:
         raise SystemExit("srsRAN 4G cannot run here:\n  - " + "\n  - ".join(problems))
     out = a.out
-    out.mkdir(parents=True, exist_ok=True)
+    (out / "requests").mkdir(parents=True, exist_ok=True)
+    (out / "logs").mkdir(exist_ok=True)
     seconds = a.record_s or (20.0 if a.quick else 60.0)
-    print("1/3 the workload over srsRAN 4G", flush=True)
-    srs = run_point(srsran_config(out, a.quick), out / "srsran.log")
-    print(f"    {srs}\n2/3 recording the stack's capacity, {seconds:g} s per direction", flush=True)
-    up, down = record(out, seconds)
-    print(f"    {up}, {down}\n3/3 the workload over the recording, replayed by mahimahi-link", flush=True)
-    rep = run_point(replay_config(out, a.quick, up, down), out / "replay.log")
-    for name, run in (("srsran", srs), ("replay", rep)):  # what the report reads, kept beside it (runs/ is not committed)
-        shutil.copy(run / "requests.csv", out / f"requests-{name}.csv")
-    shutil.copy(srs / "plots" / "srsran.png", out / "srsran-kpis.png")
-    points = _points(out)
-    fig = cdf(points, out / "cdf.png")
-    meta = json.loads((up.parent / "metadata.json").read_text()) if (up.parent / "metadata.json").exists() else {}
-    summary = {"srsran_run": str(srs), "replay_run": str(rep), "recorded": meta,
-               "kpis": json.loads((srs / "summary.json").read_text()).get("srsran")}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    (out / "table.md").write_text(table(points) + "\n")
-    print(table(points))
-    print(f"figure: {fig}")
+    traces = out / "record" / "traces"
+    if a.skip_record:
+        up, down = traces / "srsran-zmq.up", traces / "srsran-zmq.down"
+    else:
+        print(f"1/3 recording the stack: its capacity, {seconds:g} s per direction, then its light trains", flush=True)
+        up, down = record(out, seconds)
+    print(f"    {up}, {down} (+ .light)", flush=True)
+    runs = {}
+    for rep in range(1, reps + 1):
+        for rate in rates:
+            for system in ("srsran", *arms):
+                what = "2/3 srsRAN" if system == "srsran" else f"3/3 {system} replay"
+                print(f"{what}, {rate:g} requests/s, repetition {rep}/{reps}", flush=True)
+                cfg = srsran_config(out, duration, rate) if system == "srsran" else replay_config(out, duration, rate, up, down, system)
+                run = run_point(cfg, out / "logs" / f"{system}-r{rate:g}-{rep}.log")
+                shutil.copy(run / "requests.csv", out / "requests" / f"{system}-r{rate:g}-{rep}.csv")
+                runs[f"{system}-r{rate:g}-{rep}"] = str(run)
+                if system == "srsran" and rate == 2.0 and rep == 1:
+                    shutil.copy(run / "plots" / "srsran.png", out / "srsran-kpis.png")
+    meta = {f: json.loads((traces / f).read_text()) for f in ("metadata.json", "light-metadata.json") if (traces / f).exists()}
+    (out / "summary.json").write_text(json.dumps({"runs": runs, "recorded": meta, "rates": rates, "reps": reps,
+                                                   "duration_s": duration, "arms": arms}, indent=2, default=str) + "\n")
+    report(out)
 
 
 if __name__ == "__main__":
