@@ -55,7 +55,25 @@ NS = ("ctm-rec-epc", "ctm-rec-ue", "ctm-rec-far")  # ctm-: `continuum destroy` k
 FAR_SGI, EPC_SGI, UE_CTL, FAR_CTL = "10.250.0.2", "10.250.0.1", "10.251.0.1", "10.251.0.2"
 # The light recording's trains: W1's largest request (100 KB) is 70 full packets; an answer is one.
 LIGHT_GAP_MS, LIGHT_UP_PACKETS, LIGHT_DOWN_PACKETS = 300, 70, 10
-ARMS = {"plain": "recorded trace, plain replay", "workload-aware": "recorded trace, workload-aware replay"}
+ARMS = {"plain": "recorded trace, plain replay", "workload-aware": "recorded trace, workload-aware replay",
+        "access": "recorded trace + uplink access (one-UE cell, srsENB's SR/BSR/k2)"}
+# The "access" arm: the uplink as a one-member cell with TS 36.321 signalling at srsENB's settings (release 23.11):
+# 1-ms TTIs, 25 PRBs (the run's 5 MHz cell), an SR opportunity every 20 ms (rr.conf sched_request_cnfg.period),
+# a periodic BSR every 20 ms (rr.conf periodic_bsr_timer), a grant used 4 TTIs after it (LTE FDD's k2), and the
+# grant that answers an SR sized for 512 bytes (srsenb/src/stack/mac/sched_ue.cc), ~15 of the 25 PRBs at the
+# recorded ~7 Mbit/s (35 bytes a PRB per ms). No HARQ retransmissions (the ZMQ radio's BLER is 0).
+ACCESS_CELL = """
+[cell]
+uplink = "rr"
+downlink = "private"
+slot_us = 1000
+blocks = 25
+uplink_signalling = true
+sr_period_ms = 20
+k2_slots = 4
+sr_grant_blocks = 15
+periodic_bsr_ms = 20
+"""
 SRSRAN_LABEL = "srsRAN 4G (ZMQ)"
 
 
@@ -85,6 +103,8 @@ def replay_config(out: Path, duration: float, rate: float, up: Path, down: Path,
     text = re.sub(r'(?m)^downlink = .*\n', "", text)
     text = re.sub(r'(?m)^uplink = .*\n', mobile, text)
     text = re.sub(r'(?m)^uplink_queue.*\n', "", text)  # srsRAN's own buffers hold what waits; no extra limit here
+    if arm == "access":
+        text = text.replace("\n[core]", ACCESS_CELL + "\n[core]", 1)
     path = out / "configs" / f"srsran-{arm}-r{rate:g}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -212,7 +232,7 @@ def table(points: dict[float, dict[str, list[pd.DataFrame]]]) -> str:
 
 
 PARTS = (("uplink_ms", "uplink M1"), ("downlink_ms", "downlink M2"))
-STYLES = {"srsran": ("k", "-"), "plain": ("C0", "--"), "workload-aware": ("C3", "-.")}
+STYLES = {"srsran": ("k", "-"), "plain": ("C0", "--"), "workload-aware": ("C3", "-."), "access": ("C2", ":")}
 
 
 def cdf(points: dict[float, dict[str, list[pd.DataFrame]]], out: Path) -> Path:
