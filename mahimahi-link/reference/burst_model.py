@@ -85,8 +85,9 @@ def releases(lines: list[LightLine], arrivals: list[tuple[int, int]], pdo_bytes:
         if cap >= size:
             cap -= size
         else:
-            need = -(-size // pdo_bytes)  # whole offsets of their own, from the next one
-            idx += need
+            # whole offsets of its own: from this one if no packet used it yet, else from the next
+            need = -(-size // pdo_bytes)
+            idx += need - (1 if cap == pdo_bytes else 0)
             cap = need * pdo_bytes - size
         if idx < len(train):
             release, bypass = start + base + train[idx], True

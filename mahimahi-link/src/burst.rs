@@ -248,8 +248,10 @@ impl<P> Burst<P> {
         if self.cap >= size {
             self.cap -= size;
         } else {
+            // whole offsets of its own: from this one if nothing used it yet, else from the next
             let need = size.div_ceil(self.opts.pdo_bytes);
-            self.idx += need as usize;
+            let fresh = self.cap == self.opts.pdo_bytes;
+            self.idx += need as usize - usize::from(fresh);
             self.cap = need * self.opts.pdo_bytes - size;
         }
         let (mut release, mut bypass) = if self.idx < train {
@@ -386,6 +388,21 @@ mod tests {
         b.enqueue(100, 3, 7 * MS, &mut link, &mut s); // 5 and 6 ms passed: offset 20
         b.advance_to(100 * MS, &mut link, &mut s);
         assert_eq!(s.deps, vec![(10 * MS, 0), (10 * MS, 1), (15 * MS, 2), (30 * MS, 3)]);
+    }
+
+    #[test]
+    fn a_packet_larger_than_an_offset_takes_whole_ones_from_an_unused_one() {
+        // CellReplay's 1400-byte offsets, full 1504-byte packets: each takes two offsets
+        let l = Arc::new(LightTrace::parse("l", "0 10 0 1 2 3 4 5\n1000 10 0 1 2 3 4 5\n2000 10 0\n").unwrap());
+        let mut b = Burst::new(l, None, BurstOptions { pdo_bytes: 1400, idle_ns: MS });
+        let mut link = Link::new(Arc::new(Trace::parse("h", "1\n").unwrap()), QueueConfig::default(), LinkOptions { spread: false, repeat: true }, 1);
+        let mut s = Rec::default();
+        for id in 0..3 {
+            b.enqueue(1504, id, 0, &mut link, &mut s);
+        }
+        b.advance_to(100 * MS, &mut link, &mut s);
+        // offsets 0-1, then 2-3 (the second's 1296 bytes left in offset 1 are too few), then 4-5
+        assert_eq!(s.deps, vec![(11 * MS, 0), (13 * MS, 1), (15 * MS, 2)]);
     }
 
     #[test]

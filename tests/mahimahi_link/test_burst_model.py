@@ -101,12 +101,12 @@ def test_a_burst_by_hand(mml, tmp_path):
     (tmp_path / "light").write_text("0 20 0 3 3 9\n100 40 0 3 3 9\n200 40 0 3 3 9\n")
     (tmp_path / "heavy").write_text("2\n")
     arr = [(50 * MS, 1504), (50 * MS, 1504), (50 * MS, 1504), (51 * MS, 1504), (52 * MS, 1504), (53 * MS, 1504)]
-    got, counters = run_core(mml, tmp_path / "heavy", arr, [f"--light={tmp_path / 'light'}", "--ms-bursts"])
+    got, counters = run_core(mml, tmp_path / "heavy", arr, [f"--light={tmp_path / 'light'}", "--light-idle-ms=0", "--ms-bursts"])
     # at 50 ms the base delay is 30 ms: the train's offsets 0, 3, 3, 9 put the first four at 80, 83, 83, 89 ms;
     # the fifth is past the train: its release, 52 + max(30, 9) = 82 ms, is before the fourth's, so it
     # joins the heavy queue at 89 ms (releases never go backwards) and leaves at its next opportunity,
     # 90 ms. The sixth, at 53 ms, would be released at 53 + 30 = 83 ms, after the fifth's 82: a new
-    # burst (idle timer 0), base delay 30.6 ms, held to 89 ms too, and out at the next opportunity, 92 ms.
+    # burst (idle time 0 here), base delay 30.6 ms, held to 89 ms too, and out at the next opportunity, 92 ms.
     assert got == [("d", 0, 80 * MS), ("d", 1, 83 * MS), ("d", 2, 83 * MS), ("d", 3, 89 * MS), ("d", 4, 90 * MS), ("d", 5, 92 * MS)]
     assert counters["bypassed"] == "4" and counters["bursts"] == "2"
 
