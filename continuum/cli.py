@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 return traces_cli.run(args, console)
             except traces_cli.TraceCommandError as e:
-                err.print(f"[red]error:[/] {e}", markup=True, highlight=False)
+                err.print(f"[red]error:[/] {escape(str(e))}", markup=True, highlight=False)
                 return e.status
         if args.command == "compare":
             from continuum.results import compare
@@ -159,7 +159,7 @@ def _validate(files: list[Path], console: Console, err: Console) -> int:
         try:
             spec = experiment.load(f, materialize=False)
         except ConfigError as e:
-            err.print(f"[red]invalid:[/] {e}")
+            err.print(f"[red]invalid:[/] {escape(str(e))}")
             status = 2
             continue
         console.print(f"[green]ok[/]: {f} ({spec.name}: {len(spec.nodes)} nodes, "

@@ -4,6 +4,8 @@ cell), the edge systems that run, the processes and the schedule."""
 
 from __future__ import annotations
 
+from continuum.config import presets
+
 from continuum.runtime import WORKLOAD_USER
 from continuum import naming
 from continuum.config import ExperimentSpec
@@ -107,7 +109,10 @@ def _network(spec: ExperimentSpec, plan: netplan.Plan) -> list[str]:
                      + (f", SR every {c.sr_period_slots} slots, k2 {c.k2_slots}, "
                         + (f"periodic BSR every {c.periodic_bsr_slots} slots" if c.periodic_bsr_slots else "a BSR in every transmission")
                         if c.uplink_signalling and c.uplink else ""))
-        if c.sites:
+        if c.access is not None:
+            lines[-1] = lines[-1].replace("shared cell:", f"uplink access procedure ({c.access}: {presets.ACCESS[c.access].what}; "
+                                          "each endpoint's uplink a one-UE cell):", 1)
+        elif c.sites:
             lines[-1] = lines[-1].replace("shared cell:", f"{len(c.sites)} shared cells (the first's):", 1)
         for site in c.sites:
             chan = [f"{d} channel {t.given}" for d, t in (("uplink", site.uplink_trace), ("downlink", site.downlink_trace)) if t]

@@ -128,7 +128,10 @@ def _light_problems(m: raw.Mobile, p: dict[str, Any], bad) -> None:
     if m.emulator == "mahimahi":
         bad("mobile.emulator", f"{why}is replayed by mahimahi-link; upstream mm-link has no light stage: set "
                                "mobile.replay = \"plain\" to compare with it")
-    if p.get("cell") is not None:
+    if m.access is not None:
+        bad("mobile.access", f"{why}and the access procedure (a one-UE cell) are not combined yet: pick one, or set "
+                             "mobile.replay = \"plain\"")
+    elif p.get("cell") is not None:
         bad("cell", f"{why}is for private links; a shared cell schedules its members from their channels: set "
                     "mobile.replay = \"plain\"")
 

@@ -132,6 +132,9 @@ class Mobile(Strict):
     # each direction's trace. "auto": where the trace's archive entry has a light part, or uplink_light /
     # downlink_light name one; "plain": Mahimahi replay of the traces only.
     replay: Literal["auto", "plain"] = "auto"
+    # The uplink access procedure of a real cell (a preset of presets.ACCESS): each endpoint's uplink as a
+    # one-UE cell with SR/BSR signalling at the preset's timings; None: the trace alone.
+    access: str | None = None
     uplink_light: str | None = None
     downlink_light: str | None = None
     uplink_queue: Queue = "infinite"

@@ -7,6 +7,8 @@ The providers' kinds and the edge systems come from the caller
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import math
 import os
@@ -18,7 +20,7 @@ from typing import Any, Collection, Sequence, cast
 
 from pydantic import BaseModel
 
-from continuum.config import edge, link, raw, timeline
+from continuum.config import edge, link, presets, raw, timeline
 from continuum.config.cell import cell as resolve_cell
 from continuum.config.edge import Draft, EdgeSection
 from continuum.config.spec import (MIN_QUOTA_US, ROLES, CalibrationSpec, ExperimentSpec, Machine, NodeSpec,
@@ -139,6 +141,31 @@ def _timeline_entries(data: Any, file: str, issues: list[ConfigIssue]) -> list[r
     return out
 
 
+def _access_cells(p: dict[str, Any], nodes: list[NodeSpec], bad) -> tuple[raw.Cell, dict[str, raw.CellSite]] | None:
+    """[mobile] access = PRESET: a one-UE cell per endpoint with the preset's uplink signalling (the shared
+    cell's model, src/cell.rs), the downlink private; None without it or where it cannot be."""
+    m = p.get("mobile")
+    if m is None or m.access is None or m.mode != "emulated":
+        return None
+    preset = presets.ACCESS.get(m.access)
+    if preset is None:
+        bad("mobile.access", f"unknown preset {m.access!r}; valid: {', '.join(presets.ACCESS)} (docs/link-replay.md)")
+        return None
+    if p.get("cell") is not None or p["cells"]:
+        bad("mobile.access", "a [cell] has its own uplink signalling (cell.uplink_signalling, sr_period_ms, k2_slots, ...): "
+                             "set it there, or remove [cell] for the private links' access procedure")
+        return None
+    if m.emulator == "mahimahi":
+        bad("mobile.access", "the access procedure is mahimahi-link's (a one-UE cell); upstream mm-link has none")
+        return None
+    cell = raw.Cell(uplink="rr", downlink="private", slot_us=preset.slot_us, blocks=preset.blocks, uplink_signalling=True,  # type: ignore[arg-type]
+                    sr_period_ms=preset.sr_period_ms, k2_slots=preset.k2_slots, sr_grant_blocks=preset.sr_grant_blocks,
+                    periodic_bsr_ms=preset.periodic_bsr_ms)
+    endpoints = [n.name for n in nodes if n.role == "endpoint"]
+    sites = {f"access-{e}": raw.CellSite(members=[e]) for e in endpoints} if len(endpoints) > 1 else {}
+    return cell, sites
+
+
 def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: Collection[str],
              systems: Sequence[EdgeSection]) -> ExperimentSpec | None:
     bad, failed = ctx.bad, ctx.failed
@@ -150,8 +177,13 @@ def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: C
     c = None
     if p["cells"] and p.get("cell") is None:
         bad("cells", "several cells share [cell]'s settings (slot_us, signalling, classes): add a [cell] table")
+    access = _access_cells(p, nodes, bad)
+    if access is not None:
+        p = {**p, "cell": access[0], "cells": access[1]}
     if p.get("cell") is not None and groups is not None:
         c = resolve_cell(p["cell"], nodes, bad, failed, ctx.base, ctx.materialize, _cell_classes(w, nodes, slo_ms), p["cells"])
+        if c is not None and access is not None:
+            c = dataclasses.replace(c, access=p["mobile"].access)
         if c is not None:
             b = p["cell"].bulk
             nodes += [NodeSpec(f"bulk{i}", "bulk", i, b.cpus, raw.parse_memory(b.memory)) for i in range(b.count)]

@@ -295,6 +295,7 @@ class CellSpec:
     members: tuple[CellMember, ...]
     bulk_direction: str
     sites: tuple[CellSite, ...] = ()  # several cells (empty: one)
+    access: str | None = None  # made by [mobile] access = PRESET (a one-UE cell per endpoint), not by [cell]
 
     def member(self, name: str) -> CellMember | None:
         return next((m for m in self.members if m.name == name), None)

@@ -57,23 +57,7 @@ FAR_SGI, EPC_SGI, UE_CTL, FAR_CTL = "10.250.0.2", "10.250.0.1", "10.251.0.1", "1
 LIGHT_GAP_MS, LIGHT_UP_PACKETS, LIGHT_DOWN_PACKETS = 300, 70, 10
 ARMS = {"plain": "recorded trace, plain replay", "workload-aware": "recorded trace, workload-aware replay",
         "access": "recorded trace + uplink access (one-UE cell, srsENB's SR/BSR/k2)"}
-# The "access" arm: the uplink as a one-member cell with TS 36.321 signalling at srsENB's settings (release 23.11):
-# 1-ms TTIs, 25 PRBs (the run's 5 MHz cell), an SR opportunity every 20 ms (rr.conf sched_request_cnfg.period),
-# a periodic BSR every 20 ms (rr.conf periodic_bsr_timer), a grant used 4 TTIs after it (LTE FDD's k2), and the
-# grant that answers an SR sized for 512 bytes (srsenb/src/stack/mac/sched_ue.cc), ~15 of the 25 PRBs at the
-# recorded ~7 Mbit/s (35 bytes a PRB per ms). No HARQ retransmissions (the ZMQ radio's BLER is 0).
-ACCESS_CELL = """
-[cell]
-uplink = "rr"
-downlink = "private"
-slot_us = 1000
-blocks = 25
-uplink_signalling = true
-sr_period_ms = 20
-k2_slots = 4
-sr_grant_blocks = 15
-periodic_bsr_ms = 20
-"""
+# The "access" arm: [mobile] access = "lte-fdd-srsran" (continuum/config/presets.py gives each value's source).
 SRSRAN_LABEL = "srsRAN 4G (ZMQ)"
 
 
@@ -104,7 +88,7 @@ def replay_config(out: Path, duration: float, rate: float, up: Path, down: Path,
     text = re.sub(r'(?m)^uplink = .*\n', mobile, text)
     text = re.sub(r'(?m)^uplink_queue.*\n', "", text)  # srsRAN's own buffers hold what waits; no extra limit here
     if arm == "access":
-        text = text.replace("\n[core]", ACCESS_CELL + "\n[core]", 1)
+        text = text.replace('replay = "plain"\n', 'replay = "plain"\naccess = "lte-fdd-srsran"\n', 1)
     path = out / "configs" / f"srsran-{arm}-r{rate:g}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

@@ -1,8 +1,11 @@
 """configs/workload-aware.toml end to end (issue #58): the same experiment
-with its light traces (workload-aware replay) and with mobile.replay =
-"plain". The light traces' base delays (uplink ~22 ms, downlink ~8 ms) show
-in the requests' uplink (M1) and downlink (M2) latencies, which plain replay
-of the same capacity traces does not give; the manifest says which ran."""
+with its light traces (workload-aware replay), with mobile.replay =
+"plain", and with the uplink access procedure (configs/access-lte.toml's
+mobile.access = "lte-fdd-srsran"). The light traces' base delays (uplink
+~22 ms, downlink ~8 ms) show in the requests' uplink (M1) and downlink (M2)
+latencies, and the access procedure's waits (an SR opportunity every 20 ms,
+a small first grant, grants 4 ms after) in M1 only; plain replay of the
+same capacity traces gives neither; the manifest says which ran."""
 
 from __future__ import annotations
 
@@ -30,9 +33,11 @@ def _config(tmp: Path, replay: str) -> Path:
     text = re.sub(r"^duration_s = \d+", "duration_s = 8", text, flags=re.M)
     text = re.sub(r"^warmup_s = \d+", "warmup_s = 2", text, flags=re.M)
     text = text.replace('output = "runs"', f'output = "{tmp / replay}"').replace('"traces/', f'"{REPO / "configs" / "traces"}/')
-    text = text.replace("[mobile]", f'[mobile]\nreplay = "{replay}"', 1)
-    if replay == "plain":
+    text = text.replace("[mobile]", f'[mobile]\nreplay = "{"auto" if replay == "auto" else "plain"}"', 1)
+    if replay != "auto":
         text = re.sub(r"^(up|down)link_light = .*$", "", text, flags=re.M)
+    if replay == "access":
+        text = text.replace("[mobile]", '[mobile]\naccess = "lte-fdd-srsran"', 1)
     path = tmp / f"{replay}.toml"
     path.write_text(text)
     return path
@@ -42,7 +47,7 @@ def _config(tmp: Path, replay: str) -> Path:
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("replay")
     out = {}
-    for replay in ("auto", "plain"):
+    for replay in ("auto", "plain", "access"):
         before = hoststate.snapshot()
         p = subprocess.run([sys.executable, "-m", "continuum", "run", str(_config(tmp, replay))], capture_output=True, text=True,
                            cwd=tmp, timeout=600)
@@ -73,12 +78,37 @@ def test_the_light_traces_base_delays_show_in_m1_and_m2(runs):
     assert m1 - p1 >= base_up, (m1, p1, base_up)
 
 
+def test_the_access_procedure_delays_the_uplink_only(runs):
+    (a1, a2), (p1, p2) = _medians(runs["access"]), _medians(runs["plain"])
+    # every request waits for an SR opportunity (0-20 ms, 10 on average), k2 and a BSR's round (~9 ms more)
+    assert a1 - p1 >= 8, (a1, p1)
+    assert abs(a2 - p2) <= 3, (a2, p2)
+    cells = (runs["access"] / "logs").glob("cell-uplink.log")
+    assert any(True for _ in cells), "the access procedure's cell wrote its slot log"
+
+
 def test_the_manifest_says_how_the_traces_were_replayed(runs):
     m = json.loads((runs["auto"] / "manifest.json").read_text())["mobile"]
     assert m["replay"] == "workload-aware"
     assert m["uplink_light"]["path"].endswith("example.up.light") and len(m["uplink_light"]["sha256"]) == 64
     assert m["downlink_light"]["idle_ms"] == 5
     assert json.loads((runs["plain"] / "manifest.json").read_text())["mobile"]["replay"] == "plain"
+
+
+def test_bad_access_settings_are_refused_by_key(tmp_path):
+    base = _config(tmp_path, "plain").read_text()
+    for name, text, key, words in (
+        ("unknown", base.replace("[mobile]", '[mobile]\naccess = "nr-tdd"', 1), "mobile.access", "lte-fdd-srsran"),
+        ("with-cell", base.replace("[mobile]", '[mobile]\naccess = "lte-fdd-srsran"', 1) + '\n[cell]\nuplink = "rr"\n',
+         "mobile.access", "[cell]"),
+        ("with-light", _config(tmp_path, "auto").read_text().replace("[mobile]", '[mobile]\naccess = "lte-fdd-srsran"', 1),
+         "mobile.access", "light trace"),
+    ):
+        f = tmp_path / f"{name}.toml"
+        f.write_text(text)
+        p = subprocess.run([sys.executable, "-m", "continuum", "validate", str(f)], capture_output=True, text=True)
+        out = p.stdout + p.stderr
+        assert p.returncode != 0 and key in out and words in out, (name, out)
 
 
 def test_a_light_trace_with_plain_replay_or_a_bad_line_is_refused(tmp_path):
