@@ -223,7 +223,7 @@ def cdf(points: dict[float, dict[str, list[pd.DataFrame]]], out: Path) -> Path:
     from points import plain_log_ticks
 
     rates = list(points)
-    fig, axes = plt.subplots(len(rates), 2, figsize=(11, 3.4 * len(rates)), squeeze=False)
+    fig, axes = plt.subplots(len(rates), 2, figsize=(11, 3.4 * len(rates)), squeeze=False, sharex="col")
     for row, rate in zip(axes, rates):
         for (col, part), ax in zip(PARTS, row):
             for name, reps in points[rate].items():
@@ -238,7 +238,7 @@ def cdf(points: dict[float, dict[str, list[pd.DataFrame]]], out: Path) -> Path:
             ax.set_ylim(0, 1.01)
             ax.set_title(f"{part} at {rate:g} requests/s", fontsize=9)
             ax.grid(alpha=0.3, which="both")
-            ax.legend(fontsize=7, loc="lower right")
+            ax.legend(fontsize=7, loc="best")
     fig.suptitle("W1 over srsRAN 4G (ZMQ radio) vs. the same stack's recording replayed by mahimahi-link, per replay arm\n"
                  "(all measured on one 2-core machine; each CDF pools its repetitions)", fontsize=10)
     fig.tight_layout()
