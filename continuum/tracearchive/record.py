@@ -382,6 +382,8 @@ def add_arguments(p) -> None:
     p.add_argument("--calibrate", action="store_true",
                    help="light: first find G_min and the idle time F per direction (trains at 20-200 ms gaps)")
     p.add_argument("--calibrate-s", type=float, default=3.0, help="light: seconds of trains at each calibration gap")
+    p.add_argument("--calibrate-packets", type=int, default=5,
+                   help="light: packets in each calibration train, both ways (short: trains 20 ms apart must not flood a slow path)")
     p.add_argument("--ping", help="also measure core latency to this host (one-way = RTT/2)")
     p.add_argument("--ping-count", type=int, default=50)
     p.add_argument("--name", default="recorded", help="file names: NAME.up, NAME.down")
@@ -444,7 +446,7 @@ def _main_light(args, console) -> int:
         """Calibration first (with --calibrate), then the recording at a gap of at least G_min."""
         nonlocal gap, cal
         if args.calibrate and not done:
-            return [("calibration", g, args.calibrate_s) for g in record_light.CALIBRATION_GAPS_MS]
+            return [("calibration", g, args.calibrate_s, args.calibrate_packets) for g in record_light.CALIBRATION_GAPS_MS]
         if len(done) == (1 if args.calibrate else 0):
             if args.calibrate:
                 cal = record_light.calibration(done[0])

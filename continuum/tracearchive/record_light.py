@@ -164,9 +164,10 @@ def far_session(ctl, udp: socket.socket, cfg: dict, peer_udp) -> None:
     """The far end of a light session: each up train's first packet answered with a down train; at each "end"
     from the device, the up arrivals and the down trains' send times of that round go back; "bye" ends it."""
     up, stop, sent = Arrivals(), threading.Event(), {}
+    size = {"down": int(cfg["down_packets"])}
 
     def answer(train: int) -> None:
-        sent[train] = send_train(udp, peer_udp, "down", train, int(cfg["down_packets"]), int(cfg["payload"]))
+        sent[train] = send_train(udp, peer_udp, "down", train, size["down"], int(cfg["payload"]))
 
     rx = threading.Thread(target=receive, args=(udp, "up", up, stop, answer), daemon=True)
     rx.start()
@@ -174,6 +175,9 @@ def far_session(ctl, udp: socket.socket, cfg: dict, peer_udp) -> None:
         m = ctl.recv()
         if m is None or "bye" in m:
             break
+        if "down_packets" in m:  # a round's down trains (the device waits for this answer before its first train)
+            size["down"] = int(m["down_packets"])
+            ctl.send(down_packets_ok=size["down"])
         if "end" in m:
             ctl.send(result={"up": up.to_json(), "down_sent": {str(k): v for k, v in sent.items()}})
             up.trains.clear()
@@ -189,8 +193,14 @@ def device_round(ctl, udp: socket.socket, dest, cfg: dict, first_train: int = 0,
     rx = threading.Thread(target=receive, args=(udp, "down", down, stop), daemon=True)
     rx.start()
     train, phases, sent = first_train, {}, {}
-    for phase, gap_ms, seconds in cfg["phases"]:
-        say(f"light trains: {phase}, every {gap_ms} ms for {seconds:g} s ({cfg['up_packets']} up, {cfg['down_packets']} down)")
+    first = cfg["phases"][0]
+    ctl.send(down_packets=first[3] if len(first) > 3 else int(cfg["down_packets"]))
+    m = ctl.recv()
+    if not m or "down_packets_ok" not in m:
+        raise RuntimeError(f"the far end did not take the round's train size: {m}")
+    for phase, gap_ms, seconds, *size in cfg["phases"]:
+        up_n = size[0] if size else int(cfg["up_packets"])
+        say(f"light trains: {phase}, every {gap_ms} ms for {seconds:g} s ({up_n} up, {size[0] if size else cfg['down_packets']} down)")
         start = time.monotonic()
         k = 0
         while True:
@@ -199,7 +209,7 @@ def device_round(ctl, udp: socket.socket, dest, cfg: dict, first_train: int = 0,
                 break
             while (d := due - time.monotonic()) > 0:
                 time.sleep(min(d, 0.002))
-            sent[train] = send_train(udp, dest, "up", train, int(cfg["up_packets"]), int(cfg["payload"]))
+            sent[train] = send_train(udp, dest, "up", train, up_n, int(cfg["payload"]))
             phases[train] = (phase, gap_ms)
             train, k = train + 1, k + 1
     time.sleep(1.0)  # the last trains' stragglers
