@@ -264,6 +264,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=HERE / "results")
     ap.add_argument("--rates", default="1,2,4", help="requests/s per endpoint, comma-separated (W1's is 2)")
     ap.add_argument("--reps", type=int, default=3, help="repetitions of each point")
+    ap.add_argument("--first-rep", type=int, default=1, help="number the repetitions from this one (more of them beside "
+                                                               "an earlier run's, with --skip-record)")
     ap.add_argument("--duration", type=float, default=30.0, help="seconds measured per run")
     ap.add_argument("--arms", default=",".join(ARMS), help=f"replay arms, of: {', '.join(ARMS)}")
     ap.add_argument("--record-s", type=float, default=None, help="seconds recorded per direction (default: 20 with --quick, else 60)")
@@ -293,11 +295,11 @@ def main() -> None:
         up, down = record(out, seconds)
     print(f"    {up}, {down} (+ .light)", flush=True)
     runs = {}
-    for rep in range(1, reps + 1):
+    for rep in range(a.first_rep, a.first_rep + reps):
         for rate in rates:
             for system in ("srsran", *arms):
                 what = "2/3 srsRAN" if system == "srsran" else f"3/3 {system} replay"
-                print(f"{what}, {rate:g} requests/s, repetition {rep}/{reps}", flush=True)
+                print(f"{what}, {rate:g} requests/s, repetition {rep} ({reps} this time)", flush=True)
                 cfg = srsran_config(out, duration, rate) if system == "srsran" else replay_config(out, duration, rate, up, down, system)
                 run = run_point(cfg, out / "logs" / f"{system}-r{rate:g}-{rep}.log")
                 shutil.copy(run / "requests.csv", out / "requests" / f"{system}-r{rate:g}-{rep}.csv")
@@ -305,8 +307,11 @@ def main() -> None:
                 if system == "srsran" and rate == 2.0 and rep == 1:
                     shutil.copy(run / "plots" / "srsran.png", out / "srsran-kpis.png")
     meta = {f: json.loads((traces / f).read_text()) for f in ("metadata.json", "light-metadata.json") if (traces / f).exists()}
-    (out / "summary.json").write_text(json.dumps({"runs": runs, "recorded": meta, "rates": rates, "reps": reps,
-                                                   "duration_s": duration, "arms": arms}, indent=2, default=str) + "\n")
+    old = json.loads((out / "summary.json").read_text()) if a.first_rep > 1 and (out / "summary.json").exists() else {}
+    (out / "summary.json").write_text(json.dumps({"runs": {**old.get("runs", {}), **runs}, "recorded": meta,
+                                                  "rates": sorted(set(old.get("rates", [])) | set(rates)),
+                                                  "reps_this_run": reps, "duration_s": duration, "arms": sorted(set(old.get("arms", [])) | set(arms))},
+                                                 indent=2, default=str) + "\n")
     report(out)
 
 
