@@ -78,7 +78,8 @@ def test_kernel_segmentation_still_charges_every_mtu_segment(runs):
     run = runs["kernel"]
     assert json.loads((run / "manifest.json").read_text())["mobile"] == {"mode": "emulated", "segmentation": "kernel",
                                                                          "emulator_threads": 2,
-                                                                         "emulator": {"name": "mahimahi-link"}}
+                                                                         "emulator": {"name": "mahimahi-link"},
+                                                                         "replay": "plain"}
     links = json.loads((run / "links" / "stats.json").read_text())["links"]
     assert [link["name"] for link in links] == ["endpoint0", "endpoint1"]  # one statistics file from both threads
     for link in links:
