@@ -169,10 +169,19 @@ def load(path: Path) -> Entry:
 def dump(entry: Entry) -> str:
     import tomli_w
 
-    data = entry.model_dump(exclude_defaults=True, mode="json")
+    data = _no_nulls(entry.model_dump(exclude_defaults=True, mode="json"))
     for k in ("id", "kind", "title", "files"):  # required even when they equal a default
         data[k] = getattr(entry, k)
     return tomli_w.dumps(data)
+
+
+def _no_nulls(v):
+    """TOML has no null: a None in `extra` (e.g. a recording's metadata) is left out."""
+    if isinstance(v, dict):
+        return {k: _no_nulls(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_no_nulls(x) for x in v if x is not None]
+    return v
 
 
 def write(entry: Entry) -> Path:

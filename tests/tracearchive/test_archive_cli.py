@@ -41,7 +41,9 @@ def test_every_entry_loads_with_its_metadata():
     assert len(set(ids)) == len(ids)
     for e in es:
         assert e.license and e.citation and e.technology and e.method
-        assert set(e.stats) == set(e.direction_names()) == set(e.sha256), e.id
+        light = {f"{d}-light" for d in e.light} | {f"{d}-light-offsets" for d in e.light_offsets}
+        assert set(e.stats) == set(e.direction_names()) == set(e.sha256) - light, e.id
+        assert set(e.light) <= set(e.direction_names()) and light <= set(e.sha256), e.id
         if e.kind == "external":
             assert e.sources and all(s.url.startswith("https://") for s in e.sources), e.id
         if e.kind == "generated":
