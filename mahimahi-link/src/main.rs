@@ -381,14 +381,7 @@ fn shell_mode(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
 fn simulate_burst(mut burst: Burst<u64>, mut link: Link<u64>) -> Result<i32, Vec<String>> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut last = 0u64;
-    for (n, line) in std::io::stdin().lock().lines().enumerate() {
-        let line = line.map_err(|e| vec![e.to_string()])?;
-        let (t, s) = sim_arrival(&line, n)?;
-        if t < last {
-            return Err(vec![format!("stdin:{}: arrival times must be non-decreasing", n + 1)]);
-        }
-        last = t;
+    for (n, (t, s)) in sim_arrivals()?.into_iter().enumerate() {
         burst.enqueue(s, n as u64, t, &mut link, &mut SimSink { out: &mut out });
     }
     while let Some(t) = burst.next_event(&link) {
@@ -398,6 +391,19 @@ fn simulate_burst(mut burst: Burst<u64>, mut link: Link<u64>) -> Result<i32, Vec
     let _ = writeln!(out, "counters arrived={} departed={} dropped={} queued={} bypassed={} bursts={}", b.arrived_packets,
                      c.departed_packets + b.bypassed_packets, c.dropped_packets, link.queued_packets(), b.bypassed_packets, b.bursts);
     Ok(0)
+}
+
+/// `simulate`'s stdin: "ARRIVAL_NS SIZE" lines, times non-decreasing.
+fn sim_arrivals() -> Result<Vec<(u64, u32)>, Vec<String>> {
+    let mut out: Vec<(u64, u32)> = Vec::new();
+    for (n, line) in std::io::stdin().lock().lines().enumerate() {
+        let (t, s) = sim_arrival(&line.map_err(|e| vec![e.to_string()])?, n)?;
+        if out.last().is_some_and(|&(last, _)| t < last) {
+            return Err(vec![format!("stdin:{}: arrival times must be non-decreasing", n + 1)]);
+        }
+        out.push((t, s));
+    }
+    Ok(out)
 }
 
 /// One stdin line of `simulate`: "ARRIVAL_NS SIZE".
@@ -618,14 +624,7 @@ fn simulate(p: Parsed) -> Result<i32, Vec<String>> {
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut last = 0u64;
-    for (n, line) in std::io::stdin().lock().lines().enumerate() {
-        let line = line.map_err(|e| vec![e.to_string()])?;
-        let (t, s) = sim_arrival(&line, n)?;
-        if t < last {
-            return Err(vec![format!("stdin:{}: arrival times must be non-decreasing", n + 1)]);
-        }
-        last = t;
+    for (n, (t, s)) in sim_arrivals()?.into_iter().enumerate() {
         while changes.last().is_some_and(|e| e.at <= t) {
             let e = changes.pop().expect("a change");
             link.advance_to(e.at, &mut SimSink { out: &mut out });
