@@ -34,6 +34,9 @@ def _config(tmp: Path, replay: str) -> Path:
     text = re.sub(r"^warmup_s = \d+", "warmup_s = 2", text, flags=re.M)
     text = text.replace('output = "runs"', f'output = "{tmp / replay}"')
     text = text.replace("[mobile]", f'[mobile]\nreplay = "{"auto" if replay == "auto" else "plain"}"', 1)
+    # Poisson arrivals (the same seed: the same times in every run): requests every 500 ms sharp would all
+    # meet the access procedure's 20-ms SR grid at one phase, and its wait would be one random draw per run
+    text = text.replace("[workload]\n", '[workload]\narrivals = "poisson"\n', 1)
     if replay == "access":
         text = text.replace("[mobile]", '[mobile]\naccess = "lte-fdd-srsran"', 1)
     path = tmp / f"{replay}.toml"
