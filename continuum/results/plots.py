@@ -155,7 +155,7 @@ def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim
         ax2 = ax.twinx()
         what = "delay in the link: light stage + queue" if light else "queueing delay"
         ax2.plot(b["t_s"], b["queue_delay_ms"], color="C3", lw=1, label=f"{what} (mean of departures)")
-        ax2.set_ylabel(f"{what} (ms)", color="C3")
+        ax2.set_ylabel("link delay (ms)" if light else "queueing delay (ms)", color="C3")  # the legend says what it holds
         ax2.set_ylim(bottom=0)
         drops = int(b["drops"].sum())
         ax.set_title(f"{d}: {dlv.mean():.2f} Mbit/s delivered on average of {cap.mean():.1f} Mbit/s capacity"
