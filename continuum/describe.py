@@ -4,6 +4,8 @@ cell), the edge systems that run, the processes and the schedule."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from continuum.config import presets
 
 from continuum.runtime import WORKLOAD_USER
@@ -29,6 +31,13 @@ def plan(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list[str]:
     return lines
 
 
+def _default_cc() -> str:
+    try:
+        return f"{Path('/proc/sys/net/ipv4/tcp_congestion_control').read_text().strip()} (this machine's default)"
+    except OSError:
+        return "the machine's default"
+
+
 def _nodes(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list[str]:
     lines: list[str] = []
     lines.append("nodes:")
@@ -36,7 +45,8 @@ def _nodes(spec: ExperimentSpec, plan: netplan.Plan, run_id: str) -> list[str]:
         lines.append(f"  {n.name:<10} namespace {naming.netns(run_id, n.name):<24} {plan.addresses[n.name]:<12} "
                      f"cpus {n.cpus:g}  memory {n.memory_bytes / 2**20:.0f} MiB  cgroup {naming.cgroup(run_id, n.name)}"
                      + (f"  quota {n.quota_us} us per {n.period_us} us" if n.period_us != 100_000 or n.speed != 1 else "")
-                     + (f" (speed {n.speed:g}: cores emulated {1 / n.speed:.3g}x slower)" if n.speed != 1 else ""))
+                     + (f" (speed {n.speed:g}: cores emulated {1 / n.speed:.3g}x slower)" if n.speed != 1 else "")
+                     + f"  TCP {n.tcp_congestion_control or _default_cc()}")
     if spec.mobile.srsran is not None:
         lines.append(f"  {netplan.EPC:<10} namespace {naming.netns(run_id, netplan.EPC):<24} "
                      f"{plan.node(netplan.EPC).address:<12} srsepc, srsenb, srsue (no limits)")

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from continuum import broker, calibration, naming
+from continuum import broker, calibration, naming, tcp
 from continuum.engines import containers
 from continuum import describe
 from continuum.cell import traffic
@@ -265,6 +265,8 @@ def _run(ctx: Run, provider) -> None:
             ctx.vital.append(Vital(f"mosquitto on {n.name}", proc, run_dir / "logs" / f"mosquitto-{n.name}.log"))
             ctx.phase(f"mosquitto on {n.name} ({plan.addresses[n.name]}:{netplan.MQTT_PORT})")
 
+    for name, cc in tcp.apply(spec, dep.nodes, ctx.undo, ctx.phase).items():
+        man.nodes[name]["tcp_congestion_control"] = cc  # what it used: the file's, or the machine's default
     _start_edge_systems(ctx)
 
     man.workload.user = launch.user_note(spec)

@@ -10,7 +10,7 @@ import re
 import typing
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from srsran_integration.settings import Srsran
 from workloads import congestion
@@ -114,6 +114,17 @@ class NodeGroup(Strict):
     # Emulate cores this much slower: the quota is cpus x speed per a short period, so each
     # request is stretched by 1/speed rather than run at full speed and then throttled.
     speed: float = Field(default=1.0, gt=0, le=1)
+    # The nodes' TCP congestion control (the kernel's name: cubic, bbr, reno); None: the machine's default,
+    # recorded in the manifest. It shapes an upload's latency (BBR paces, and probes its RTT every 10 s).
+    tcp_congestion_control: str | None = None
+
+    @field_validator("tcp_congestion_control")
+    @classmethod
+    def _cc_name(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[a-z0-9_]{1,16}", v):
+            raise ValueError(f"{v!r} is not a congestion control's name: the kernel's, e.g. cubic, bbr or reno "
+                             "(this machine's: /proc/sys/net/ipv4/tcp_available_congestion_control)")
+        return v
 
 
 class Nodes(Strict):

@@ -297,7 +297,8 @@ def _nodes(groups: raw.Nodes | None, w: raw.Workload | None, ctx: Issues) -> tup
                                                    f"(cpus {g.cpus:g} x speed {g.speed:g}), below the kernel's "
                                                    f"{MIN_QUOTA_US} us minimum: use at least {least} us")
             for i in range(g.count):
-                nodes.append(NodeSpec(f"{role}{i}", role, i, g.cpus, raw.parse_memory(g.memory), period, g.speed))
+                nodes.append(NodeSpec(f"{role}{i}", role, i, g.cpus, raw.parse_memory(g.memory), period, g.speed,
+                                      g.tcp_congestion_control))
         if groups.endpoint.count < 1 and not failed("nodes.endpoint"):
             bad("nodes.endpoint.count", "at least one endpoint is needed to send requests")
     return nodes, groups

@@ -49,6 +49,7 @@ class NodeSpec:
     memory_bytes: int
     period_us: int = DEFAULT_PERIOD_US  # the CFS period (Docker's --cpu-period)
     speed: float = 1.0  # < 1: cores this much slower, emulated by quota cpus x speed over a short period
+    tcp_congestion_control: str | None = None  # None: the machine's default (recorded in the manifest)
 
     @property
     def quota_cpus(self) -> float:

@@ -192,7 +192,7 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
         seed=spec.seed,
         provider=spec.provider,
         nodes={n.name: {"role": n.role, "cpus": n.cpus, "memory_bytes": n.memory_bytes, "cpu_period_us": n.period_us,
-                        "speed": n.speed} for n in spec.nodes},
+                        "speed": n.speed, "tcp_congestion_control": n.tcp_congestion_control} for n in spec.nodes},
         traces={d: {"given": t.given, "archive_id": t.archive_id, "path": str(t.path), "sha256": t.sha256}
                 for d, t in (("uplink", spec.mobile.uplink), ("downlink", spec.mobile.downlink)) if t is not None},
         mobile=_mobile(spec),

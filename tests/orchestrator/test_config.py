@@ -54,7 +54,8 @@ def test_shipped_configs_are_valid(path, request):
 
 @pytest.mark.parametrize("name, keys", [
     ("bad-unknown-key", ["experiment.duraton"]),
-    ("bad-many", ["experiment.duration_s", "nodes.edge.cpus", "nodes.edge.memory", "mobile.uplink_queue", "core.cloud"]),
+    ("bad-many", ["experiment.duration_s", "nodes.edge.cpus", "nodes.edge.memory", "mobile.uplink_queue", "core.cloud",
+                   "nodes.endpoint.tcp_congestion_control"]),
     ("bad-trace-missing", ["mobile.uplink"]),
     ("bad-trace-invalid", ["mobile.uplink"]),
     ("bad-kpn-preset", ["mobile.preset"]),

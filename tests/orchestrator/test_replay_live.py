@@ -28,6 +28,11 @@ sys.path.insert(0, str(REPO))
 from continuum.tracearchive import light  # noqa: E402
 
 
+CC = Path("/proc/sys/net/ipv4")
+DEFAULT_CC = (CC / "tcp_congestion_control").read_text().strip()
+OTHER_CC = next(c for c in ("cubic", "reno", "bbr") if c != DEFAULT_CC and c in (CC / "tcp_available_congestion_control").read_text().split())
+
+
 def _config(tmp: Path, replay: str) -> Path:
     text = (REPO / "configs" / "workload-aware.toml").read_text()
     text = re.sub(r"^duration_s = \d+", "duration_s = 8", text, flags=re.M)
@@ -39,6 +44,8 @@ def _config(tmp: Path, replay: str) -> Path:
     text = text.replace("[workload]\n", '[workload]\narrivals = "poisson"\n', 1)
     if replay == "access":
         text = text.replace("[mobile]", '[mobile]\naccess = "lte-fdd-srsran"', 1)
+        # and the endpoint's TCP named: one other than the machine's default, which may have to be allowed
+        text = text.replace("[nodes.endpoint]", f'[nodes.endpoint]\ntcp_congestion_control = "{OTHER_CC}"', 1)
     path = tmp / f"{replay}.toml"
     path.write_text(text)
     return path
@@ -48,6 +55,7 @@ def _config(tmp: Path, replay: str) -> Path:
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("replay")
     out = {}
+    allowed = (CC / "tcp_allowed_congestion_control").read_text()
     for replay in ("auto", "plain", "access"):
         before = hoststate.snapshot()
         p = subprocess.run([sys.executable, "-m", "continuum", "run", str(_config(tmp, replay))], capture_output=True, text=True,
@@ -56,6 +64,8 @@ def runs(tmp_path_factory):
         after = hoststate.snapshot()
         assert after["namespaces"] == before["namespaces"] and after["cgroups"] == before["cgroups"]
         out[replay] = next((tmp / replay).glob("*"))
+        assert (CC / "tcp_allowed_congestion_control").read_text() == allowed, "the run restored the allowed list"
+        assert (CC / "tcp_congestion_control").read_text().strip() == DEFAULT_CC, "the machine's default is untouched"
     return out
 
 
@@ -129,3 +139,12 @@ def test_a_light_trace_with_plain_replay_or_a_bad_line_is_refused(tmp_path):
     p = subprocess.run([sys.executable, "-m", "continuum", "validate", str(broken)], capture_output=True, text=True)
     out = p.stdout + p.stderr
     assert p.returncode != 0 and f"{bad}:3" in out and "mobile.uplink_light" in out, out
+
+
+def test_the_manifest_records_each_nodes_tcp_and_the_file_can_name_it(runs):
+    """The endpoint's TCP as the file named it, the edge's the machine's default, read back from each namespace."""
+    named = json.loads((runs["access"] / "manifest.json").read_text())["nodes"]
+    assert named["endpoint0"]["tcp_congestion_control"] == OTHER_CC, named
+    assert named["edge0"]["tcp_congestion_control"] == DEFAULT_CC, named
+    plain = json.loads((runs["plain"] / "manifest.json").read_text())["nodes"]
+    assert {n["tcp_congestion_control"] for n in plain.values()} == {DEFAULT_CC}, plain

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 
+from continuum import tcp
 from continuum.config import ExperimentSpec
 from continuum.config.edge import Draft
 from continuum.config.validation import Issues
@@ -141,12 +142,10 @@ class Pdcell(EdgeSystem):
         one on each UE, each in its node's network namespace, outside its cgroup (the transport's, not the app's)."""
         servers = [run.nodes[n] for n in s.servers] or [run.node]
         names = ", ".join(n.name for n in servers)
-        key = "net.ipv4.tcp_congestion_control"
         for node in servers:
             if s.congestion_control:
-                _allow(s.congestion_control, run, node)
-                node.run(["sysctl", "-qw", f"{key}={s.congestion_control}"])
-        cc = servers[0].run(["sysctl", "-n", key]).stdout.strip()
+                tcp.set_on(node, s.congestion_control, run.undo, "transport.congestion_control")
+        cc = tcp.current(servers[0])
         run.note({"congestion_control": cc, "servers": [n.name for n in servers]})
         if s.kind == "tcp":
             run.phase(f"transport tcp: the servers' congestion control on {names} is {cc}")
@@ -180,28 +179,6 @@ class Pdcell(EdgeSystem):
         wait_for(listening, 15, f"pDCell's shim on {node.name}")
         run.watch(f"pDCell's shim on {node.name}", proc, log)
 
-
-
-ALLOWED = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-
-
-def _allow(cc: str, run: EdgeRun, node: Node) -> None:
-    """A namespace may pick only the congestion controls this machine allows (reno and its default, here BBR):
-    another one available (cubic) is allowed for the run and the list restored at its end."""
-    if node.host is not None or not ALLOWED.exists():
-        return  # a VM or a machine of its own: its own kernel's list
-    before = ALLOWED.read_text().split()
-    available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
-    if cc in before:
-        return
-    if cc not in available:
-        from continuum.errors import ProviderError
-
-        raise ProviderError(f"transport.congestion_control = {cc!r}: this kernel has no {cc} (available: {', '.join(available)}; "
-                            f"modprobe tcp_{cc} if it is a module)")
-    ALLOWED.write_text(" ".join([*before, cc]))
-    run.undo.callback(ALLOWED.write_text, " ".join(before))
-    run.note({"allowed_for_the_run": cc})
 
 
 def cu_rtt_us(s: Settings, spec: ExperimentSpec) -> int:
