@@ -93,8 +93,11 @@ def _network(spec: ExperimentSpec, plan: netplan.Plan) -> list[str]:
         for d in ("uplink", "downlink"):
             if (ref := m.light(d)) is not None:
                 lines.append(f"    {d} light {ref.path}: a burst that finds the link idle waits its base delay, then the "
-                             f"train's offsets ({ref.pdo_bytes} bytes each), the rest the heavy trace; idle after "
-                             f"{ref.idle_ms:g} ms" + (f"; size offsets {ref.offsets}" if ref.offsets else ""))
+                             f"train's offsets ({ref.pdo_bytes} bytes each), the rest the heavy trace; "
+                             + (f"a burst lasts while the link holds packets or released one < {ref.idle_ms:g} ms ago, "
+                                f"its packets no sooner than {ref.active_ms:g} ms (active_ms)" if ref.active_ms is not None
+                                else f"idle after {ref.idle_ms:g} ms (CellReplay's rule)")
+                             + (f"; size offsets {ref.offsets}" if ref.offsets else ""))
         if plan.mahimahi:
             lines.append(f"  bypass   {', '.join([netplan.PROBE_NET + '.0.0/16', *m.bypass])} (mm-link --bypass; first one: "
                          "verification probe addresses)")

@@ -119,7 +119,7 @@ def _light(m: raw.Mobile, d: str, ref: TraceRef | None, base: Path, bad, failed)
     if "," in str(path) or (t.offsets is not None and "," in str(t.offsets)):
         bad(key, f"{path}: a ',' in its path would split mahimahi-link's --link option; move or rename it")
         return None
-    return LightRef(given, path, traces.sha256(path), t.pdo_bytes, t.idle_ms, t.offsets, archive_id)
+    return LightRef(given, path, traces.sha256(path), t.pdo_bytes, t.idle_ms, t.offsets, archive_id, t.active_ms)
 
 
 def _light_problems(m: raw.Mobile, p: dict[str, Any], bad) -> None:

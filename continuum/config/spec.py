@@ -115,11 +115,13 @@ class LightRef:
     idle_ms: float
     offsets: Path | None = None
     archive_id: str | None = None
+    active_ms: float | None = None  # None: CellReplay's burst rule
 
     def link_keys(self, direction: str) -> str:
         """mahimahi-link --link keys for `direction` ("up" or "down")."""
         keys = f",{direction}-light={self.path},{direction}-light-bytes={self.pdo_bytes},{direction}-light-idle-ms={self.idle_ms:g}"
-        return keys + (f",{direction}-light-offsets={self.offsets}" if self.offsets is not None else "")
+        keys += f",{direction}-light-offsets={self.offsets}" if self.offsets is not None else ""
+        return keys + (f",{direction}-light-active-ms={self.active_ms:g}" if self.active_ms is not None else "")
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ def _mobile(spec: ExperimentSpec) -> dict[str, Any]:
         for d in ("uplink", "downlink"):
             if (ref := spec.mobile.light(d)) is not None:
                 out[f"{d}_light"] = {"given": ref.given, "path": str(ref.path), "sha256": ref.sha256, "archive_id": ref.archive_id,
-                                     "pdo_bytes": ref.pdo_bytes, "idle_ms": ref.idle_ms,
+                                     "pdo_bytes": ref.pdo_bytes, "idle_ms": ref.idle_ms, "active_ms": ref.active_ms,
                                      "offsets": None if ref.offsets is None else {"path": str(ref.offsets), "sha256": sha256_of(ref.offsets)}}
         if spec.mobile.emulator == "mahimahi":  # upstream's commit, the patches applied (their SHA-256), the binary
             out["emulator"] = mahimahi.manifest_entry()

@@ -14,6 +14,9 @@ this project's `# key: value` header lines, which mahimahi-link ignores and
     # pdo_bytes: 1504   bytes one offset carries (the train's packets, IP length + 4)
     # idle_ms: 12       a burst ends once the link is idle this long (CellReplay's F)
     # offsets: NAME     a per-size delay offset file beside it (`SIZE OFFSET_MS` for 100, 200, ...)
+    # active_ms: 5      the path's latency on an active link: with it, a burst lasts while the link holds
+                        packets and a packet then leaves no sooner than this (without: CellReplay's rule;
+                        mahimahi-link src/burst.rs BurstOptions, docs/link-replay.md)
 
 The parser follows the emulator's rules exactly (tests hold the two to the
 same verdicts) and names the file and line of every problem."""
@@ -24,7 +27,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-HEADER_KEYS = ("pdo_bytes", "idle_ms", "offsets")
+HEADER_KEYS = ("pdo_bytes", "idle_ms", "offsets", "active_ms")
 DEFAULT_PDO_BYTES = 1504
 DEFAULT_IDLE_MS = 1.0  # mahimahi-link's default (src/options.rs DEFAULT_IDLE_MS: why not CellReplay's 0)
 WANT = '"TIME_MS BASE_DELAY_MS PDO_MS..." (integers; the first delivery offset 0)'
@@ -48,6 +51,7 @@ class LightTrace:
     pdo_bytes: int = DEFAULT_PDO_BYTES
     idle_ms: float = DEFAULT_IDLE_MS
     offsets: Path | None = None
+    active_ms: float | None = None
     header: dict[str, str] = field(default_factory=dict)
 
     def period_ms(self) -> int:
@@ -64,7 +68,7 @@ class LightTrace:
                 "base_delay_ms": {"median": statistics.median(base), "p5": pct[0], "p95": pct[-1], "min": min(base), "max": max(base)},
                 "train_packets": {"median": statistics.median(size), "min": min(size), "max": max(size)},
                 "train_span_ms": {"median": statistics.median(span), "max": max(span)},
-                "pdo_bytes": self.pdo_bytes, "idle_ms": self.idle_ms,
+                "pdo_bytes": self.pdo_bytes, "idle_ms": self.idle_ms, "active_ms": self.active_ms,
                 "offsets": self.offsets.name if self.offsets else None}
 
 
@@ -138,6 +142,14 @@ def parse(path: Path, text: str | None = None) -> LightTrace:
                 raise ValueError
     except ValueError:
         raise LightTraceError(f"{path}: header idle_ms: {header['idle_ms']!r} is not a non-negative number of ms") from None
+    try:
+        if "active_ms" in header:
+            t.active_ms = float(header["active_ms"])
+            if not 0 <= t.active_ms < float("inf"):
+                raise ValueError
+    except ValueError:
+        raise LightTraceError(f"{path}: header active_ms: {header['active_ms']!r} is not a non-negative number of ms "
+                              "(the path's latency on an active link)") from None
     if header.get("offsets"):
         t.offsets = path.parent / header["offsets"]
         parse_offsets(t.offsets)
@@ -173,12 +185,14 @@ def parse_offsets(path: Path) -> list[float]:
 
 
 def write(path: Path, lines: list[LightLine], pdo_bytes: int, idle_ms: float, offsets: str | None = None,
-          note: str = "") -> Path:
+          note: str = "", active_ms: float | None = None) -> Path:
     head = ["# continuum light trace (CellReplay's format): TIME_MS BASE_DELAY_MS PDO_MS...",
             *(f"# {x}" for x in note.splitlines() if x),
             f"# pdo_bytes: {pdo_bytes}", f"# idle_ms: {idle_ms:g}"]
     if offsets:
         head.append(f"# offsets: {offsets}")
+    if active_ms is not None:
+        head.append(f"# active_ms: {active_ms:g}")
     body = [f"{ln.t_ms} {ln.base_ms} {' '.join(map(str, ln.pdos_ms))}" for ln in lines]
     path.write_text("\n".join(head + body) + "\n")
     return path

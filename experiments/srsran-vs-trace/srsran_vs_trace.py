@@ -56,14 +56,32 @@ FAR_SGI, EPC_SGI, UE_CTL, FAR_CTL = "10.250.0.2", "10.250.0.1", "10.251.0.1", "1
 # The light recording's trains: W1's largest request (100 KB) is 70 full packets; an answer is one.
 LIGHT_GAP_MS, LIGHT_UP_PACKETS, LIGHT_DOWN_PACKETS = 300, 70, 10
 ARMS = {"plain": "recorded trace, plain replay", "workload-aware": "recorded trace, workload-aware replay",
+        "active": "recorded trace, workload-aware replay, active-link floor",
         "access": "recorded trace + uplink access (one-UE cell, srsENB's SR/BSR/k2)"}
+# The "active" arm: the same light traces with an `active_ms` header (docs/link-replay.md): a burst lasts
+# while the link holds packets, each packet then no sooner than this after it came. Uplink: k2 (4 ms,
+# presets.ACCESS["lte-fdd-srsran"]) and the 1-ms TTI it is sent in; downlink: the recording's smallest
+# base delay (a downlink has no access wait: its base delay is the stack's own latency).
+UPLINK_ACTIVE_MS = 5.0
 # The "access" arm: [mobile] access = "lte-fdd-srsran" (continuum/config/presets.py gives each value's source).
 SRSRAN_LABEL = "srsRAN 4G (ZMQ)"
+
+
+# What every run of the comparison shares beyond the shipped files: the endpoints' and edge's TCP (the
+# machine's default otherwise: BBR here, whose PROBE_RTT every 10 s of a quiet connection hit one request
+# in ten at 1 req/s; docs/experiment-file.md "TCP: name it") and the arrivals (constant ones meet srsENB's
+# 20-ms SR grid at one phase per run).
+SHARED = {"tcp": "cubic", "arrivals": "poisson"}
 
 
 def timing(text: str, duration: float, rate: float) -> str:
     text = re.sub(r"(?m)^duration_s = .*$", f"duration_s = {duration:g}", text)
     text = re.sub(r"(?m)^rate = .*$", f"rate = {rate:g}", text, count=1)
+    if SHARED["arrivals"] != "constant":
+        text = text.replace("[workload]\n", f'[workload]\narrivals = "{SHARED["arrivals"]}"\n', 1)
+    if SHARED["tcp"] != "default":
+        for role in ("endpoint", "edge"):
+            text = text.replace(f"[nodes.{role}]\n", f'[nodes.{role}]\ntcp_congestion_control = "{SHARED["tcp"]}"\n', 1)
     return re.sub(r"(?m)^warmup_s = .*$", "warmup_s = 5", text)
 
 
@@ -82,6 +100,9 @@ def replay_config(out: Path, duration: float, rate: float, up: Path, down: Path,
     mobile = f'uplink = "{up}"\ndownlink = "{down}"\n'
     if arm == "workload-aware":
         mobile += f'uplink_light = "{up}.light"\ndownlink_light = "{down}.light"\n'
+    elif arm == "active":
+        ul, dl = active_light(out, up, UPLINK_ACTIVE_MS), active_light(out, down, None)
+        mobile += f'uplink_light = "{ul}"\ndownlink_light = "{dl}"\n'
     else:
         mobile += 'replay = "plain"\n'
     text = re.sub(r'(?m)^downlink = .*\n', "", text)
@@ -95,7 +116,21 @@ def replay_config(out: Path, duration: float, rate: float, up: Path, down: Path,
     a, b = load(path, materialize=False), load(srsran_config(out, duration, rate), materialize=False)
     assert (a.workload, a.core, a.nodes, a.duration_s, a.warmup_s) == (b.workload, b.core, b.nodes, b.duration_s, b.warmup_s), \
         "the replay must differ from the srsRAN run in [mobile] only"
-    assert (arm == "workload-aware") == (a.mobile.uplink_light is not None and a.mobile.downlink_light is not None)
+    assert (arm in ("workload-aware", "active")) == (a.mobile.uplink_light is not None and a.mobile.downlink_light is not None)
+    return path
+
+
+def active_light(out: Path, trace: Path, active_ms: float | None) -> Path:
+    """A copy of `trace`'s light part with an active_ms header: `active_ms`, or (None) its smallest base delay."""
+    from continuum.tracearchive import light
+
+    t = light.parse(Path(f"{trace}.light"))
+    value = active_ms if active_ms is not None else float(min(ln.base_ms for ln in t.lines))
+    why = ("k2 (4 ms) + the 1-ms TTI, presets.ACCESS lte-fdd-srsran" if active_ms is not None
+           else "the recording's smallest base delay")
+    path = out / "record" / "active" / Path(f"{trace}.light").name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    light.write(path, t.lines, t.pdo_bytes, t.idle_ms, note=f"{trace}.light with active_ms: {why}", active_ms=value)
     return path
 
 
@@ -216,10 +251,11 @@ def table(points: dict[float, dict[str, list[pd.DataFrame]]]) -> str:
 
 
 PARTS = (("uplink_ms", "uplink M1"), ("downlink_ms", "downlink M2"))
-STYLES = {"srsran": ("k", "-"), "plain": ("C0", "--"), "workload-aware": ("C3", "-."), "access": ("C2", ":")}
+STYLES = {"srsran": ("k", "-"), "plain": ("C0", "--"), "workload-aware": ("C3", "-."), "active": ("C1", "-"),
+          "access": ("C2", ":")}
 
 
-def cdf(points: dict[float, dict[str, list[pd.DataFrame]]], out: Path) -> Path:
+def cdf(points: dict[float, dict[str, list[pd.DataFrame]]], out: Path, shared: dict | None = None) -> Path:
     from points import plain_log_ticks
 
     rates = list(points)
@@ -229,8 +265,7 @@ def cdf(points: dict[float, dict[str, list[pd.DataFrame]]], out: Path) -> Path:
             for name, reps in points[rate].items():
                 x = np.sort(pd.concat(reps)[col].to_numpy())
                 color, style = STYLES.get(name, ("C2", ":"))
-                ax.step(x, np.arange(1, len(x) + 1) / len(x), style, color=color, where="post",
-                        label=f"{label(name)} (n={len(x)}, {len(reps)} runs)")
+                ax.step(x, np.arange(1, len(x) + 1) / len(x), style, color=color, where="post", label=label(name))
             ax.set_xscale("log")
             plain_log_ticks(ax.xaxis)
             ax.set_xlabel(f"{part} (ms, log scale)")
@@ -238,10 +273,14 @@ def cdf(points: dict[float, dict[str, list[pd.DataFrame]]], out: Path) -> Path:
             ax.set_ylim(0, 1.01)
             ax.set_title(f"{part} at {rate:g} requests/s", fontsize=9)
             ax.grid(alpha=0.3, which="both")
-            ax.legend(fontsize=7, loc="best")
+    # one legend for every panel, below them (in a panel it hid the curves); each panel pools 3 runs per system
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=2, fontsize=8, frameon=False)
     fig.suptitle("W1 over srsRAN 4G (ZMQ radio) vs. the same stack's recording replayed by mahimahi-link, per replay arm\n"
-                 "(all measured on one 2-core machine; each CDF pools its repetitions)", fontsize=10)
-    fig.tight_layout()
+                 "(all measured on one 2-core machine; each CDF pools its repetitions"
+                 + (f"; TCP {shared['tcp']} at the endpoint and edge, {shared['arrivals']} arrivals)" if shared else ")"),
+                 fontsize=10)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
@@ -255,7 +294,9 @@ def report(out: Path) -> None:
     acc = {f"{rate:g}": {arm: {c: within(stats(sy[arm], c), stats(sy["srsran"], c)) for c, _ in PARTS}
                          for arm in ARMS if arm in sy} for rate, sy in points.items() if "srsran" in sy}
     (out / "acceptance.json").write_text(json.dumps(acc, indent=1) + "\n")
-    print(f"figure: {cdf(points, out / 'cdf.png')}")
+    summary = out / "summary.json"
+    shared = json.loads(summary.read_text()).get("shared") if summary.exists() else None
+    print(f"figure: {cdf(points, out / 'cdf.png', shared)}")
 
 
 def main() -> None:
@@ -270,8 +311,14 @@ def main() -> None:
     ap.add_argument("--arms", default=",".join(ARMS), help=f"replay arms, of: {', '.join(ARMS)}")
     ap.add_argument("--record-s", type=float, default=None, help="seconds recorded per direction (default: 20 with --quick, else 60)")
     ap.add_argument("--skip-record", action="store_true", help="use --out's record/traces from an earlier run")
+    ap.add_argument("--skip-srsran", action="store_true", help="run the replay arms only, beside --out's srsRAN runs")
     ap.add_argument("--replot", action="store_true", help="only redraw the table and figure from --out's requests/")
+    ap.add_argument("--tcp", default=SHARED["tcp"], help="the endpoint's and edge's TCP congestion control in every run "
+                                                         "(default cubic, Debian's and Android's; 'default': the machine's)")
+    ap.add_argument("--arrivals", default=SHARED["arrivals"], choices=("poisson", "constant"),
+                    help="the workload's arrivals in every run (default poisson: the SR grid sampled at every phase)")
     a = ap.parse_args()
+    SHARED.update(tcp=a.tcp, arrivals=a.arrivals)
     if a.replot:
         report(a.out)
         return
@@ -297,7 +344,7 @@ def main() -> None:
     runs = {}
     for rep in range(a.first_rep, a.first_rep + reps):
         for rate in rates:
-            for system in ("srsran", *arms):
+            for system in ([] if a.skip_srsran else ["srsran"]) + arms:
                 what = "2/3 srsRAN" if system == "srsran" else f"3/3 {system} replay"
                 print(f"{what}, {rate:g} requests/s, repetition {rep} ({reps} this time)", flush=True)
                 cfg = srsran_config(out, duration, rate) if system == "srsran" else replay_config(out, duration, rate, up, down, system)
@@ -307,10 +354,11 @@ def main() -> None:
                 if system == "srsran" and rate == 2.0 and rep == 1:
                     shutil.copy(run / "plots" / "srsran.png", out / "srsran-kpis.png")
     meta = {f: json.loads((traces / f).read_text()) for f in ("metadata.json", "light-metadata.json") if (traces / f).exists()}
-    old = json.loads((out / "summary.json").read_text()) if a.first_rep > 1 and (out / "summary.json").exists() else {}
+    keep = a.first_rep > 1 or a.skip_srsran  # beside an earlier run's
+    old = json.loads((out / "summary.json").read_text()) if keep and (out / "summary.json").exists() else {}
     (out / "summary.json").write_text(json.dumps({"runs": {**old.get("runs", {}), **runs}, "recorded": meta,
                                                   "rates": sorted(set(old.get("rates", [])) | set(rates)),
-                                                  "reps_this_run": reps, "duration_s": duration, "arms": sorted(set(old.get("arms", [])) | set(arms))},
+                                                  "reps_this_run": reps, "duration_s": duration, "shared": SHARED, "arms": sorted(set(old.get("arms", [])) | set(arms))},
                                                  indent=2, default=str) + "\n")
     report(out)
 

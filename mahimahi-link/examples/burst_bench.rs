@@ -46,7 +46,7 @@ fn main() {
     let opts = LinkOptions::default();
     for (name, with_light) in [("plain", false), ("workload-aware", true), ("plain", false), ("workload-aware", true)] {
         let mut link: Link<u32> = Link::new(heavy.clone(), QueueConfig::default(), opts, 1);
-        let mut burst = Burst::new(light.clone(), None, BurstOptions { pdo_bytes: 1504, idle_ns: MS });
+        let mut burst = Burst::new(light.clone(), None, BurstOptions { pdo_bytes: 1504, idle_ns: MS, active_ns: None });
         let mut sink = Count(0);
         let t0 = Instant::now();
         for (i, &t) in times.iter().enumerate() {

@@ -66,8 +66,11 @@ def size_offset(offsets_ms: list[float], size: int) -> int:
 
 
 def releases(lines: list[LightLine], arrivals: list[tuple[int, int]], pdo_bytes: int, idle_ns: int,
-             offsets_ms: list[float] = ()) -> list[tuple[int, bool]]:
-    """Each packet's (release time ns, may bypass the heavy queue)."""
+             offsets_ms: list[float] = (), active_ns: int | None = None) -> list[tuple[int, bool]]:
+    """Each packet's (release time ns, may bypass the heavy queue). active_ns None: CellReplay's rule (a
+    packet whose release would come idle_ns after the last one's starts a burst); a number: the burst
+    lasts until the link released its last packet idle_ns ago, and a packet in it leaves no sooner than
+    active_ns after it came."""
     out = []
     start = base = None
     last = 0       # the previous packet's release from the light trace (before its size offset)
@@ -75,11 +78,15 @@ def releases(lines: list[LightLine], arrivals: list[tuple[int, int]], pdo_bytes:
     train: list[int] = []
     idx = cap = 0
     for now, size in arrivals:
-        if base is None or now + base > last + idle_ns:
+        if base is None or (now > last + idle_ns if active_ns is not None else now + base > last + idle_ns):
+            fresh = True
             # a new burst: this packet is the train's first
             base, line = base_delay(lines, now)
             start, train, idx, cap = now, [p * MS for p in lines[line].pdos_ms], 0, pdo_bytes
-        elapsed = now - start
+        else:
+            fresh = False
+        # an offset has passed: CellReplay, when the packet came later than it after the first one; active, when its release passed
+        elapsed = max(0, now - start - base) if active_ns is not None else now - start
         while idx < len(train) and elapsed > train[idx]:
             idx, cap = idx + 1, pdo_bytes  # offsets that passed before the packet came
         if cap >= size:
@@ -91,8 +98,12 @@ def releases(lines: list[LightLine], arrivals: list[tuple[int, int]], pdo_bytes:
             cap = need * pdo_bytes - size
         if idx < len(train):
             release, bypass = start + base + train[idx], True
+        elif active_ns is not None:
+            release, bypass = max(now, start + base + train[-1]), False  # past the train: the heavy queue, after the grants came
         else:
             release, bypass = now + max(base, train[-1]), False  # past the train: the heavy queue
+        if active_ns is not None and not fresh:
+            release = max(release, now + active_ns)
         last = release
         off = size_offset(list(offsets_ms), size)
         if release + off >= end:
@@ -106,8 +117,9 @@ def releases(lines: list[LightLine], arrivals: list[tuple[int, int]], pdo_bytes:
 
 
 def simulate(trace_ms: list[int], lines: list[LightLine], arrivals: list[tuple[int, int]], queue: mm.Queue,
-             pdo_bytes: int = 1504, idle_ns: int = 0, offsets_ms: list[float] = (), spread=True, repeat=True):
+             pdo_bytes: int = 1504, idle_ns: int = 0, offsets_ms: list[float] = (), spread=True, repeat=True,
+             active_ns: int | None = None):
     """Events [("d"|"x", packet id, time ns)] in the order they happen."""
-    rel = releases(lines, arrivals, pdo_bytes, idle_ns, offsets_ms)
+    rel = releases(lines, arrivals, pdo_bytes, idle_ns, offsets_ms, active_ns)
     return mm.simulate(trace_ms, [(r, size) for (r, _), (_, size) in zip(rel, arrivals)], queue, spread=spread,
                        repeat=repeat, bypass=[b for _, b in rel])

@@ -169,8 +169,18 @@ impl SizeOffsets {
 pub struct BurstOptions {
     /// Bytes one train offset carries (the recorded train's packets, charged as the link charges).
     pub pdo_bytes: u32,
-    /// The link counts as idle once a packet's release would come this long after the last one's.
+    /// How long without packets ends a burst (from when: see `active_ns`).
     pub idle_ns: Nanos,
+    /// None: CellReplay's rule, a packet whose release would come `idle` after the last one's starts a
+    /// new burst, and a train offset counts as passed once a packet arrives later than it after the
+    /// burst's first arrival. Some(floor): the link stays active while it holds packets or released
+    /// one less than `idle` ago, as a radio keeps granting while the UE's buffer has data; a packet
+    /// that comes then takes the next offset whose release has not passed, and leaves no sooner than
+    /// `floor` after it came (the stack's latency on an active link: a grant's k2 on an uplink, the
+    /// pipeline on a downlink). The difference is a packet a TCP ACK clocks out mid-burst: CellReplay
+    /// gives it a whole base delay again; srsRAN sent it with the burst's grants (a 14-16 ms round
+    /// trip where the base delays add up to ~43 ms; experiments/srsran-vs-trace).
+    pub active_ns: Option<Nanos>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -229,9 +239,11 @@ impl<P> Burst<P> {
     /// A packet of charged `size` arriving at `now`: its release time and whether it may bypass the heavy queue.
     fn release_of(&mut self, now: Nanos, size: u32) -> (Nanos, bool) {
         let pdo = |l: &LightTrace, line: usize, k: usize| l.lines[line].pdos_ms[k] * MS;
-        let new_burst = match self.base {
-            None => true,
-            Some(base) => now + base > self.last + self.opts.idle_ns,
+        let active = self.opts.active_ns;
+        let new_burst = match (self.base, active) {
+            (None, _) => true,
+            (Some(_), Some(_)) => now > self.last + self.opts.idle_ns,
+            (Some(base), None) => now + base > self.last + self.opts.idle_ns,
         };
         if new_burst {
             let (base, line) = self.light.base_delay(now.saturating_sub(self.origin));
@@ -240,7 +252,8 @@ impl<P> Burst<P> {
         }
         let base = self.base.expect("a burst");
         let train = self.light.lines[self.line].pdos_ms.len();
-        let elapsed = now - self.start;
+        // an offset passed: CellReplay, once the packet came later than it after the first arrival; active, once its release passed
+        let elapsed = (now - self.start).saturating_sub(if active.is_some() { base } else { 0 });
         while self.idx < train && elapsed > pdo(&self.light, self.line, self.idx) {
             self.idx += 1;
             self.cap = self.opts.pdo_bytes;
@@ -256,9 +269,15 @@ impl<P> Burst<P> {
         }
         let (mut release, mut bypass) = if self.idx < train {
             (self.start + base + pdo(&self.light, self.line, self.idx), true)
+        } else if active.is_some() {
+            // past the train: the heavy queue, once the burst's grants have come
+            ((self.start + base + pdo(&self.light, self.line, train - 1)).max(now), false)
         } else {
             (now + base.max(pdo(&self.light, self.line, train - 1)), false)
         };
+        if let (Some(floor), false) = (active, new_burst) {
+            release = release.max(now + floor);
+        }
         self.last = release;
         if let Some(off) = &self.offsets {
             let moved = release as i64 + off.of(size);
@@ -342,7 +361,7 @@ mod tests {
         let l = Arc::new(LightTrace::parse("light", light).unwrap());
         let h = Arc::new(Trace::parse("heavy", heavy).unwrap());
         (
-            Burst::new(l, None, BurstOptions { pdo_bytes: 1504, idle_ns: idle_ms * MS }),
+            Burst::new(l, None, BurstOptions { pdo_bytes: 1504, idle_ns: idle_ms * MS, active_ns: None }),
             Link::new(h, QueueConfig::default(), LinkOptions { spread: false, repeat: true }, 1),
         )
     }
@@ -394,7 +413,7 @@ mod tests {
     fn a_packet_larger_than_an_offset_takes_whole_ones_from_an_unused_one() {
         // CellReplay's 1400-byte offsets, full 1504-byte packets: each takes two offsets
         let l = Arc::new(LightTrace::parse("l", "0 10 0 1 2 3 4 5\n1000 10 0 1 2 3 4 5\n2000 10 0\n").unwrap());
-        let mut b = Burst::new(l, None, BurstOptions { pdo_bytes: 1400, idle_ns: MS });
+        let mut b = Burst::new(l, None, BurstOptions { pdo_bytes: 1400, idle_ns: MS, active_ns: None });
         let mut link = Link::new(Arc::new(Trace::parse("h", "1\n").unwrap()), QueueConfig::default(), LinkOptions { spread: false, repeat: true }, 1);
         let mut s = Rec::default();
         for id in 0..3 {

@@ -18,10 +18,13 @@ usage:
       the trace as its heavy part): up-light=FILE (lines \"TIME_MS BASE_DELAY_MS
       PDO_MS...\"), up-light-bytes=N (what one offset carries, default 1504),
       up-light-idle-ms=X (idle this long ends a burst, default 1),
-      up-light-offsets=FILE (lines \"SIZE OFFSET_MS\" for 100, 200, ... bytes);
+      up-light-offsets=FILE (lines \"SIZE OFFSET_MS\" for 100, 200, ... bytes),
+      up-light-active-ms=X (the link stays active while it holds packets, and a
+      packet then leaves no sooner than X ms after it came; default: CellReplay's
+      rule, src/burst.rs BurstOptions);
       down-light... likewise
   mahimahi-link simulate TRACE [--queue=Q] [--queue-args=A] [--seed=N] [--ms-bursts] [--once] [--timeline=FILE]
-                [--light=FILE [--light-bytes=N] [--light-idle-ms=X] [--light-offsets=FILE]]
+                [--light=FILE [--light-bytes=N] [--light-idle-ms=X] [--light-offsets=FILE] [--light-active-ms=X]]
       virtual-clock core for tests: stdin lines \"ARRIVAL_NS SIZE\"; prints
       \"d ID T_NS\" per departure and \"x ID T_NS\" per drop; --timeline's outages
       and trace switches from t = 0 (forward mode's file; any LINK name); --light:
@@ -217,6 +220,8 @@ pub struct LightArg {
     pub pdo_bytes: u32,
     pub idle_ms: f64,
     pub offsets: Option<String>,
+    /// The active link's latency floor (ms; None: CellReplay's burst rule; src/burst.rs BurstOptions).
+    pub active_ms: Option<f64>,
 }
 
 /// The default idle time that ends a burst: CellReplay's default is 0 on a
@@ -228,10 +233,10 @@ pub const DEFAULT_IDLE_MS: f64 = 1.0;
 
 impl LightArg {
     pub fn new(file: &str) -> LightArg {
-        LightArg { file: file.into(), pdo_bytes: crate::OPPORTUNITY_BYTES, idle_ms: DEFAULT_IDLE_MS, offsets: None }
+        LightArg { file: file.into(), pdo_bytes: crate::OPPORTUNITY_BYTES, idle_ms: DEFAULT_IDLE_MS, offsets: None, active_ms: None }
     }
 
-    /// Set one of its keys (`bytes`, `idle-ms`, `offsets`) from text; `what` names the option for errors.
+    /// Set one of its keys (`bytes`, `idle-ms`, `offsets`, `active-ms`) from text; `what` names the option for errors.
     pub fn set(&mut self, key: &str, v: &str, what: &str) -> Result<(), String> {
         match key {
             "bytes" => v.parse::<u32>().ok().filter(|b| (1..=65_536).contains(b)).map(|b| self.pdo_bytes = b).ok_or_else(|| format!("{what}: {v:?} is not a byte count 1..=65536 (a train packet's IP length + 4)")),
@@ -240,12 +245,13 @@ impl LightArg {
                 self.offsets = Some(v.into());
                 Ok(())
             }
+            "active-ms" => v.parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0).map(|x| self.active_ms = Some(x)).ok_or_else(|| format!("{what}: {v:?} is not a non-negative number of milliseconds")),
             _ => Err(format!("{what}: unknown key")),
         }
     }
 
     pub fn options(&self) -> crate::burst::BurstOptions {
-        crate::burst::BurstOptions { pdo_bytes: self.pdo_bytes, idle_ns: (self.idle_ms * 1e6).round() as u64 }
+        crate::burst::BurstOptions { pdo_bytes: self.pdo_bytes, idle_ns: (self.idle_ms * 1e6).round() as u64, active_ns: self.active_ms.map(|x| (x * 1e6).round() as u64) }
     }
 }
 
@@ -278,7 +284,7 @@ impl LinkArg {
                 "up-light" => a.up_light = Some(LightArg::new(v)),
                 "down-light" => a.down_light = Some(LightArg::new(v)),
                 _ if (k.starts_with("up-light-") || k.starts_with("down-light-")) => light_keys.push((k, v)),
-                _ => return Err(format!("--link {s:?}: unknown key {k:?}; valid: name, ue, core, up, down, netns, up-light, down-light, {{up,down}}-light-{{bytes,idle-ms,offsets}}")),
+                _ => return Err(format!("--link {s:?}: unknown key {k:?}; valid: name, ue, core, up, down, netns, up-light, down-light, {{up,down}}-light-{{bytes,idle-ms,offsets,active-ms}}")),
             }
         }
         for (k, v) in light_keys {
@@ -287,7 +293,7 @@ impl LinkArg {
             let Some(light) = light else {
                 return Err(format!("--link {s:?}: {k} without {dir}-light=FILE"));
             };
-            light.set(key, v, &format!("--link {s:?}: {k}")).map_err(|e| if e.ends_with("unknown key") { format!("{e} (valid: {dir}-light-bytes, -idle-ms, -offsets)") } else { e })?;
+            light.set(key, v, &format!("--link {s:?}: {k}")).map_err(|e| if e.ends_with("unknown key") { format!("{e} (valid: {dir}-light-bytes, -idle-ms, -offsets, -active-ms)") } else { e })?;
         }
         for (k, v) in [("ue", &a.ue), ("core", &a.core), ("up", &a.up), ("down", &a.down)] {
             if v.is_empty() {
@@ -397,7 +403,7 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
                 light = Some(LightArg::new(&val));
                 Ok(())
             }
-            "--light-bytes" | "--light-idle-ms" | "--light-offsets" if simulate => {
+            "--light-bytes" | "--light-idle-ms" | "--light-offsets" | "--light-active-ms" if simulate => {
                 light_keys.push((key.clone(), val));
                 Ok(())
             }

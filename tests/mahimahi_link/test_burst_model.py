@@ -84,9 +84,13 @@ def test_random_cases_agree_exactly(mml, tmp_path, case):
     if not spread:
         args.append("--ms-bursts")
     arrivals = bursty_arrivals(rng, rng.randint(100, 1500))
+    active_ms = [None, None, 0.0, 2.5, 7][case % 5]  # None: CellReplay's burst rule; else the active-link floor
+    if active_ms is not None:
+        args.append(f"--light-active-ms={active_ms}")
     got, counters = run_core(mml, hf, arrivals, args)
     want = model.simulate(heavy, model.parse_light(light), arrivals, mm.Queue(kind=kind, seed=5, **kw), pdo_bytes=pdo_bytes,
-                          idle_ns=round(idle_ms * MS), offsets_ms=offsets or (), spread=spread)
+                          idle_ns=round(idle_ms * MS), offsets_ms=offsets or (), spread=spread,
+                          active_ns=None if active_ms is None else round(active_ms * MS))
     first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
     assert got == want, f"first difference at event {first}: core {got[first:first + 3]}, model {want[first:first + 3]}"
     bypassed = int(counters["bypassed"])
@@ -109,6 +113,27 @@ def test_a_burst_by_hand(mml, tmp_path):
     # burst (idle time 0 here), base delay 30.6 ms, held to 89 ms too, and out at the next opportunity, 92 ms.
     assert got == [("d", 0, 80 * MS), ("d", 1, 83 * MS), ("d", 2, 83 * MS), ("d", 3, 89 * MS), ("d", 4, 90 * MS), ("d", 5, 92 * MS)]
     assert counters["bypassed"] == "4" and counters["bursts"] == "2"
+
+
+def test_an_active_link_keeps_its_burst_by_hand(mml, tmp_path):
+    """The same light trace with active_ms (a floor of 2 ms, idle 1 ms): a packet that comes while the link
+    still holds the burst's packets takes the train's next offset instead of a new base delay."""
+    (tmp_path / "light").write_text("0 20 0 3 3 9\n100 40 0 3 3 9\n200 40 0 3 3 9\n")
+    (tmp_path / "heavy").write_text("2\n")
+    arr = [(50 * MS, 1504), (50 * MS, 1504), (50 * MS, 1504), (70 * MS, 1504), (86 * MS, 1504), (120 * MS, 1504)]
+    args = [f"--light={tmp_path / 'light'}", "--light-idle-ms=1", "--ms-bursts"]
+    got, counters = run_core(mml, tmp_path / "heavy", arr, [*args, "--light-active-ms=2"])
+    # 50 ms: base 30 ms, offsets 0, 3, 3 -> 80, 83, 83 ms. 70 ms: the link holds packets until 83 ms, so the
+    # burst goes on: the fourth offset, 9 ms (its release, 89 ms, has not passed; the floor 70 + 2 is sooner).
+    # 86 ms: the link released its last at 89 ms, still the burst, but past the train: the heavy queue from
+    # max(86, 50 + 30 + 9) = 89 ms (floor 88), out at its next opportunity, 90 ms. 120 ms: idle 31 ms, a new
+    # burst, base delay 40 ms: 160 ms.
+    assert got == [("d", 0, 80 * MS), ("d", 1, 83 * MS), ("d", 2, 83 * MS), ("d", 3, 89 * MS), ("d", 4, 90 * MS),
+                   ("d", 5, 160 * MS)]
+    assert counters["bypassed"] == "5" and counters["bursts"] == "2"
+    # CellReplay's rule: at 70 ms the release would be 70 + 34 ms, more than 1 ms after 83: a new burst, 104 ms
+    plain, counters = run_core(mml, tmp_path / "heavy", arr, args)
+    assert plain[3] == ("d", 3, 104 * MS) and counters["bursts"] == "4", (plain, counters)
 
 
 def test_bad_light_files_name_the_file_and_line(mml, tmp_path):

@@ -81,6 +81,21 @@ def test_validate_names_a_bad_light_files_line(tmp_path):
     assert p.returncode == 1 and f"{f}:3: delivery offsets must be non-decreasing" in p.stdout.replace("\n", ""), p.stdout
 
 
+def test_active_ms_is_read_written_and_passed_on_and_a_bad_one_named(tmp_path):
+    """The header's active_ms (the active-link rule): parsed, written back, and on mahimahi-link's --link keys."""
+    from continuum.config.spec import LightRef
+
+    lines = [light.LightLine(0, 20, [0, 3]), light.LightLine(100, 22, [0, 4]), light.LightLine(200, 20, [0, 3])]
+    t = light.parse(light.write(tmp_path / "a.light", lines, 1504, 10.5, active_ms=5))
+    assert (t.active_ms, t.idle_ms, t.lines) == (5.0, 10.5, lines)
+    assert light.parse(light.write(tmp_path / "b.light", lines, 1504, 10.5)).active_ms is None
+    ref = LightRef("a", tmp_path / "a.light", "0" * 64, 1504, 10.5, active_ms=t.active_ms)
+    assert ref.link_keys("up").endswith(",up-light-idle-ms=10.5,up-light-active-ms=5"), ref.link_keys("up")
+    (tmp_path / "c.light").write_text("# active_ms: soon\n" + (tmp_path / "b.light").read_text())
+    with pytest.raises(light.LightTraceError, match=r"c.light: header active_ms: 'soon' is not a non-negative number"):
+        light.parse(tmp_path / "c.light")
+
+
 @pytest.fixture
 def archive(tmp_path, monkeypatch):
     """A scratch archive (CONTINUUM_TRACE_ARCHIVE) so `add` writes nothing into the repository."""
