@@ -93,7 +93,10 @@ def test_quickstart_writes_every_result_file(quickstart):
     assert {f.stat().st_uid for f in (run_dir / "raw").iterdir()} == {0}, "the results were given back to the run folder's owner"
     with open(run_dir / "links" / "endpoint0.uplink.log") as f:
         assert f.readline().startswith("# mahimahi mm-link (Uplink)")
-    assert m["nodes"]["endpoint0"] == {"role": "endpoint", "cpus": 1.0, "memory_bytes": 512 << 20, "cpu_period_us": 100_000, "speed": 1.0}
+    # the TCP each node used: the file names none, so the machine's default, read back in its namespace
+    default_cc = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
+    assert m["nodes"]["endpoint0"] == {"role": "endpoint", "cpus": 1.0, "memory_bytes": 512 << 20, "cpu_period_us": 100_000, "speed": 1.0,
+                                       "tcp_congestion_control": default_cc}
     assert m["host"]["cpu_model"]
     # a load given as a rate, no [calibration] asked: nothing was measured (and this session's cache holds no W1
     # at 1 CPU yet), so nothing is claimed
