@@ -135,25 +135,25 @@ def parse(path: Path, text: str | None = None) -> LightTrace:
     except ValueError:
         raise LightTraceError(f"{path}: header pdo_bytes: {header['pdo_bytes']!r} is not a byte count 1..65536 "
                               "(a train packet's IP length + 4)") from None
-    try:
-        if "idle_ms" in header:
-            t.idle_ms = float(header["idle_ms"])
-            if not 0 <= t.idle_ms < float("inf"):
-                raise ValueError
-    except ValueError:
-        raise LightTraceError(f"{path}: header idle_ms: {header['idle_ms']!r} is not a non-negative number of ms") from None
-    try:
-        if "active_ms" in header:
-            t.active_ms = float(header["active_ms"])
-            if not 0 <= t.active_ms < float("inf"):
-                raise ValueError
-    except ValueError:
-        raise LightTraceError(f"{path}: header active_ms: {header['active_ms']!r} is not a non-negative number of ms "
-                              "(the path's latency on an active link)") from None
+    if "idle_ms" in header:
+        t.idle_ms = _header_ms(path, header, "idle_ms", "")
+    if "active_ms" in header:
+        t.active_ms = _header_ms(path, header, "active_ms", " (the path's latency on an active link)")
     if header.get("offsets"):
         t.offsets = path.parent / header["offsets"]
         parse_offsets(t.offsets)
     return t
+
+
+def _header_ms(path: Path, header: dict[str, str], key: str, why: str) -> float:
+    """A header value in milliseconds: a finite number >= 0, else an error naming the file and key."""
+    try:
+        v = float(header[key])
+    except ValueError:
+        v = -1.0
+    if not 0 <= v < float("inf"):
+        raise LightTraceError(f"{path}: header {key}: {header[key]!r} is not a non-negative number of ms{why}")
+    return v
 
 
 def parse_offsets(path: Path) -> list[float]:
