@@ -184,6 +184,14 @@ def parse_offsets(path: Path) -> list[float]:
     return out
 
 
+def write_offsets(path: Path, offsets: list[tuple[int, float]], note: str = "") -> Path:
+    """A per-size offset file, as parse_offsets reads it; `offsets` from 100 bytes on in steps of 100."""
+    head = [f"# {x}" for x in note.splitlines() if x]
+    path.write_text("\n".join(head + [f"{size} {off:g}" for size, off in offsets]) + "\n")
+    parse_offsets(path)
+    return path
+
+
 def write(path: Path, lines: list[LightLine], pdo_bytes: int, idle_ms: float, offsets: str | None = None,
           note: str = "", active_ms: float | None = None) -> Path:
     head = ["# continuum light trace (CellReplay's format): TIME_MS BASE_DELAY_MS PDO_MS...",

@@ -384,6 +384,10 @@ def add_arguments(p) -> None:
     p.add_argument("--calibrate-s", type=float, default=3.0, help="light: seconds of trains at each calibration gap")
     p.add_argument("--calibrate-packets", type=int, default=5,
                    help="light: packets in each calibration train, both ways (short: trains 20 ms apart must not flood a slow path)")
+    p.add_argument("--sizes", action="store_true",
+                   help="light: then send lone packets of 100, 200, ... bytes (and the trains' size) at the recording's gap "
+                        "and write each size's delay offset (CellReplay's latency offset: NAME.up.offsets, NAME.down.offsets)")
+    p.add_argument("--sizes-count", type=int, default=10, help="light: lone packets of each size with --sizes")
     p.add_argument("--ping", help="also measure core latency to this host (one-way = RTT/2)")
     p.add_argument("--ping-count", type=int, default=50)
     p.add_argument("--name", default="recorded", help="file names: NAME.up, NAME.down")
@@ -458,11 +462,18 @@ def _main_light(args, console) -> int:
                     console.print(f"the recording's gap: {gmin} ms (G_min), not {gap}")
                     gap = gmin
             return [("recording", gap, args.duration)]
+        if args.sizes and len(done) == (2 if args.calibrate else 1):
+            sizes = record_light.offset_sizes(args.payload)
+            return [("sizes", gap, args.sizes_count * len(sizes) * gap * 1.25 / 1000, 1, sizes)]
         return None
 
+    if args.sizes and not 1 <= args.sizes_count <= 1000:
+        raise TraceCommandError(f"--sizes-count: {args.sizes_count} must be 1..1000 packets a size", 2)
     try:
-        s = light_session(args.peer, args.port, args.data_peer or args.peer, base_cfg, rounds, say=console.print)[-1]
+        got = light_session(args.peer, args.port, args.data_peer or args.peer, base_cfg, rounds, say=console.print)
+        s = got[1 if args.calibrate else 0]
         res = record_light.light_lines(s, args.base)
+        offs = record_light.size_offsets(got[-1], args.base, args.payload) if args.sizes else {}
     except (OSError, RuntimeError) as e:
         raise TraceCommandError(f"record --light: {e}") from None
     args.out.mkdir(parents=True, exist_ok=True)
@@ -475,7 +486,18 @@ def _main_light(args, console) -> int:
             raise TraceCommandError(f"record --light: {len(r['lines'])} {d}link trains arrived with their first packet; "
                                     "is the data path open?")
         idle = cal.get(d, {}).get("idle_ms", light.DEFAULT_IDLE_MS)
-        path = light.write(args.out / f"{args.name}.{d}.light", r["lines"], args.payload + IP_UDP + 4, idle,
+        offsets = None
+        if d in offs:
+            o = offs[d]
+            offsets = light.write_offsets(args.out / f"{args.name}.{d}.offsets", o["offsets_ms"],
+                                          note=f"recorded by continuum traces record --light --sizes: per size (the link's charge, IP + 4), "
+                                               f"the median {'one-way delay' if args.base == 'owd' else 'half round trip'} of "
+                                               f"{o['packets_per_size']}+ lone packets less that of {o['reference_bytes']}-byte ones "
+                                               f"({o['reference_delay_ms']:g} ms)").name
+            meta.setdefault("size_offsets", {})[d] = {"file": offsets, **o}
+            console.print(f"{d}link size offsets (ms, against {o['reference_bytes']} bytes): "
+                          + ", ".join(f"{size}: {off:+.1f}" for size, off in o["offsets_ms"]))
+        path = light.write(args.out / f"{args.name}.{d}.light", r["lines"], args.payload + IP_UDP + 4, idle, offsets,
                            note=f"recorded by continuum traces record --light: a train of {args.up_packets if d == 'up' else args.down_packets} "
                                 f"packets every {gap} ms for {args.duration:g} s; base delay: {args.base}"
                                 + ("" if d in cal else "\nidle_ms: not calibrated (--calibrate): the default"))

@@ -60,7 +60,8 @@ class Arrivals:
 
 
 def receive(sock: socket.socket, direction: str, arrivals: Arrivals, stop: threading.Event, on_first=None) -> None:
-    """Kernel-timestamped arrivals of one direction's trains until `stop`; `on_first(train)` at each train's first packet."""
+    """Kernel-timestamped arrivals of one direction's trains until `stop`; `on_first(train, payload bytes)` at each
+    train's first packet."""
     sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     sock.settimeout(0.05)
     seen: set[int] = set()
@@ -85,7 +86,7 @@ def receive(sock: socket.socket, direction: str, arrivals: Arrivals, stop: threa
         if train not in seen:
             seen.add(train)
             if on_first is not None:
-                on_first(train)
+                on_first(train, len(data))
 
 
 def send_train(sock: socket.socket, dest, direction: str, train: int, packets: int, payload: int) -> int:
@@ -164,10 +165,12 @@ def far_session(ctl, udp: socket.socket, cfg: dict, peer_udp) -> None:
     """The far end of a light session: each up train's first packet answered with a down train; at each "end"
     from the device, the up arrivals and the down trains' send times of that round go back; "bye" ends it."""
     up, stop, sent = Arrivals(), threading.Event(), {}
-    size = {"down": int(cfg["down_packets"])}
+    size = {"down": int(cfg["down_packets"]), "mirror": False}
 
-    def answer(train: int) -> None:
-        sent[train] = send_train(udp, peer_udp, "down", train, size["down"], int(cfg["payload"]))
+    def answer(train: int, nbytes: int) -> None:
+        # a round of lone packets (the size offsets) answers each with one of the same size
+        payload = nbytes if size["mirror"] else int(cfg["payload"])
+        sent[train] = send_train(udp, peer_udp, "down", train, size["down"], payload)
 
     rx = threading.Thread(target=receive, args=(udp, "up", up, stop, answer), daemon=True)
     rx.start()
@@ -176,7 +179,7 @@ def far_session(ctl, udp: socket.socket, cfg: dict, peer_udp) -> None:
         if m is None or "bye" in m:
             break
         if "down_packets" in m:  # a round's down trains (the device waits for this answer before its first train)
-            size["down"] = int(m["down_packets"])
+            size["down"], size["mirror"] = int(m["down_packets"]), bool(m.get("mirror"))
             ctl.send(down_packets_ok=size["down"])
         if "end" in m:
             ctl.send(result={"up": up.to_json(), "down_sent": {str(k): v for k, v in sent.items()}})
@@ -192,26 +195,33 @@ def device_round(ctl, udp: socket.socket, dest, cfg: dict, first_train: int = 0,
     down, stop = Arrivals(), threading.Event()
     rx = threading.Thread(target=receive, args=(udp, "down", down, stop), daemon=True)
     rx.start()
-    train, phases, sent = first_train, {}, {}
+    train, phases, sent, sizes = first_train, {}, {}, {}
     first = cfg["phases"][0]
-    ctl.send(down_packets=first[3] if len(first) > 3 else int(cfg["down_packets"]))
+    ctl.send(down_packets=first[3] if len(first) > 3 else int(cfg["down_packets"]), mirror=len(first) > 4)
     m = ctl.recv()
     if not m or "down_packets_ok" not in m:
         raise RuntimeError(f"the far end did not take the round's train size: {m}")
     for phase, gap_ms, seconds, *size in cfg["phases"]:
         up_n = size[0] if size else int(cfg["up_packets"])
-        say(f"light trains: {phase}, every {gap_ms} ms for {seconds:g} s ({up_n} up, {size[0] if size else cfg['down_packets']} down)")
+        payloads = size[1] if len(size) > 1 else None
+        say(f"light trains: {phase}, every {gap_ms} ms for {seconds:g} s ({up_n} up, {size[0] if size else cfg['down_packets']} down)"
+            if payloads is None else f"lone packets: {len(payloads)} sizes, one every {gap_ms}-{gap_ms * 3 // 2} ms for {seconds:g} s")
         start = time.monotonic()
-        k = 0
-        while True:
-            due = start + k * gap_ms / 1000
-            if due - start >= seconds:
-                break
+        k, due, order = 0, start, []
+        rng = np.random.default_rng(0)
+        while due - start < seconds:
             while (d := due - time.monotonic()) > 0:
                 time.sleep(min(d, 0.002))
-            sent[train] = send_train(udp, dest, "up", train, up_n, int(cfg["payload"]))
+            if payloads is not None and not order:
+                order = [int(payloads[i]) for i in rng.permutation(len(payloads))]  # each size once per cycle, shuffled
+            payload = int(cfg["payload"]) if payloads is None else order.pop()
+            sent[train] = send_train(udp, dest, "up", train, up_n, payload)
             phases[train] = (phase, gap_ms)
+            sizes[train] = payload
             train, k = train + 1, k + 1
+            # lone packets at random spacings in [gap, 1.5 gap]: the path's periodic waits (scheduling-request
+            # opportunities) are met at every phase, not always at the same one
+            due = start + k * gap_ms / 1000 if payloads is None else due + gap_ms * (1 + rng.uniform(0, 0.5)) / 1000
     time.sleep(1.0)  # the last trains' stragglers
     ctl.send(end=True)
     result = None
@@ -226,7 +236,7 @@ def device_round(ctl, udp: socket.socket, dest, cfg: dict, first_train: int = 0,
     rx.join(timeout=2)
     if result is None:
         raise RuntimeError("the far end returned no result for the light trains")
-    return {"phases": phases, "up_sent": sent, "up": Arrivals.from_json(result["up"]), "down": down,
+    return {"phases": phases, "up_sent": sent, "payloads": sizes, "up": Arrivals.from_json(result["up"]), "down": down,
             "down_sent": {int(k): v for k, v in result["down_sent"].items()}}
 
 
@@ -257,4 +267,32 @@ def light_lines(s: dict, base_how: str) -> dict:
         arr = Arrivals({t: v for t, v in s[d].trains.items() if t in rec})
         got = lines(arr, {t: s["up_sent"][t] for t in rec}, t0, b[d])
         out[d] = {"lines": got, "trains": len(rec), "trains_without_first_packet": len(rec) - len(got)}
+    return out
+
+
+def offset_sizes(payload: int) -> list[int]:
+    """The lone packets' UDP payloads: one per 100-byte bin of the size the link charges (IP + 4) up to the trains'
+    own packets, and the trains' own size last (the reference every offset is taken from)."""
+    ref = payload + IP_UDP + 4
+    return [s - IP_UDP - 4 for s in range(100, ref + 1, 100) if s - IP_UDP - 4 >= LHDR.size and s != ref] + [payload]
+
+
+def size_offsets(s: dict, how: str, payload: int) -> dict:
+    """Per direction, CellReplay's latency offset per packet size from a round of lone packets: each size's median
+    one-way delay (or half the round trip: rtt) less that of lone packets of the trains' own size, in ms, per
+    100-byte bin of the charged size. A real stack's differ: a small packet fits the first, small uplink grant."""
+    b = bases(s["up"], s["down"], how)
+    out = {}
+    for d in ("up", "down"):
+        by: dict[int, list[float]] = {}
+        for t, p in s["payloads"].items():
+            if t in b[d]:
+                by.setdefault(p, []).append(b[d][t] / 1e6)
+        missing = [p + IP_UDP + 4 for p in offset_sizes(payload) if p not in by]
+        if missing:
+            raise RuntimeError(f"size offsets: no lone {d}link packet of {', '.join(map(str, missing))} bytes arrived")
+        ref = float(np.median(by[payload]))
+        bins = [(p + IP_UDP + 4, float(np.median(by[p])) - ref) for p in offset_sizes(payload)[:-1]]
+        out[d] = {"offsets_ms": [(size, round(off, 2)) for size, off in bins], "reference_bytes": payload + IP_UDP + 4,
+                  "reference_delay_ms": round(ref, 2), "packets_per_size": min(len(v) for v in by.values())}
     return out

@@ -77,26 +77,34 @@ def test_record_light_recovers_a_known_light_trace(mml, tmp_path):
     """`traces record --light --base owd` through mahimahi-link replaying known light traces (uplink base
     25 ms, a train's packets 3 ms apart; downlink base 10 ms, 2 ms apart): the recorded light traces give
     back those base delays and offsets (issue #58; both ends share this machine's clock). With
-    --calibrate, the downlink's trains find the link idle from the shortest gap on (G_min 20 ms)."""
+    --calibrate, the downlink's trains find the link idle from the shortest gap on (G_min 20 ms). With --sizes,
+    the lone packets of each size give back the emulator's known per-size offsets (8 ms less for a 100-byte
+    packet than a full one up, 4 ms down, linear between)."""
     from continuum.tracearchive import light
 
     heavy = tmp_path / "c12"
     heavy.write_text("1\n")  # an opportunity every ms: 12 Mbit/s
     known = {"up": (25, 3), "down": (10, 2)}
+    small = {"up": 8.0, "down": 4.0}  # how much sooner a 100-byte packet leaves than a 1500-byte one
+    def offset(d, size):
+        return -small[d] * (1500 - size) / 1400
     for d, (base, step) in known.items():
         (tmp_path / f"known.{d}.light").write_text("".join(f"{t} {base} {' '.join(str(k * step) for k in range(10))}\n"
                                                            for t in (0, 1000, 2000)))
+        (tmp_path / f"known.{d}.offsets").write_text("".join(f"{s} {offset(d, s):.3f}\n" for s in range(100, 1501, 100)))
     out = tmp_path / "rec"
     with Lab(mml, tmp_path) as lab:
         lab.start_emulator(heavy, heavy, f"--bypass={CORE_IP}/32:9500",
-                           link_keys=f",up-light={tmp_path / 'known.up.light'},down-light={tmp_path / 'known.down.light'}")
+                           link_keys="".join(f",{d}-light={tmp_path / f'known.{d}.light'},{d}-light-offsets={tmp_path / f'known.{d}.offsets'}"
+                                             for d in known))
         server = lab.popen(lab.core, PY, "-m", "continuum", "traces", "record", "serve", "--port", "9500", "--once",
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             wait_listening(lab.core, 9500, server)
             rec = lab.run(lab.ue, PY, "-m", "continuum", "traces", "record", "--light", "--peer", CORE_IP, "--duration", "4",
                           "--gap-ms", "150", "--up-packets", "10", "--down-packets", "10", "--base", "owd", "--calibrate",
-                          "--calibrate-s", "1", "--out", str(out), "--name", "lt", timeout=120, check=False)
+                          "--calibrate-s", "1", "--sizes", "--sizes-count", "3", "--out", str(out), "--name", "lt",
+                          timeout=120, check=False)
             assert rec.returncode == 0, rec.stdout + rec.stderr
             server.wait(timeout=30)
         finally:
@@ -119,3 +127,8 @@ def test_record_light_recovers_a_known_light_trace(mml, tmp_path):
         # a train sent 20 ms after the last one's start (its 27 ms span done later) still starts a new burst
         # in the emulator (idle 1 ms): every gap looks idle, so G_min is the shortest one
         assert meta["calibration"][d]["g_min_ms"] == 20, meta["calibration"]
+        # the size offsets: every 100-byte bin within half a millisecond of the known one, the file named in the header
+        assert t.offsets == out / f"lt.{d}.offsets", t.offsets
+        got = dict(zip(range(100, 1501, 100), light.parse_offsets(t.offsets)))
+        assert len(got) == 15 and meta["size_offsets"][d]["reference_bytes"] == 1504, (got, meta["size_offsets"][d])
+        assert all(abs(o - offset(d, s)) <= 0.5 for s, o in got.items()), (d, got)
