@@ -207,7 +207,7 @@ def device_round(ctl, udp: socket.socket, dest, cfg: dict, first_train: int = 0,
         say(f"light trains: {phase}, every {gap_ms} ms for {seconds:g} s ({up_n} up, {size[0] if size else cfg['down_packets']} down)"
             if payloads is None else f"lone packets: {len(payloads)} sizes, one every {gap_ms}-{gap_ms * 3 // 2} ms for {seconds:g} s")
         start = time.monotonic()
-        k, due, order = 0, start, []
+        k, due, order = 0, start, list[int]()
         rng = np.random.default_rng(0)
         while due - start < seconds:
             while (d := due - time.monotonic()) > 0:
