@@ -108,6 +108,8 @@ def releases(lines: list[LightLine], arrivals: list[tuple[int, int]], pdo_bytes:
         off = size_offset(list(offsets_ms), size)
         if release + off >= end:
             release += off
+        if active_ns is not None and not fresh:
+            release = max(release, now + active_ns)  # the size offset does not go below the active link's floor
         release = max(release, now)
         if release < end:
             release, bypass = end, False

@@ -285,6 +285,9 @@ impl<P> Burst<P> {
                 release = moved.max(0) as Nanos;
             }
         }
+        if let (Some(floor), false) = (active, new_burst) {
+            release = release.max(now + floor); // a small packet's offset does not take it below an active link's latency
+        }
         release = release.max(now);
         if release < self.end {
             (release, bypass) = (self.end, false);

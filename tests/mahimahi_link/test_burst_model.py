@@ -136,6 +136,27 @@ def test_an_active_link_keeps_its_burst_by_hand(mml, tmp_path):
     assert plain[3] == ("d", 3, 104 * MS) and counters["bursts"] == "4", (plain, counters)
 
 
+def test_a_small_packet_keeps_its_size_offset_and_the_active_floor_by_hand(mml, tmp_path):
+    """Size offsets (10 ms less for a 100-byte packet, none for a full one) with an active link (floor 5 ms,
+    idle 10 ms): a small packet that starts a burst leaves 10 ms before a full one would; one that comes while
+    the burst is still on does not go below the floor."""
+    (tmp_path / "light").write_text("0 30 0 3\n100 30 0 3\n200 30 0 3\n")
+    (tmp_path / "heavy").write_text("2\n")
+    offsets = [round(-10 * (1500 - s) / 1400, 4) for s in range(100, 1501, 100)]
+    (tmp_path / "offsets").write_text("".join(f"{100 * (i + 1)} {o}\n" for i, o in enumerate(offsets)))
+    arr = [(0, 100), (50 * MS, 1504), (85 * MS, 100)]
+    got, _ = run_core(mml, tmp_path / "heavy", arr, [f"--light={tmp_path / 'light'}", "--light-idle-ms=10", "--ms-bursts",
+                                                     f"--light-offsets={tmp_path / 'offsets'}", "--light-active-ms=5"])
+    # 0 ms: a new burst, base 30 ms, offset -10 ms: out at 20 ms. 50 ms: a new burst (the last left 30 ms ago
+    # before its offset): 80 ms. 85 ms: within 10 ms of that, the burst goes on; past its two-packet train, so
+    # from max(85, 50 + 30 + 3) = 85 ms; less 10 ms would be 75 ms, below the floor 85 + 5: the heavy queue at
+    # 90 ms, out at its next opportunity, 92 ms (without the floor: at 85 ms, out at 86).
+    assert got == [("d", 0, 20 * MS), ("d", 1, 80 * MS), ("d", 2, 92 * MS)], got
+    want = model.simulate([2], model.parse_light((tmp_path / "light").read_text()), arr, mm.Queue(kind="infinite"),
+                          idle_ns=10 * MS, offsets_ms=offsets, spread=False, active_ns=5 * MS)
+    assert got == want, want
+
+
 def test_bad_light_files_name_the_file_and_line(mml, tmp_path):
     (tmp_path / "heavy").write_text("1\n")
     bad = tmp_path / "light"
