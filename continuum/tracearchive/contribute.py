@@ -69,7 +69,7 @@ def add(entry_id: str, files: dict[str, Path], meta: dict, extra: dict | None = 
                 shutil.copyfile(t.offsets, dest / offsets)
                 sums[f"{d}-light-offsets"] = fetch.sha256_file(dest / offsets)
             # the copy names its offsets file by the entry's name for it
-            light.write(dest / entry.light[d], t.lines, t.pdo_bytes, t.idle_ms, offsets,
+            light.write(dest / entry.light[d], t.lines, t.pdo_bytes, t.idle_ms, offsets, active_ms=t.active_ms,
                         note="\n".join(f"{k}: {v}" for k, v in t.header.items() if k not in light.HEADER_KEYS)
                         or f"contributed as {entry_id} ({d}link light part)")
             sums[f"{d}-light"] = fetch.sha256_file(dest / entry.light[d])

@@ -55,6 +55,9 @@ NS = ("ctm-rec-epc", "ctm-rec-ue", "ctm-rec-far")  # ctm-: `continuum destroy` k
 FAR_SGI, EPC_SGI, UE_CTL, FAR_CTL = "10.250.0.2", "10.250.0.1", "10.251.0.1", "10.251.0.2"
 # The light recording's trains: W1's largest request (100 KB) is 70 full packets; an answer is one.
 LIGHT_GAP_MS, LIGHT_UP_PACKETS, LIGHT_DOWN_PACKETS = 300, 70, 10
+# Lone packets per size for the size offsets: an uplink packet waits 0-20 ms for an SR opportunity, so a
+# median of 10 still wanders by +-5 ms (the first try); 30 bring that to about 2 ms (3 minutes).
+SIZES_COUNT = 30
 ARMS = {"plain": "recorded trace, plain replay", "workload-aware": "recorded trace, workload-aware replay",
         "active": "recorded trace, workload-aware replay, active-link floor",
         "access": "recorded trace + uplink access (one-UE cell, srsENB's SR/BSR/k2)"}
@@ -130,13 +133,17 @@ def active_light(out: Path, trace: Path, active_ms: float | None) -> Path:
            else "the recording's smallest base delay")
     path = out / "record" / "active" / Path(f"{trace}.light").name
     path.parent.mkdir(parents=True, exist_ok=True)
-    light.write(path, t.lines, t.pdo_bytes, t.idle_ms, note=f"{trace}.light with active_ms: {why}", active_ms=value)
+    if t.offsets is not None:  # the size offsets go with it
+        shutil.copy(t.offsets, path.parent / t.offsets.name)
+    light.write(path, t.lines, t.pdo_bytes, t.idle_ms, t.offsets.name if t.offsets else None,
+                note=f"{trace}.light with active_ms: {why}", active_ms=value)
     return path
 
 
-def record(out: Path, seconds: float) -> tuple[Path, Path]:
+def record(out: Path, seconds: float, heavy: bool = True) -> tuple[Path, Path]:
     """The stack alone: srsUE's tunnel in ue, srsRAN in epc, the far end on SGi's side; the recorder's
-    control connection goes ue <-> far directly (around the stack, as saturatr asks)."""
+    control connection goes ue <-> far directly (around the stack, as saturatr asks). Without `heavy`,
+    only the light part (the capacity traces of an earlier recording kept)."""
     spec = load(SRSRAN, materialize=False)
     s = spec.mobile.srsran
     assert s is not None
@@ -161,22 +168,23 @@ def record(out: Path, seconds: float) -> tuple[Path, Path]:
         assert len(started) == 3
         stack.route_endpoint(ue, "10.250.0.0/24")
         logs = folder / "logs"
-        server = far.start([str(CONTINUUM), "traces", "record", "serve", "--port", "9500", "--once"], logs / "record-serve.log")
-        procs.append(server)
-        time.sleep(1.0)  # the server's listening socket; the client retries its connection anyway
         traces = folder / "traces"
-        client = ue.run([str(CONTINUUM), "traces", "record", "--peer", FAR_CTL, "--data-peer", FAR_SGI, "--port", "9500",
-                         "--duration", f"{seconds:g}", "--direction", "both", "--queue-s", "0.05", "--name", "srsran-zmq", "--out", str(traces)],
-                        timeout=4 * seconds + 120)
-        (logs / "record.log").write_text(client.stdout + client.stderr)
-        stop_process(server, 10.0)
+        if heavy:
+            server = far.start([str(CONTINUUM), "traces", "record", "serve", "--port", "9500", "--once"], logs / "record-serve.log")
+            procs.append(server)
+            time.sleep(1.0)  # the server's listening socket; the client retries its connection anyway
+            client = ue.run([str(CONTINUUM), "traces", "record", "--peer", FAR_CTL, "--data-peer", FAR_SGI, "--port", "9500",
+                             "--duration", f"{seconds:g}", "--direction", "both", "--queue-s", "0.05", "--name", "srsran-zmq",
+                             "--out", str(traces)], timeout=4 * seconds + 120)
+            (logs / "record.log").write_text(client.stdout + client.stderr)
+            stop_process(server, 10.0)
         server = far.start([str(CONTINUUM), "traces", "record", "serve", "--port", "9500", "--once"], logs / "record-light-serve.log")
         procs.append(server)
         time.sleep(1.0)
         client = ue.run([str(CONTINUUM), "traces", "record", "--light", "--peer", FAR_CTL, "--data-peer", FAR_SGI, "--port", "9500",
                          "--duration", f"{seconds:g}", "--base", "owd", "--calibrate", "--gap-ms", str(LIGHT_GAP_MS),
-                         "--up-packets", str(LIGHT_UP_PACKETS), "--down-packets", str(LIGHT_DOWN_PACKETS),
-                         "--name", "srsran-zmq", "--out", str(traces)], timeout=4 * seconds + 180)
+                         "--up-packets", str(LIGHT_UP_PACKETS), "--down-packets", str(LIGHT_DOWN_PACKETS), "--sizes", "--sizes-count", str(SIZES_COUNT),
+                         "--name", "srsran-zmq", "--out", str(traces)], timeout=4 * seconds + 300)
         (logs / "record-light.log").write_text(client.stdout + client.stderr)
         return traces / "srsran-zmq.up", traces / "srsran-zmq.down"
     finally:
@@ -311,6 +319,8 @@ def main() -> None:
     ap.add_argument("--arms", default=",".join(ARMS), help=f"replay arms, of: {', '.join(ARMS)}")
     ap.add_argument("--record-s", type=float, default=None, help="seconds recorded per direction (default: 20 with --quick, else 60)")
     ap.add_argument("--skip-record", action="store_true", help="use --out's record/traces from an earlier run")
+    ap.add_argument("--light-only", action="store_true", help="record the light part again (trains and size offsets), "
+                                                               "keeping --out's capacity traces")
     ap.add_argument("--skip-srsran", action="store_true", help="run the replay arms only, beside --out's srsRAN runs")
     ap.add_argument("--replot", action="store_true", help="only redraw the table and figure from --out's requests/")
     ap.add_argument("--tcp", default=SHARED["tcp"], help="the endpoint's and edge's TCP congestion control in every run "
@@ -338,8 +348,9 @@ def main() -> None:
     if a.skip_record:
         up, down = traces / "srsran-zmq.up", traces / "srsran-zmq.down"
     else:
-        print(f"1/3 recording the stack: its capacity, {seconds:g} s per direction, then its light trains", flush=True)
-        up, down = record(out, seconds)
+        print(f"1/3 recording the stack: {'' if a.light_only else f'its capacity, {seconds:g} s per direction, then '}"
+              "its light trains and lone packets of each size", flush=True)
+        up, down = record(out, seconds, heavy=not a.light_only)
     print(f"    {up}, {down} (+ .light)", flush=True)
     runs = {}
     for rep in range(a.first_rep, a.first_rep + reps):

@@ -112,6 +112,8 @@ def test_add_with_light_parts_then_a_run_file_replays_them(tmp_path, archive):
             "--obstacle", "none", "--date", "2026-11-28", "--recorder", "the test", "--method", "CellReplay",
             "--license", "GPL-3.0", "--citation", "none"]
     env = {"CONTINUUM_TRACE_ARCHIVE": str(archive)}
+    up = light.parse(out / "w.up.light")  # an active link's latency in the header goes with the copy
+    light.write(out / "w.up.light", up.lines, up.pdo_bytes, up.idle_ms, up.offsets.name if up.offsets else None, active_ms=5)
     p = traces("add", "test-walk", "--up", str(out / "w.up"), "--down", str(out / "w.down"), "--up-light", str(out / "w.up.light"),
                "--down-light", str(out / "w.down.light"), *meta, env=env)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -123,6 +125,7 @@ def test_add_with_light_parts_then_a_run_file_replays_them(tmp_path, archive):
     assert {"up-light", "down-light", "up-light-offsets", "down-light-offsets"} <= set(entry["sha256"])
     copied = archive / "contributed" / "test-walk"
     assert light.parse(copied / "test-walk.up.light").offsets == copied / "test-walk.up.offsets"
+    assert (light.parse(copied / "test-walk.up.light").active_ms, light.parse(copied / "test-walk.down.light").active_ms) == (5, None)
     show = traces("show", "test-walk", env=env)
     assert show.returncode == 0 and "light" in show.stdout and "test-walk.up.light" in show.stdout, show.stdout
     # an experiment naming the entry replays its light parts (replay = "auto")
