@@ -27,6 +27,7 @@ import argparse
 import json
 import re
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -63,8 +64,9 @@ ARMS = {"plain": "recorded trace, plain replay", "workload-aware": "recorded tra
         "access": "recorded trace + uplink access (one-UE cell, srsENB's SR/BSR/k2)"}
 # The "active" arm: the same light traces with an `active_ms` header (docs/link-replay.md): a burst lasts
 # while the link holds packets, each packet then no sooner than this after it came. Uplink: k2 (4 ms,
-# presets.ACCESS["lte-fdd-srsran"]) and the 1-ms TTI it is sent in; downlink: the recording's smallest
-# base delay (a downlink has no access wait: its base delay is the stack's own latency).
+# presets.ACCESS["lte-fdd-srsran"]) and the 1-ms TTI it is sent in; downlink: the recording's median
+# base delay (a downlink has no access wait: its base delay is the stack's own latency, busy or not; the
+# smallest, 8 ms, was tried first and put M2's median 2 ms low: README).
 UPLINK_ACTIVE_MS = 5.0
 # The "access" arm: [mobile] access = "lte-fdd-srsran" (continuum/config/presets.py gives each value's source).
 SRSRAN_LABEL = "srsRAN 4G (ZMQ)"
@@ -124,13 +126,13 @@ def replay_config(out: Path, duration: float, rate: float, up: Path, down: Path,
 
 
 def active_light(out: Path, trace: Path, active_ms: float | None) -> Path:
-    """A copy of `trace`'s light part with an active_ms header: `active_ms`, or (None) its smallest base delay."""
+    """A copy of `trace`'s light part with an active_ms header: `active_ms`, or (None) its median base delay."""
     from continuum.tracearchive import light
 
     t = light.parse(Path(f"{trace}.light"))
-    value = active_ms if active_ms is not None else float(min(ln.base_ms for ln in t.lines))
+    value = active_ms if active_ms is not None else float(statistics.median(ln.base_ms for ln in t.lines))
     why = ("k2 (4 ms) + the 1-ms TTI, presets.ACCESS lte-fdd-srsran" if active_ms is not None
-           else "the recording's smallest base delay")
+           else "the recording's median base delay")
     path = out / "record" / "active" / Path(f"{trace}.light").name
     path.parent.mkdir(parents=True, exist_ok=True)
     if t.offsets is not None:  # the size offsets go with it
