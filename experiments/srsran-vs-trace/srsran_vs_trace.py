@@ -24,6 +24,7 @@ stack gave short bursts from idle."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import shutil
@@ -61,7 +62,8 @@ LIGHT_GAP_MS, LIGHT_UP_PACKETS, LIGHT_DOWN_PACKETS = 300, 70, 10
 SIZES_COUNT = 30
 ARMS = {"plain": "recorded trace, plain replay", "workload-aware": "recorded trace, workload-aware replay",
         "active": "recorded trace, workload-aware replay, active-link floor",
-        "access": "recorded trace + uplink access (one-UE cell, srsENB's SR/BSR/k2)"}
+        "access": "recorded trace + uplink access (one-UE cell, srsENB's SR/BSR/k2)",
+        "active-loaded": "the active arm with the stack up and idle beside it (the edge's CPU as busy as with srsRAN)"}
 # The "active" arm: the same light traces with an `active_ms` header (docs/link-replay.md): a burst lasts
 # while the link holds packets, each packet then no sooner than this after it came. Uplink: k2 (4 ms,
 # presets.ACCESS["lte-fdd-srsran"]) and the 1-ms TTI it is sent in; downlink: the recording's median
@@ -105,7 +107,7 @@ def replay_config(out: Path, duration: float, rate: float, up: Path, down: Path,
     mobile = f'uplink = "{up}"\ndownlink = "{down}"\n'
     if arm == "workload-aware":
         mobile += f'uplink_light = "{up}.light"\ndownlink_light = "{down}.light"\n'
-    elif arm == "active":
+    elif arm in ("active", "active-loaded"):
         ul, dl = active_light(out, up, UPLINK_ACTIVE_MS), active_light(out, down, None)
         mobile += f'uplink_light = "{ul}"\ndownlink_light = "{dl}"\n'
     else:
@@ -121,7 +123,7 @@ def replay_config(out: Path, duration: float, rate: float, up: Path, down: Path,
     a, b = load(path, materialize=False), load(srsran_config(out, duration, rate), materialize=False)
     assert (a.workload, a.core, a.nodes, a.duration_s, a.warmup_s) == (b.workload, b.core, b.nodes, b.duration_s, b.warmup_s), \
         "the replay must differ from the srsRAN run in [mobile] only"
-    assert (arm in ("workload-aware", "active")) == (a.mobile.uplink_light is not None and a.mobile.downlink_light is not None)
+    assert (arm in ("workload-aware", "active", "active-loaded")) == (a.mobile.uplink_light is not None and a.mobile.downlink_light is not None)
     return path
 
 
@@ -142,17 +144,16 @@ def active_light(out: Path, trace: Path, active_ms: float | None) -> Path:
     return path
 
 
-def record(out: Path, seconds: float, heavy: bool = True) -> tuple[Path, Path]:
-    """The stack alone: srsUE's tunnel in ue, srsRAN in epc, the far end on SGi's side; the recorder's
-    control connection goes ue <-> far directly (around the stack, as saturatr asks). Without `heavy`,
-    only the light part (the capacity traces of an earlier recording kept)."""
+@contextlib.contextmanager
+def stack_alone(folder: Path):
+    """The stack alone, up: srsUE's tunnel in ue, srsRAN in epc, a far end on SGi's side and a control
+    link ue <-> far around the stack; (epc, ue, far, the processes to stop), torn down on leaving."""
     spec = load(SRSRAN, materialize=False)
     s = spec.mobile.srsran
     assert s is not None
     cleanup()
-    folder = out / "record"
     folder.mkdir(parents=True, exist_ok=True)
-    procs = []
+    procs: list = []
     try:
         for ns in NS:
             commands.run(["ip", "netns", "add", ns])
@@ -169,6 +170,18 @@ def record(out: Path, seconds: float, heavy: bool = True) -> tuple[Path, Path]:
         started = stack.start(s, epc, ue, folder, lambda m: print("  " + m, flush=True), lambda p: procs.append(p.proc))
         assert len(started) == 3
         stack.route_endpoint(ue, "10.250.0.0/24")
+        yield epc, ue, far, procs
+    finally:
+        for p in reversed(procs):
+            stop_process(p, 10.0)
+        cleanup()
+
+
+def record(out: Path, seconds: float, heavy: bool = True) -> tuple[Path, Path]:
+    """The stack alone; the recorder's control connection goes ue <-> far directly (around the stack, as
+    saturatr asks). Without `heavy`, only the light part (the capacity traces of an earlier recording kept)."""
+    folder = out / "record"
+    with stack_alone(folder) as (_epc, ue, far, procs):
         logs = folder / "logs"
         traces = folder / "traces"
         if heavy:
@@ -189,10 +202,6 @@ def record(out: Path, seconds: float, heavy: bool = True) -> tuple[Path, Path]:
                          "--name", "srsran-zmq", "--out", str(traces)], timeout=4 * seconds + 300)
         (logs / "record-light.log").write_text(client.stdout + client.stderr)
         return traces / "srsran-zmq.up", traces / "srsran-zmq.down"
-    finally:
-        for p in reversed(procs):
-            stop_process(p, 10.0)
-        cleanup()
 
 
 def cleanup() -> None:
@@ -262,7 +271,7 @@ def table(points: dict[float, dict[str, list[pd.DataFrame]]]) -> str:
 
 PARTS = (("uplink_ms", "uplink M1"), ("downlink_ms", "downlink M2"))
 STYLES = {"srsran": ("k", "-"), "plain": ("C0", "--"), "workload-aware": ("C3", "-."), "active": ("C1", "-"),
-          "access": ("C2", ":")}
+          "access": ("C2", ":"), "active-loaded": ("C4", "-")}
 
 
 def cdf(points: dict[float, dict[str, list[pd.DataFrame]]], out: Path, shared: dict | None = None) -> Path:
@@ -361,7 +370,8 @@ def main() -> None:
                 what = "2/3 srsRAN" if system == "srsran" else f"3/3 {system} replay"
                 print(f"{what}, {rate:g} requests/s, repetition {rep} ({reps} this time)", flush=True)
                 cfg = srsran_config(out, duration, rate) if system == "srsran" else replay_config(out, duration, rate, up, down, system)
-                run = run_point(cfg, out / "logs" / f"{system}-r{rate:g}-{rep}.log")
+                with (stack_alone(out / "logs" / "background") if system.endswith("-loaded") else contextlib.nullcontext()):
+                    run = run_point(cfg, out / "logs" / f"{system}-r{rate:g}-{rep}.log")
                 shutil.copy(run / "requests.csv", out / "requests" / f"{system}-r{rate:g}-{rep}.csv")
                 runs[f"{system}-r{rate:g}-{rep}"] = str(run)
                 if system == "srsran" and rate == 2.0 and rep == 1:
