@@ -104,7 +104,13 @@ def test_the_manifest_says_how_the_traces_were_replayed(runs):
     m = json.loads((runs["auto"] / "manifest.json").read_text())["mobile"]
     assert m["replay"] == "workload-aware"
     assert m["uplink_light"]["path"].endswith("srsran4g-zmq-5mhz.up.light") and len(m["uplink_light"]["sha256"]) == 64
-    assert m["uplink_light"]["archive_id"] == "srsran4g-zmq-5mhz" and m["downlink_light"]["idle_ms"] == 16.7
+    assert m["uplink_light"]["archive_id"] == "srsran4g-zmq-5mhz"
+    # the entry's headers, as the run passed them on: the idle time, the active link's latency, the size offsets
+    up, down = (light.parse(Path(m[f"{d}_light"]["path"])) for d in ("uplink", "downlink"))
+    assert (m["downlink_light"]["idle_ms"], m["uplink_light"]["active_ms"], m["downlink_light"]["active_ms"]) == \
+        (down.idle_ms, up.active_ms, down.active_ms) == (16.8, 5, 9), m
+    assert m["uplink_light"]["offsets"]["path"] == str(up.offsets) and up.offsets.name == "srsran4g-zmq-5mhz.up.offsets", m
+    assert len(m["uplink_light"]["offsets"]["sha256"]) == 64, m
     assert json.loads((runs["plain"] / "manifest.json").read_text())["mobile"]["replay"] == "plain"
 
 
