@@ -23,8 +23,9 @@ def broker_user() -> pwd.struct_passwd:
     raise RuntimeError("neither a mosquitto nor a nobody user exists on this host")
 
 
-def config_text(user: str) -> str:
+def config_text(user: str, tcp_nodelay: bool = False) -> str:
     return "\n".join([
+        *(["set_tcp_nodelay true"] if tcp_nodelay else []),
         f"listener {MQTT_PORT} 0.0.0.0",
         "allow_anonymous true",
         "persistence false",
@@ -41,10 +42,10 @@ def config_text(user: str) -> str:
     ])
 
 
-def start(node: Node, run_dir: Path) -> subprocess.Popen:
+def start(node: Node, run_dir: Path, tcp_nodelay: bool = False) -> subprocess.Popen:
     conf = run_dir / "brokers" / f"{node.name}.conf"
     conf.parent.mkdir(parents=True, exist_ok=True)
-    conf.write_text(config_text(broker_user().pw_name))
+    conf.write_text(config_text(broker_user().pw_name, tcp_nodelay))
     node.push([conf])
     proc = node.start(["mosquitto", "-c", str(conf)], run_dir / "logs" / f"mosquitto-{node.name}.log")
 

@@ -158,7 +158,8 @@ def _processes(spec: ExperimentSpec, plan: netplan.Plan) -> list[str]:
             servers = "".join(f", {a.name + ': ' if spec.mix else ''}{a.workload.app} server ({_how(a.workload.server, spec.engine)}"
                               + (f", {a.workload.workers} requests at once" if a.workload.workers > 1 else "") + ")"
                               for a in spec.apps)
-            lines.append(f"  {n.name}: mosquitto :{netplan.MQTT_PORT}" + (servers if n.name == plan.offload_target else ""))
+            lines.append(f"  {n.name}: mosquitto :{netplan.MQTT_PORT}" + (" (TCP_NODELAY)" if spec.tcp_nodelay else "")
+                         + (servers if n.name == plan.offload_target else ""))
     for n in spec.role("endpoint"):
         a = spec.app_of(n.name)
         aw = a.workload

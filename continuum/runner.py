@@ -260,10 +260,11 @@ def _run(ctx: Run, provider) -> None:
     console.print("[bold]brokers[/]")
     for n in spec.nodes:
         if n.role in ("edge", "cloud"):
-            proc = broker.start(dep.nodes[n.name], run_dir)
+            proc = broker.start(dep.nodes[n.name], run_dir, spec.tcp_nodelay)
             ctx.undo.callback(stop_process, proc)
             ctx.vital.append(Vital(f"mosquitto on {n.name}", proc, run_dir / "logs" / f"mosquitto-{n.name}.log"))
-            ctx.phase(f"mosquitto on {n.name} ({plan.addresses[n.name]}:{netplan.MQTT_PORT})")
+            ctx.phase(f"mosquitto on {n.name} ({plan.addresses[n.name]}:{netplan.MQTT_PORT}"
+                      + (", TCP_NODELAY)" if spec.tcp_nodelay else ")"))
 
     for name, cc in tcp.apply(spec, dep.nodes, ctx.undo, ctx.phase).items():
         man.nodes[name]["tcp_congestion_control"] = cc  # what it used: the file's, or the machine's default

@@ -17,6 +17,7 @@ import json
 import os
 import queue
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
@@ -48,6 +49,8 @@ def connect(client: mqtt.Client, host: str, port: int, timeout: float = 30.0) ->
     while True:
         try:
             client.connect(host, port, keepalive=60)
+            if os.environ.get(contract.Env.TCP_NODELAY) == "1":  # each message at once, not after the last one's ACK
+                client.socket().setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             return
         except OSError:
             if time.monotonic() > deadline:

@@ -241,6 +241,11 @@ class Workload(Strict):
     burst: int = Field(default=1, ge=1, le=1000)
     timeout_s: float = Field(default=10.0, gt=0, le=3600)
     qos: int = Field(default=0, ge=0, le=2)
+    # MQTT without Nagle: the broker (Mosquitto's set_tcp_nodelay) and the workload's clients (TCP_NODELAY on
+    # their sockets) send each message at once. Off (both their defaults), a small message waits while the
+    # previous one on that connection is unacknowledged: an answer that follows another within a round trip
+    # plus the receiver's delayed ACK waits that long. Shared by all apps.
+    tcp_nodelay: bool = False
     payload: Payload = Payload()
     congestion_control: CongestionControl = CongestionControl()
     custom: Custom | None = None

@@ -234,7 +234,7 @@ def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: C
         engine=p["provider"].engine, k3s_server=p["provider"].k3s_server, vm_cpu=p["provider"].vm_cpu,
         vm_manager=p["provider"].vm_manager,
         calibration=CalibrationSpec(**p["calibration"].model_dump()),
-        timeline=events,
+        timeline=events, tcp_nodelay=bool(w is not None and w.tcp_nodelay),
     )
 
 

@@ -373,6 +373,7 @@ class ExperimentSpec:
     vm_manager: str = "qemu"  # provider qemu: who runs the VMs (qemu | libvirt)
     calibration: CalibrationSpec = CalibrationSpec()
     timeline: tuple[TimelineEvent, ...] = ()  # [[timeline]], in time order
+    tcp_nodelay: bool = False  # [workload] tcp_nodelay: the brokers' set_tcp_nodelay, the clients' TCP_NODELAY
 
     @property
     def offload_node(self) -> NodeSpec:

@@ -179,6 +179,7 @@ class Manifest(BaseModel):
     calibration: dict[str, Any] | None = None
     # [[timeline]]: each change as planned (when each applied: links/timeline.log; its effect: timeline.csv)
     timeline: list[dict[str, Any]] = []
+    broker: dict[str, Any] = {}  # the brokers' and MQTT clients' settings: tcp_nodelay ([workload] tcp_nodelay)
 
 
 def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> Manifest:
@@ -204,6 +205,7 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
         **edge_entries(spec),
         server_queue="server_queue" in spec.edge_needs,
         duration_s=spec.duration_s,
+        broker={"tcp_nodelay": spec.tcp_nodelay},
         timeline=events.planned(spec),
         apps={a.name: {"app": a.workload.app, "endpoints": list(a.endpoints), "slo_ms": a.slo_ms,
                        "urgency_ms": a.urgency_ms, "rate": a.workload.rate, "utilisation": a.workload.utilisation,

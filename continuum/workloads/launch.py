@@ -74,9 +74,10 @@ def hand_over(raw: Path, spec: ExperimentSpec) -> Callable[[], None]:
     return take_back
 
 
-def _common(app: AppSpec, broker: str, rep: int, seed: int) -> dict[str, str]:
+def _common(spec: ExperimentSpec, app: AppSpec, broker: str, rep: int, seed: int) -> dict[str, str]:
     w = app.workload
     return {Env.BROKER: f"{broker}:{netplan.MQTT_PORT}", Env.QOS: str(w.qos), Env.APP: app.name,
+            **({Env.TCP_NODELAY: "1"} if spec.tcp_nodelay else {}),
             Env.SEED: str(seed), Env.REPETITION: str(rep),
             Env.PARAMS: json.dumps(dict(w.params)), **w.environment}
 
@@ -110,7 +111,7 @@ def threads_env(spec: ExperimentSpec, node: NodeSpec) -> dict[str, str]:
 def server_env(spec: ExperimentSpec, app: AppSpec, node: Node, raw: Path, rep: int) -> dict[str, str]:
     sfx = suffix(spec, app)
     systems = {k: v for s, settings in running(spec) for k, v in s.server_env(settings, spec, app, node, raw).items()}
-    return {**_common(app, "127.0.0.1", rep, spec.seed), **threads_env(spec, _limits(spec, node)),
+    return {**_common(spec, app, "127.0.0.1", rep, spec.seed), **threads_env(spec, _limits(spec, node)),
             Env.WORKERS: str(app.workload.workers),
             Env.SERVER_LOG: str(raw / f"server-{node.name}{sfx}.csv"),
             **({Env.ENDPOINTS: ",".join(app.endpoints)} if spec.mix else {}),
@@ -134,7 +135,7 @@ def endpoint_env(spec: ExperimentSpec, node: Node, broker: str, raw: Path, rep: 
              for e in spec.timeline if e.kind == "relocate" and node.name in e.ues] if addresses else []
     if moves:  # [[timeline]] relocations: where the service goes, and when it is there
         onoff[Env.RELOCATIONS] = json.dumps({"epoch_ns": epoch_ns or time.time_ns(), "moves": moves})
-    return {**_common(app, broker, rep, spec.seed + _limits(spec, node).index), Env.ENDPOINT: node.name,
+    return {**_common(spec, app, broker, rep, spec.seed + _limits(spec, node).index), Env.ENDPOINT: node.name,
             Env.RATE: f"{w.rate:.6g}", Env.ARRIVALS: w.arrivals, **onoff, Env.BURST: str(w.burst),
             Env.WARMUP_S: f"{spec.warmup_s:g}", Env.DURATION_S: f"{spec.duration_s:g}",
             Env.TIMEOUT_S: f"{w.timeout_s:g}", Env.PAYLOAD: json.dumps(dict(w.payload)),
