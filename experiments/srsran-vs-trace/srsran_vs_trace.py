@@ -78,7 +78,7 @@ SRSRAN_LABEL = "srsRAN 4G (ZMQ)"
 # machine's default otherwise: BBR here, whose PROBE_RTT every 10 s of a quiet connection hit one request
 # in ten at 1 req/s; docs/experiment-file.md "TCP: name it") and the arrivals (constant ones meet srsENB's
 # 20-ms SR grid at one phase per run).
-SHARED = {"tcp": "cubic", "arrivals": "poisson"}
+SHARED = {"tcp": "cubic", "arrivals": "poisson", "tcp_nodelay": False}
 
 
 def timing(text: str, duration: float, rate: float) -> str:
@@ -86,6 +86,8 @@ def timing(text: str, duration: float, rate: float) -> str:
     text = re.sub(r"(?m)^rate = .*$", f"rate = {rate:g}", text, count=1)
     if SHARED["arrivals"] != "constant":
         text = text.replace("[workload]\n", f'[workload]\narrivals = "{SHARED["arrivals"]}"\n', 1)
+    if SHARED["tcp_nodelay"]:
+        text = text.replace("[workload]\n", "[workload]\ntcp_nodelay = true\n", 1)
     if SHARED["tcp"] != "default":
         for role in ("endpoint", "edge"):
             text = text.replace(f"[nodes.{role}]\n", f'[nodes.{role}]\ntcp_congestion_control = "{SHARED["tcp"]}"\n', 1)
@@ -297,7 +299,9 @@ def cdf(points: dict[float, dict[str, list[pd.DataFrame]]], out: Path, shared: d
     fig.legend(handles, names, loc="lower center", ncol=2, fontsize=8, frameon=False)
     fig.suptitle("W1 over srsRAN 4G (ZMQ radio) vs. the same stack's recording replayed by mahimahi-link, per replay arm\n"
                  "(all measured on one 2-core machine; each CDF pools its repetitions"
-                 + (f"; TCP {shared['tcp']} at the endpoint and edge, {shared['arrivals']} arrivals)" if shared else ")"),
+                 + (f"; TCP {shared['tcp']} at the endpoint and edge, {shared['arrivals']} arrivals"
+                    + (";\nMQTT without Nagle at the broker and the clients: [workload] tcp_nodelay" if shared.get("tcp_nodelay") else "") + ")"
+                    if shared else ")"),
                  fontsize=10)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(out, dpi=110)
@@ -336,10 +340,13 @@ def main() -> None:
     ap.add_argument("--replot", action="store_true", help="only redraw the table and figure from --out's requests/")
     ap.add_argument("--tcp", default=SHARED["tcp"], help="the endpoint's and edge's TCP congestion control in every run "
                                                          "(default cubic, Debian's and Android's; 'default': the machine's)")
+    ap.add_argument("--tcp-nodelay", action="store_true",
+                    help="MQTT without Nagle in every run ([workload] tcp_nodelay): M2's tail without the broker's wait "
+                         "for the previous answer's ACK (use another --out)")
     ap.add_argument("--arrivals", default=SHARED["arrivals"], choices=("poisson", "constant"),
                     help="the workload's arrivals in every run (default poisson: the SR grid sampled at every phase)")
     a = ap.parse_args()
-    SHARED.update(tcp=a.tcp, arrivals=a.arrivals)
+    SHARED.update(tcp=a.tcp, arrivals=a.arrivals, tcp_nodelay=a.tcp_nodelay)
     if a.replot:
         report(a.out)
         return
