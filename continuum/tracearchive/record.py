@@ -469,6 +469,9 @@ def _main_light(args, console) -> int:
 
     if args.sizes and not 1 <= args.sizes_count <= 1000:
         raise TraceCommandError(f"--sizes-count: {args.sizes_count} must be 1..1000 packets a size", 2)
+    if args.sizes and len(record_light.offset_sizes(args.payload)) < 2:
+        raise TraceCommandError(f"--sizes: the trains' packets ({args.payload} bytes of payload, {args.payload + IP_UDP + 4} charged) "
+                                "leave no 100-byte bin below them to measure; give --payload 69 or more", 2)
     try:
         got = light_session(args.peer, args.port, args.data_peer or args.peer, base_cfg, rounds, say=console.print)
         s = got[1 if args.calibrate else 0]

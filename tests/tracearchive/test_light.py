@@ -142,3 +142,8 @@ def test_add_with_light_parts_then_a_run_file_replays_them(tmp_path, archive):
                        env={**os.environ, **env})
     assert p.returncode != 0 and "SHA-256" in p.stdout + p.stderr, p.stdout + p.stderr
     assert index.ARCHIVE != archive  # (this process's archive is the repository's; the subprocesses used the scratch one)
+
+
+def test_record_sizes_refuses_trains_too_small_for_a_bin():
+    p = traces("record", "--light", "--sizes", "--payload", "40", "--peer", "127.0.0.1")
+    assert p.returncode == 2 and "--sizes" in p.stdout + p.stderr and "--payload 69" in p.stdout + p.stderr, p.stdout + p.stderr
