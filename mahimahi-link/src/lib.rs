@@ -41,6 +41,7 @@ pub mod options;
 pub mod pdcell;
 pub mod packet;
 pub mod queue;
+pub mod radio;
 pub mod rng;
 pub mod shell;
 pub mod sys;

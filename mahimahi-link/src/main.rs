@@ -229,8 +229,8 @@ fn spec(c: &Common, traces: &HashMap<String, Arc<Trace>>, l: &LinkArg) -> Result
         ue_if: ue.into(),
         core_if: core.into(),
         netns,
-        up: DirSpec { trace: traces[up].clone(), trace_path: up.into(), queue: c.up_queue, log_path: log(&c.up_log), loss: c.up_loss, light: up_light },
-        down: DirSpec { trace: traces[down].clone(), trace_path: down.into(), queue: c.down_queue, log_path: log(&c.down_log), loss: c.down_loss, light: down_light },
+        up: DirSpec { trace: traces[up].clone(), trace_path: up.into(), queue: c.up_queue, log_path: log(&c.up_log), loss: c.up_loss, light: up_light, radio: c.up_radio.clone() },
+        down: DirSpec { trace: traces[down].clone(), trace_path: down.into(), queue: c.down_queue, log_path: log(&c.down_log), loss: c.down_loss, light: down_light, radio: c.down_radio.clone() },
     })
 }
 
@@ -378,9 +378,7 @@ fn shell_mode(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
 }
 
 /// `simulate --light`: the same stdin and output, through workload-aware replay.
-fn simulate_burst(mut burst: Burst<u64>, mut link: Link<u64>) -> Result<i32, Vec<String>> {
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+fn simulate_burst(mut burst: Burst<u64>, mut link: Link<u64>, mut out: &mut dyn Write) -> Result<i32, Vec<String>> {
     for (n, (t, s)) in sim_arrivals()?.into_iter().enumerate() {
         burst.enqueue(s, n as u64, t, &mut link, &mut SimSink { out: &mut out });
     }
@@ -594,7 +592,42 @@ fn simulate_mecanic(args: &[String]) -> Result<i32, Vec<String>> {
 }
 
 /// The core under a virtual clock: what the reference-model tests compare.
+/// The core under a virtual clock, then (`--uplink-radio` / `--downlink-radio`) the radio's
+/// timing over its departures: "d ID T" with the radio's release, "h ID T" for a packet lost
+/// with its transport block (T: when it left the link), and a "radio ..." line of counters.
 fn simulate(p: Parsed) -> Result<i32, Vec<String>> {
+    let radio = match (&p.common.up_radio, &p.common.down_radio) {
+        (Some(_), Some(_)) => return Err(vec!["simulate: one link direction: --uplink-radio or --downlink-radio, not both".into()]),
+        (Some(r), None) | (None, Some(r)) => Some(r.clone()),
+        (None, None) => None,
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let Some(cfg) = radio else { return simulate_link(p, &mut out) };
+    let mut text = Vec::new();
+    let code = simulate_link(p, &mut text)?;
+    let mut radio = mahimahi_link::radio::Radio::new(cfg, 1);
+    for line in String::from_utf8_lossy(&text).lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        match f.as_slice() {
+            ["d", id, t] => {
+                let t: u64 = t.parse().map_err(|_| vec![format!("simulate: a departure line {line:?}")])?;
+                let _ = match radio.release(t) {
+                    Some(at) => writeln!(out, "d {id} {at}"),
+                    None => writeln!(out, "h {id} {t}"),
+                };
+            }
+            _ => {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
+    let r = radio.counters;
+    let _ = writeln!(out, "radio packets={} blocks={} retransmissions={} lost={}", r.packets, r.blocks, r.retransmissions, r.lost_packets);
+    Ok(code)
+}
+
+fn simulate_link(p: Parsed, mut out: &mut dyn Write) -> Result<i32, Vec<String>> {
     let [trace] = p.positional.as_slice() else {
         return Err(vec!["simulate: name exactly one trace file".into()]);
     };
@@ -605,7 +638,7 @@ fn simulate(p: Parsed) -> Result<i32, Vec<String>> {
             return Err(vec!["simulate: --light with --timeline is not supported".into()]);
         }
         let l = load_light(light)?;
-        return simulate_burst(Burst::new(l.trace, l.offsets, l.opts), link);
+        return simulate_burst(Burst::new(l.trace, l.offsets, l.opts), link, out);
     }
     // --timeline: its changes from t = 0 of the simulation, on the one link (any LINK name; an
     // uplink-trace or downlink-trace switches its trace; a delay has no place here)
@@ -622,8 +655,6 @@ fn simulate(p: Parsed) -> Result<i32, Vec<String>> {
         Change::Trace { trace, aligned, .. } => link.switch_trace(trace.clone(), *aligned),
         Change::Delay { .. } | Change::Handover { .. } => {}
     };
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
     for (n, (t, s)) in sim_arrivals()?.into_iter().enumerate() {
         while changes.last().is_some_and(|e| e.at <= t) {
             let e = changes.pop().expect("a change");

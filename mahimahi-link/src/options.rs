@@ -72,6 +72,11 @@ options (shell and forward):
   --ms-bursts                           mm-link timing: all opportunities of a millisecond at its start
                                         (default: spread evenly across the millisecond)
   --uplink-loss=P --downlink-loss=P     random loss probability 0..1 (seeded)
+  --uplink-radio=R --downlink-radio=R   the radio's timing after the trace (src/radio.rs), R of
+                                        slot-us=N (1000), tdd=DDDSU (the direction's slots only;
+                                        default FDD), delay-ms=X (pipeline, every packet, 0),
+                                        bler=P (0), harq-rtt-slots=N (8), max-tx=N (4); simulate:
+                                        its one link's departures
   --seed=N                              seed for loss and PIE (default 1)
   --bypass=PREFIX[:PORT]                traffic to/from PREFIX bypasses the trace (repeatable)
   --delay=PREFIX=MS                     one-way core delay for traffic to (uplink) and from
@@ -155,6 +160,9 @@ pub struct Common {
     pub ms_bursts: bool,
     pub up_loss: f64,
     pub down_loss: f64,
+    /// The radio's timing after the trace per direction: TDD, pipeline delay, HARQ (src/radio.rs).
+    pub up_radio: Option<crate::radio::RadioConfig>,
+    pub down_radio: Option<crate::radio::RadioConfig>,
     pub seed: u64,
     pub bypass: Vec<BypassRule>,
     pub delays: Vec<DelayRule>,
@@ -417,6 +425,8 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             }
             "--uplink-loss" => parse_prob(&key, &val).map(|p| c.up_loss = p),
             "--downlink-loss" => parse_prob(&key, &val).map(|p| c.down_loss = p),
+            "--uplink-radio" => crate::radio::RadioConfig::parse(&val, true).map(|r| c.up_radio = Some(r)).map_err(|e| format!("{key}: {e}")),
+            "--downlink-radio" => crate::radio::RadioConfig::parse(&val, false).map(|r| c.down_radio = Some(r)).map_err(|e| format!("{key}: {e}")),
             "--seed" => val.parse().map(|s| c.seed = s).map_err(|_| format!("--seed: {val:?} is not a non-negative integer")),
             "--bypass" => val.split(',').map(BypassRule::parse).collect::<Result<Vec<_>, _>>().map(|mut v| c.bypass.append(&mut v)),
             "--delay" => DelayRule::parse(&val).map(|d| c.delays.push(d)),

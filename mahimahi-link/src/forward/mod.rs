@@ -54,6 +54,8 @@ pub struct DirSpec {
     pub loss: f64,
     /// Workload-aware replay: the light trace in front of `trace` (src/burst.rs).
     pub light: Option<LightSpec>,
+    /// The radio's timing after `trace` (src/radio.rs).
+    pub radio: Option<crate::radio::RadioConfig>,
 }
 
 #[derive(Clone)]
@@ -157,6 +159,8 @@ struct Direction {
     link: Link<Pkt>,
     /// Workload-aware replay's light stage in front of `link` (None: plain replay).
     burst: Option<crate::burst::Burst<Pkt>>,
+    /// The radio's timing after `link`, and the frames it holds until their release (in order).
+    radio: Option<(crate::radio::Radio, VecDeque<(Nanos, Frame)>)>,
     log: Option<MmLog>,
     loss: f64,
     rng: SplitMix64,
@@ -188,9 +192,10 @@ impl Direction {
         }
     }
 
-    /// The light stage's next release: kept exact, never batched with the link's events.
+    /// The light stage's and the radio's next release: kept exact, never batched with the link's events.
     fn next_release(&self) -> Option<Nanos> {
-        self.burst.as_ref().and_then(|b| b.next_release())
+        let radio = self.radio.as_ref().and_then(|(_, q)| q.front().map(|e| e.0));
+        [self.burst.as_ref().and_then(|b| b.next_release()), radio].into_iter().flatten().min()
     }
 }
 
@@ -369,6 +374,7 @@ impl Forwarder {
                 Ok(Direction {
                     link: Link::new(d.trace.clone(), d.queue, cfg.link_opts, seed),
                     burst: d.light.as_ref().map(|l| crate::burst::Burst::new(l.trace.clone(), l.offsets.clone(), l.opts)),
+                    radio: d.radio.as_ref().map(|r| (crate::radio::Radio::new(r.clone(), seed ^ 0x4a11), VecDeque::new())),
                     log,
                     loss: d.loss,
                     rng: SplitMix64::new(seed ^ 0x5eed),

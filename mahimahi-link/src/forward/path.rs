@@ -197,24 +197,53 @@ impl Forwarder {
     }
 
     fn uplink_departures(&mut self, li: usize, deps: &mut Vec<(Nanos, Pkt)>) {
-        if deps.is_empty() {
-            return;
-        }
-        for (t, frame) in assemble(deps) {
-            let di = packet::parse(&frame.data).and_then(|m| delay_index(&self.cfg.delays, m.dst));
-            self.send_to_core(li, di, t, frame);
-        }
+        self.departures(li, true, deps);
     }
 
     pub(super) fn downlink_departures(&mut self, li: usize, deps: &mut Vec<(Nanos, Pkt)>) {
+        self.departures(li, false, deps);
+    }
+
+    /// Frames the link let go: on at once, or into the radio's FIFO until its release (src/radio.rs).
+    fn departures(&mut self, li: usize, up: bool, deps: &mut Vec<(Nanos, Pkt)>) {
         if deps.is_empty() {
             return;
         }
         for (t, frame) in assemble(deps) {
+            let l = &mut self.links[li];
+            match (if up { &mut l.up } else { &mut l.down }).radio.as_mut() {
+                Some((radio, held)) => {
+                    if let Some(at) = radio.release(t) {
+                        held.push_back((at, frame));
+                    }
+                }
+                None => self.departed(li, up, t, frame),
+            }
+        }
+    }
+
+    /// A frame past its link (and radio) at `t`: uplink on through its core delay, downlink to the UE.
+    fn departed(&mut self, li: usize, up: bool, t: Nanos, frame: Frame) {
+        if up {
+            let di = packet::parse(&frame.data).and_then(|m| delay_index(&self.cfg.delays, m.dst));
+            self.send_to_core(li, di, t, frame);
+        } else {
             if self.cu.is_some() {
                 self.cu_departed(li, &frame, t);
             }
             self.transmit(li, false, frame);
+        }
+    }
+
+    /// Frames whose radio release has come, in order.
+    pub(super) fn release_radio(&mut self, li: usize, now: Nanos) {
+        for up in [true, false] {
+            loop {
+                let l = &mut self.links[li];
+                let Some((_, held)) = (if up { &mut l.up } else { &mut l.down }).radio.as_mut() else { break };
+                let Some((t, frame)) = held.pop_front_if(|(t, _)| *t <= now) else { break };
+                self.departed(li, up, t, frame);
+            }
         }
     }
 
@@ -246,6 +275,7 @@ impl Forwarder {
             self.links[li].down.advance_to(now, deps);
         }
         self.downlink_departures(li, deps);
+        self.release_radio(li, now);
     }
 
     /// Run one direction's shared cell (if any) to `now`, every member's
@@ -257,11 +287,8 @@ impl Forwarder {
         cell.advance_to(now, &mut CellMembers { links: &mut self.links, members: &spec.members, up, out: &mut out });
         self.cells[k] = Some(cell);
         for (li, mut deps) in out {
-            if up {
-                self.uplink_departures(li, &mut deps);
-            } else {
-                self.downlink_departures(li, &mut deps);
-            }
+            self.departures(li, up, &mut deps);
+            self.release_radio(li, now);
         }
     }
 }

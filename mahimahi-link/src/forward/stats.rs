@@ -47,14 +47,15 @@ impl Forwarder {
                 }
                 let (cap, del) = d.last_rates;
                 let e = d.extra;
+                let r = d.radio.as_ref().map(|(r, held)| (r.counters, held.len() as u64)).unwrap_or_default();
                 let _ = write!(
                     s,
-                    ", \"{label}\": {{\"queue_packets\": {}, \"queue_bytes\": {}, \"arrived_packets\": {}, \"arrived_bytes\": {}, \"departed_packets\": {}, \"departed_bytes\": {}, \"dropped_packets\": {}, \"dropped_bytes\": {}, \"lost_packets\": {}, \"bypassed_packets\": {}, \"unshaped_frames\": {}, \"oversize_frames\": {}, \"tx_full_drops\": {}, \"superframes\": {}, \"unsplittable_frames\": {}, \"ring_drops\": {}, \"opportunities\": {}, \"capacity_mbps\": {:.3}, \"delivered_mbps\": {:.3}, \"idle\": {}, \"mean_capacity_mbps\": {:.3}, \"mean_delivered_mbps\": {:.3}, \"light_held_packets\": {}, \"light_bypassed_packets\": {}, \"light_bursts\": {}}}",
+                    ", \"{label}\": {{\"queue_packets\": {}, \"queue_bytes\": {}, \"arrived_packets\": {}, \"arrived_bytes\": {}, \"departed_packets\": {}, \"departed_bytes\": {}, \"dropped_packets\": {}, \"dropped_bytes\": {}, \"lost_packets\": {}, \"bypassed_packets\": {}, \"unshaped_frames\": {}, \"oversize_frames\": {}, \"tx_full_drops\": {}, \"superframes\": {}, \"unsplittable_frames\": {}, \"ring_drops\": {}, \"opportunities\": {}, \"capacity_mbps\": {:.3}, \"delivered_mbps\": {:.3}, \"idle\": {}, \"mean_capacity_mbps\": {:.3}, \"mean_delivered_mbps\": {:.3}, \"light_held_packets\": {}, \"light_bypassed_packets\": {}, \"light_bursts\": {}, \"radio_held_packets\": {}, \"radio_blocks\": {}, \"radio_retransmissions\": {}, \"radio_lost_packets\": {}}}",
                     d.link.queued_packets(), d.link.queued_bytes(), c.arrived_packets, c.arrived_bytes, c.departed_packets, c.departed_bytes,
                     c.dropped_packets, c.dropped_bytes, e.lost_packets, e.bypassed_packets, e.unshaped_frames, e.oversize_frames, e.tx_full_drops,
                     e.superframes, e.unsplittable_frames, e.ring_drops, c.opportunities, cap, del, idle,
                     mbps(c.opportunities * crate::OPPORTUNITY_BYTES as u64, run_s), mbps(c.departed_bytes, run_s),
-                    b.1, b.0.bypassed_packets, b.0.bursts
+                    b.1, b.0.bypassed_packets, b.0.bursts, r.1, r.0.blocks, r.0.retransmissions, r.0.lost_packets
                 );
             }
             s.push('}');

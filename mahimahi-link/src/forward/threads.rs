@@ -163,7 +163,7 @@ mod tests {
     }
 
     fn config_with(links: usize, cell_members: Option<Vec<usize>>) -> ForwardConfig {
-        let dir = DirSpec { trace: Arc::new(trace_with(1, 1)), trace_path: "t".into(), queue: QueueConfig::default(), log_path: None, loss: 0.0, light: None };
+        let dir = DirSpec { trace: Arc::new(trace_with(1, 1)), trace_path: "t".into(), queue: QueueConfig::default(), log_path: None, loss: 0.0, light: None, radio: None };
         let link = |i: usize| LinkSpec { name: format!("l{i}"), ue_if: format!("u{i}"), core_if: format!("c{i}"), netns: None, up: dir.clone(), down: dir.clone() };
         let cell = cell_members.map(|members| CellSpec {
             cfg: crate::cell::CellConfig::default(), sites: vec![crate::forward::Site { name: "cell".into(), scheduler: "pf".into(), blocks: 51 }], start: Vec::new(), classes: Vec::new(), log_path: None, members,
