@@ -5,8 +5,8 @@ HARQ per transport block, in-order delivery.
 A packet that leaves the link at t is ready at t + delay. It is transmitted
 in the first slot, from the one holding that instant, that belongs to its
 direction (FDD: every slot; TDD: U for the uplink, D and S for the
-downlink); in the slot itself it arrives at `ready`, in a later slot at that
-slot's end. All packets transmitted in one slot form one transport block.
+downlink) and arrives at that slot's end (its transport block decoded).
+All packets transmitted in one slot form one transport block.
 Each block fails each of its transmissions with probability `bler` (one
 uniform draw per transmission, drawn when the block is first met, at most
 `max_tx` draws; SplitMix64 seeded as the emulator's `simulate`, 1): every
@@ -49,10 +49,9 @@ def apply(radio: Radio, departures: list[tuple[int, int]], seed: int = 1) -> lis
     for pid, t in departures:
         ready = t + radio.delay_ns
         slot = ready // radio.slot_ns
-        arrival = ready
         while not radio.mine(slot):
             slot += 1
-            arrival = (slot + 1) * radio.slot_ns
+        arrival = (slot + 1) * radio.slot_ns
         if slot not in blocks:
             failures = 0
             if radio.bler > 0:

@@ -10,10 +10,10 @@
 //! 1. is ready at `t + delay` (the pipeline: a scheduler's decision, the
 //!    grant or assignment's lead time, decoding; every packet, busy or not);
 //! 2. goes out in the slot holding that time if the direction may transmit
-//!    in it (FDD: every slot), arriving then; otherwise in the direction's
-//!    next slot, arriving at that slot's end (a TDD pattern holds what the
-//!    trace delivers outside the direction's slots; the capacity stays the
-//!    trace's, the direction's average);
+//!    in it (FDD: every slot), otherwise in the direction's next slot, and
+//!    arrives at that slot's end, when its transport block is decoded (a
+//!    TDD pattern holds what the trace delivers outside the direction's
+//!    slots; the capacity stays the trace's, the direction's average);
 //! 3. shares the transport block of its slot with every packet sent in it:
 //!    the block fails each transmission with probability `bler`, drawn once
 //!    per block from the seeded generator, and each failure moves its
@@ -138,9 +138,8 @@ impl Radio {
         let c = &self.cfg;
         self.counters.packets += 1;
         let ready = t + c.delay_ns;
-        let here = ready / c.slot_ns;
-        let slot = c.next_usable(here);
-        let mut at = if slot == here { ready } else { (slot + 1) * c.slot_ns };
+        let slot = c.next_usable(ready / c.slot_ns);
+        let mut at = (slot + 1) * c.slot_ns;
         let failures = match self.block {
             Some((s, f)) if s == slot => f,
             _ => {
@@ -178,10 +177,11 @@ mod tests {
     const MS: Nanos = 1_000_000;
 
     #[test]
-    fn fdd_without_errors_is_the_delay_alone() {
+    fn fdd_without_errors_is_the_delay_and_the_slots_end() {
         let mut r = Radio::new(RadioConfig::parse("delay-ms=4", false).unwrap(), 1);
-        assert_eq!(r.release(1_500_000), Some(5_500_000));
-        assert_eq!(r.release(1_600_000), Some(5_600_000));
+        assert_eq!(r.release(1_500_000), Some(6 * MS));
+        assert_eq!(r.release(1_600_000), Some(6 * MS));
+        assert_eq!(r.release(2_000_000), Some(7 * MS));
     }
 
     #[test]
@@ -189,14 +189,14 @@ mod tests {
         // DDDSU at 0.5 ms: the uplink's slots are 4, 9, 14, ... (2.0-2.5 ms, 4.5-5.0 ms).
         let mut up = Radio::new(RadioConfig::parse("slot-us=500,tdd=DDDSU", true).unwrap(), 1);
         assert_eq!(up.release(100_000), Some(2_500_000)); // slot 0 -> slot 4's end
-        assert_eq!(up.release(2_100_000), Some(2_500_000)); // in slot 4 itself, but never before the one ahead of it
+        assert_eq!(up.release(2_100_000), Some(2_500_000)); // in slot 4 itself: its end
         assert_eq!(up.release(2_400_000), Some(2_500_000));
         assert_eq!(up.release(2_600_000), Some(5_000_000)); // slot 5 -> slot 9's end
         // The downlink transmits in D and S: slot 4 (U) waits for slot 5's end.
         let mut down = Radio::new(RadioConfig::parse("slot-us=500,tdd=DDDSU", false).unwrap(), 1);
-        assert_eq!(down.release(100_000), Some(100_000));
+        assert_eq!(down.release(100_000), Some(500_000));
         assert_eq!(down.release(2_100_000), Some(3_000_000));
-        assert_eq!(down.release(3_000_000), Some(3_000_000));
+        assert_eq!(down.release(3_000_000), Some(3_500_000));
     }
 
     #[test]
@@ -217,7 +217,7 @@ mod tests {
                 if f == 4 {
                     assert_eq!(got, None, "group {g}: its block failed four times");
                 } else {
-                    last = u64::max(last, t + f as u64 * 8 * MS);
+                    last = u64::max(last, (t / MS + 1 + f as u64 * 8) * MS);
                     assert_eq!(got, Some(last), "group {g} packet {k}: {f} failures");
                 }
             }
@@ -232,7 +232,7 @@ mod tests {
         let mut r = Radio::new(cfg.clone(), 3);
         r.block = Some((4, 1)); // slot 4's block fails once (set by hand)
         // Slot 4 + 7 = 11 is a D slot: the retransmission goes in slot 14, 10 slots on.
-        assert_eq!(r.release(2_100_000), Some(2_100_000 + 10 * 500_000));
+        assert_eq!(r.release(2_100_000), Some(2_500_000 + 10 * 500_000));
         let mut r = Radio::new(cfg, 3);
         r.block = Some((4, 2)); // both transmissions fail: lost
         assert_eq!(r.release(2_100_000), None);

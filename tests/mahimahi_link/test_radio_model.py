@@ -59,7 +59,8 @@ def test_random_cases_agree_exactly(mml, tmp_path, case):
     assert got == want, f"first difference at event {first}: core {got[first:first + 3]}, model {want[first:first + 3]}"
     # the premise: the case moves packets (TDD holds some, HARQ retransmits some) or loses some
     left = {i: t for kind, i, t in link if kind == "d"}
-    moved = sum(1 for kind, i, t in want if kind == "h" or t > left[i] + round(delay_ms * MS))
+    slot_ns = slot_us * 1000
+    moved = sum(1 for kind, i, t in want if kind == "h" or t > ((left[i] + round(delay_ms * MS)) // slot_ns + 1) * slot_ns)
     assert moved > 0 or (pattern is None and bler == 0), (spec, counters)
     if bler >= 0.3:
         assert int(counters["retransmissions" if max_tx > 1 else "lost"]) > 0, counters
@@ -72,13 +73,14 @@ def test_tdd_and_harq_by_hand(mml, tmp_path):
     (tmp_path / "trace").write_text("1\n")
     arr = [(0, 1504), (900_000, 1504), (5_200_000, 1504)]
     got, counters = run_core(mml, tmp_path / "trace", arr, ["--ms-bursts", "--uplink-radio=slot-us=500,tdd=DDDSU,delay-ms=0.3"])
-    # 1.3 ms (slot 2, D) -> slot 4, arriving at its end, 2.5 ms; 2.3 ms is in slot 4 itself: 2.3 ms, but not before
-    # the first: 2.5 ms; 6.3 ms (slot 12, D) -> slot 14's end, 7.5 ms.
+    # 1.3 ms (slot 2, D) -> slot 4, arriving at its end, 2.5 ms; 2.3 ms is in slot 4 itself: its end, 2.5 ms;
+    # 6.3 ms (slot 12, D) -> slot 14's end, 7.5 ms.
     assert got == [("d", 0, 2_500_000), ("d", 1, 2_500_000), ("d", 2, 7_500_000)], got
     assert counters == {"packets": "3", "blocks": "2", "retransmissions": "0", "lost": "0"}
-    # The downlink of the same pattern: D and S slots. 2.3 ms is in slot 4 (U): slot 5's end, 3.0 ms.
+    # The downlink of the same pattern: D and S slots. 1.3 ms: slot 2's end, 1.5 ms; 2.3 ms is in slot 4 (U):
+    # slot 5's end, 3.0 ms; 6.3 ms: slot 12's end, 6.5 ms.
     got, _ = run_core(mml, tmp_path / "trace", arr, ["--ms-bursts", "--downlink-radio=slot-us=500,tdd=DDDSU,delay-ms=0.3"])
-    assert got == [("d", 0, 1_300_000), ("d", 1, 3_000_000), ("d", 2, 6_300_000)], got
+    assert got == [("d", 0, 1_500_000), ("d", 1, 3_000_000), ("d", 2, 6_500_000)], got
 
 
 def test_bad_radio_options_are_refused(mml, tmp_path):
