@@ -123,8 +123,10 @@ def _network(spec: ExperimentSpec, plan: netplan.Plan) -> list[str]:
                         + (f"periodic BSR every {c.periodic_bsr_slots} slots" if c.periodic_bsr_slots else "a BSR in every transmission")
                         if c.uplink_signalling and c.uplink else ""))
         if c.access is not None:
-            lines[-1] = lines[-1].replace("shared cell:", f"uplink access procedure ({c.access}: {presets.ACCESS[c.access].what}; "
+            a = presets.ACCESS[c.access]
+            lines[-1] = lines[-1].replace("shared cell:", f"access procedure ({c.access}: {a.what}; "
                                           "each endpoint's uplink a one-UE cell):", 1)
+            lines.append(f"  radio after the trace, both directions: {a.summary()}")
         elif c.sites:
             lines[-1] = lines[-1].replace("shared cell:", f"{len(c.sites)} shared cells (the first's):", 1)
         for site in c.sites:

@@ -35,10 +35,11 @@ NOT_PUBLIC = {
 }
 
 
-# [mobile] access: the uplink access procedure of a real cell on a private link (docs/link-replay.md,
-# "The access procedure"), as a one-UE cell per endpoint with TS 36.321/38.321 uplink signalling
-# (src/cell.rs: SR opportunities, the small grant that answers an SR, BSRs, grants used k2 slots later).
-# Each value's source is given; TDD patterns, HARQ and the downlink's scheduling delay are not modelled yet.
+# [mobile] access: the access procedure of a real cell on a private link (docs/link-replay.md, "The access
+# procedure"): the uplink as a one-UE cell per endpoint with TS 36.321/38.321 signalling (src/cell.rs: SR
+# opportunities, the small grant that answers an SR, BSRs, grants used k2 slots later), then in both directions
+# the radio's timing after the trace (src/radio.rs: a TDD pattern, the pipeline delay, HARQ per transport block,
+# in-order delivery). Each value's source is given beside it and in the docs' table.
 @dataclass(frozen=True)
 class AccessPreset:
     what: str
@@ -48,11 +49,29 @@ class AccessPreset:
     periodic_bsr_ms: float
     k2_slots: int
     sr_grant_blocks: int
+    tdd: str | None = None          # None: FDD
+    ul_delay_ms: float = 0.0        # pipeline delay every packet sees, per direction
+    dl_delay_ms: float = 0.0
+    bler: float = 0.0               # a transport block's error probability per transmission
+    harq_rtt_slots: int = 8
+    max_tx: int = 4                 # transmissions before a block is given up
+
+    def radio(self, uplink: bool) -> str:
+        """mahimahi-link's --uplink-radio / --downlink-radio value."""
+        delay = self.ul_delay_ms if uplink else self.dl_delay_ms
+        out = f"slot-us={self.slot_us},delay-ms={delay:g},bler={self.bler:g},harq-rtt-slots={self.harq_rtt_slots},max-tx={self.max_tx}"
+        return out + (f",tdd={self.tdd}" if self.tdd else "")
+
+    def summary(self) -> str:
+        """One line for --dry-run."""
+        duplex = f"TDD {self.tdd}" if self.tdd else "FDD"
+        return (f"{duplex}, pipeline {self.ul_delay_ms:g}/{self.dl_delay_ms:g} ms up/down, BLER {self.bler:g} "
+                f"(a retransmission {self.harq_rtt_slots} slots on, {self.max_tx} tries)")
 
 
 ACCESS = {
     "lte-fdd-srsran": AccessPreset(
-        what="LTE FDD as srsRAN 4G (release 23.11) runs it, a 5 MHz cell",
+        what="LTE FDD as srsRAN 4G (release 23.11) runs it, a 5 MHz cell over its ZMQ radio",
         slot_us=1000,          # LTE: 1-ms TTIs
         blocks=25,             # 5 MHz: 25 PRBs (srsran-zmq.toml's cell)
         sr_period_ms=20,       # srsENB rr.conf: sched_request_cnfg.period = 20
@@ -60,5 +79,40 @@ ACCESS = {
         k2_slots=4,            # LTE FDD: a grant in subframe n is used in n + 4 (TS 36.213 8.0)
         sr_grant_blocks=15,    # srsENB sched_ue.cc: an SR with no BSR is granted 512 bytes, ~15 of 25 PRBs at the
                                # ~35 bytes a PRB per ms of the recorded 7 Mbit/s uplink (MCS ~23)
+        # Fitted on the stack's light recording (archive entry srsran4g-zmq-5mhz, `traces record --light`), not
+        # taken from srsENB's configuration: a lone packet's one-way delay through srsENB + srsUE over ZMQ, less
+        # what the rest of this model gives the same packet. Uplink: the trains' first packets' median base
+        # delay, 30 ms, less 19.7 ms of SR wait, grants and k2 (simulate-cell on the recorded uplink trace);
+        # downlink: the median base delay, 9 ms, less the half TTI of the slot's end.
+        ul_delay_ms=10.0,
+        dl_delay_ms=8.5,
+        bler=0.0,              # ZMQ's radio has no channel: srsENB's own reports show BLER 0.0% both ways
+        harq_rtt_slots=8,      # LTE FDD HARQ: a retransmission 8 TTIs after the first (TS 36.213 8.0, 10.1)
+        max_tx=4,              # srsENB rr.conf: mac_cnfg.ulsch_cnfg.max_harq_tx = 4
+    ),
+    "nr-fdd": AccessPreset(
+        what="NR FDD at 15 kHz, a 10 MHz cell (srsRAN Project gNB's defaults where it has one)",
+        slot_us=1000,          # 15 kHz subcarriers: 1-ms slots (TS 38.211 4.3.2)
+        blocks=52,             # 10 MHz at 15 kHz: 52 PRBs (TS 38.101-1 Table 5.3.2-1)
+        sr_period_ms=20,       # srsRAN Project du_high_unit_config.h: sr_period_msec = 20
+        periodic_bsr_ms=20,    # assumed as the LTE preset (not checked against srsRAN Project)
+        k2_slots=4,            # srsRAN Project du_high_unit_config.h: pusch min_k2 = 4
+        sr_grant_blocks=8,     # assumed: a small grant, room for a BSR and a short packet
+        bler=0.1,              # link adaptation's target for a first transmission (TS 38.214 5.2.2.1: CQI at 10% BLER)
+        harq_rtt_slots=8,      # assumed: HARQ feedback k1 = 4 slots, the retransmission 4 after it
+        max_tx=5,              # srsRAN Project: max_nof_harq_retxs = 4, i.e. 5 transmissions
+    ),
+    "nr-tdd-dddsu": AccessPreset(
+        what="NR TDD at 30 kHz, DDDSU (2.5-ms period), a 20 MHz cell",
+        slot_us=500,           # 30 kHz subcarriers: 0.5-ms slots (TS 38.211 4.3.2)
+        blocks=51,             # 20 MHz at 30 kHz: 51 PRBs (TS 38.101-1 Table 5.3.2-1)
+        sr_period_ms=20,       # srsRAN Project du_high_unit_config.h: sr_period_msec = 20
+        periodic_bsr_ms=20,    # assumed as the LTE preset
+        k2_slots=4,            # srsRAN Project: pusch min_k2 = 4
+        sr_grant_blocks=8,     # assumed, as nr-fdd
+        tdd="DDDSU",           # a common FR1 pattern: three downlink slots, a special one, one uplink
+        bler=0.1,              # TS 38.214 5.2.2.1's 10% target
+        harq_rtt_slots=10,     # assumed: feedback in the next period, the retransmission in the one after (2 x 5 slots)
+        max_tx=5,              # srsRAN Project: max_nof_harq_retxs = 4
     ),
 }

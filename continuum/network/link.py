@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
-from continuum.config import ExperimentSpec
+from continuum.config import ExperimentSpec, presets
 from continuum.edge import registry
 from continuum.network.plan import NOTICE_PORT, Plan
 from continuum.runtime import Node, wait_for
@@ -134,6 +134,9 @@ def cell_argv(plan: Plan, logs: Path) -> list[str]:
                 f"--cell-k2-slots={c.k2_slots}", f"--cell-sr-grant-blocks={c.sr_grant_blocks}"]
         if c.periodic_bsr_slots:
             out.append(f"--cell-periodic-bsr-slots={c.periodic_bsr_slots}")
+    if c.access is not None:  # the access procedure's radio timing, both directions (src/radio.rs)
+        a = presets.ACCESS[c.access]
+        out += [f"--uplink-radio={a.radio(True)}", f"--downlink-radio={a.radio(False)}"]
     if c.uplink == "tutti" or any(s.uplink == "tutti" for s in sites):
         out.append(f"--cell-notice-port={NOTICE_PORT}")
     out.append(f"--cell-log={logs}/cell-{{dir}}.log")

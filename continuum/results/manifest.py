@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 import continuum
-from continuum.config import ExperimentSpec
+from continuum.config import ExperimentSpec, presets
 from continuum import REPO
 from continuum.results import events
 from continuum.network import mahimahi
@@ -218,6 +218,9 @@ def build(spec: ExperimentSpec, run_id: str, argv: list[str], started: str) -> M
                             for d, t in (("uplink", m.uplink), ("downlink", m.downlink)) if t is not None}}
                         for m in spec.cell.members],
             "offload_one_way_ms": spec.one_way_ms(spec.workload.offload),
+            # the access procedure's radio timing as the emulator got it (src/radio.rs)
+            **({"radio": {"uplink": presets.ACCESS[spec.cell.access].radio(True),
+                          "downlink": presets.ACCESS[spec.cell.access].radio(False)}} if spec.cell.access else {}),
         },
     )
 

@@ -1,10 +1,10 @@
 """configs/workload-aware.toml end to end (issue #58): the same experiment
 (srsRAN 4G's recording, archive entry srsran4g-zmq-5mhz) with its light
 parts (workload-aware replay), with mobile.replay = "plain", and with the
-uplink access procedure (configs/access-lte.toml's mobile.access =
+access procedure (configs/access-lte.toml's mobile.access =
 "lte-fdd-srsran"). The light traces' base delays (uplink ~33 ms, downlink
 ~10 ms) show in the requests' uplink (M1) and downlink (M2) latencies, and the access procedure's waits (an SR opportunity every 20 ms,
-a small first grant, grants 4 ms after) in M1 only; plain replay of the
+a small first grant, grants 4 ms after) in M1, its pipeline delays in both; plain replay of the
 same capacity traces gives neither; the manifest says which ran."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import hoststate
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
 sys.path.insert(0, str(REPO))
+from continuum.config import presets  # noqa: E402
 from continuum.tracearchive import light  # noqa: E402
 
 
@@ -91,13 +92,20 @@ def test_the_light_traces_base_delays_show_in_m1_and_m2(runs):
     assert m1 - p1 >= 0.6 * base_up, (m1, p1, base_up)
 
 
-def test_the_access_procedure_delays_the_uplink_only(runs):
+def test_the_access_procedure_adds_the_uplinks_access_and_each_directions_pipeline(runs):
     (a1, a2), (p1, p2) = _medians(runs["access"]), _medians(runs["plain"])
-    # every request waits for an SR opportunity (0-20 ms, 10 on average), k2 and a BSR's round (~9 ms more)
-    assert a1 - p1 >= 8, (a1, p1)
-    assert abs(a2 - p2) <= 3, (a2, p2)
+    a = presets.ACCESS["lte-fdd-srsran"]
+    # every request waits for an SR opportunity (0-20 ms, 10 on average), k2 and a BSR's round (~9 ms more),
+    # then the uplink's pipeline delay
+    assert a1 - p1 >= 8 + a.ul_delay_ms, (a1, p1)
+    # a one-packet answer: the downlink's pipeline delay and the half TTI of the slot's end, nothing more
+    assert abs((a2 - p2) - (a.dl_delay_ms + 0.5)) <= 3, (a2, p2)
     log = runs["access"] / "links" / "cell-uplink.log"
     assert log.is_file() and log.stat().st_size > 0, "the access procedure's cell wrote its slot log"
+    m = json.loads((runs["access"] / "manifest.json").read_text())["cell"]
+    assert m["access"] == "lte-fdd-srsran" and m["radio"] == {"uplink": a.radio(True), "downlink": a.radio(False)}, m
+    stats = json.loads((runs["access"] / "links" / "stats.json").read_text())["links"][0]
+    assert stats["uplink"]["radio_blocks"] > 0 and stats["downlink"]["radio_retransmissions"] == 0, stats
 
 
 def test_the_manifest_says_how_the_traces_were_replayed(runs):
