@@ -62,15 +62,18 @@ LIGHT_GAP_MS, LIGHT_UP_PACKETS, LIGHT_DOWN_PACKETS = 300, 70, 10
 SIZES_COUNT = 30
 ARMS = {"plain": "recorded trace, plain replay", "workload-aware": "recorded trace, workload-aware replay",
         "active": "recorded trace, workload-aware replay, active-link floor",
-        "access": "recorded trace + uplink access (one-UE cell, srsENB's SR/BSR/k2)",
-        "active-loaded": "the active arm with the stack up and idle beside it (the edge's CPU as busy as with srsRAN)"}
+        "access": "recorded trace + access procedure (lte-fdd-srsran: srsENB's SR/BSR/k2, pipeline delays)",
+        "active-loaded": "the active arm with the stack up and idle beside it (the edge's CPU as busy as with srsRAN)",
+        "access-loaded": "the access arm with the stack up and idle beside it"}
 # The "active" arm: the same light traces with an `active_ms` header (docs/link-replay.md): a burst lasts
 # while the link holds packets, each packet then no sooner than this after it came. Uplink: k2 (4 ms,
 # presets.ACCESS["lte-fdd-srsran"]) and the 1-ms TTI it is sent in; downlink: the recording's median
 # base delay (a downlink has no access wait: its base delay is the stack's own latency, busy or not; the
 # smallest, 8 ms, was tried first and put M2's median 2 ms low: README).
 UPLINK_ACTIVE_MS = 5.0
-# The "access" arm: [mobile] access = "lte-fdd-srsran" (continuum/config/presets.py gives each value's source).
+# The "access" arm: [mobile] access = "lte-fdd-srsran" (continuum/config/presets.py gives each value's source):
+# the plain capacity traces, the uplink's SR/BSR/k2 as srsENB sets them, and each direction's pipeline delay
+# fitted on the light recording (presets.py says how).
 SRSRAN_LABEL = "srsRAN 4G (ZMQ)"
 
 
@@ -117,7 +120,7 @@ def replay_config(out: Path, duration: float, rate: float, up: Path, down: Path,
     text = re.sub(r'(?m)^downlink = .*\n', "", text)
     text = re.sub(r'(?m)^uplink = .*\n', mobile, text)
     text = re.sub(r'(?m)^uplink_queue.*\n', "", text)  # srsRAN's own buffers hold what waits; no extra limit here
-    if arm == "access":
+    if arm in ("access", "access-loaded"):
         text = text.replace('replay = "plain"\n', 'replay = "plain"\naccess = "lte-fdd-srsran"\n', 1)
     path = out / "configs" / f"srsran-{arm}-r{rate:g}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -273,7 +276,7 @@ def table(points: dict[float, dict[str, list[pd.DataFrame]]]) -> str:
 
 PARTS = (("uplink_ms", "uplink M1"), ("downlink_ms", "downlink M2"))
 STYLES = {"srsran": ("k", "-"), "plain": ("C0", "--"), "workload-aware": ("C3", "-."), "active": ("C1", "-"),
-          "access": ("C2", ":"), "active-loaded": ("C4", "-")}
+          "access": ("C2", ":"), "active-loaded": ("C4", "-"), "access-loaded": ("C5", ":")}
 
 
 def cdf(points: dict[float, dict[str, list[pd.DataFrame]]], out: Path, shared: dict | None = None) -> Path:
