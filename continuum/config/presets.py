@@ -94,19 +94,19 @@ ACCESS = {
         what="NR FDD at 15 kHz, a 10 MHz cell (srsRAN Project gNB's defaults where it has one)",
         slot_us=1000,          # 15 kHz subcarriers: 1-ms slots (TS 38.211 4.3.2)
         blocks=52,             # 10 MHz at 15 kHz: 52 PRBs (TS 38.101-1 Table 5.3.2-1)
-        sr_period_ms=20,       # srsRAN Project du_high_unit_config.h: sr_period_msec = 20
+        sr_period_ms=20,       # srsRAN Project, DU-high unit config defaults: sr_period_msec = 20
         periodic_bsr_ms=20,    # assumed as the LTE preset (not checked against srsRAN Project)
-        k2_slots=4,            # srsRAN Project du_high_unit_config.h: pusch min_k2 = 4
+        k2_slots=4,            # srsRAN Project, DU-high unit config defaults: pusch min_k2 = 4
         sr_grant_blocks=8,     # assumed: a small grant, room for a BSR and a short packet
         bler=0.1,              # link adaptation's target for a first transmission (TS 38.214 5.2.2.1: CQI at 10% BLER)
-        harq_rtt_slots=8,      # assumed: HARQ feedback k1 = 4 slots, the retransmission 4 after it
+        harq_rtt_slots=8,      # assumed: HARQ feedback at srsRAN Project's min_k1 = 4 slots, the retransmission 4 after it
         max_tx=5,              # srsRAN Project: max_nof_harq_retxs = 4, i.e. 5 transmissions
     ),
     "nr-tdd-dddsu": AccessPreset(
         what="NR TDD at 30 kHz, DDDSU (2.5-ms period), a 20 MHz cell",
         slot_us=500,           # 30 kHz subcarriers: 0.5-ms slots (TS 38.211 4.3.2)
         blocks=51,             # 20 MHz at 30 kHz: 51 PRBs (TS 38.101-1 Table 5.3.2-1)
-        sr_period_ms=20,       # srsRAN Project du_high_unit_config.h: sr_period_msec = 20
+        sr_period_ms=20,       # srsRAN Project, DU-high unit config defaults: sr_period_msec = 20
         periodic_bsr_ms=20,    # assumed as the LTE preset
         k2_slots=4,            # srsRAN Project: pusch min_k2 = 4
         sr_grant_blocks=8,     # assumed, as nr-fdd
