@@ -400,3 +400,31 @@ def test_an_edge_system_is_refused_by_a_provider_without_the_node_verbs_it_needs
     f.write_text(base + '\n[edge.manager]\nkind = "smec"\nmode = "off"\n')  # timing and drops only: no daemon
     spec = experiment.load(f, materialize=False)
     assert spec.edge["smec"].quota is None and registry.problems(spec, "bare", frozenset()) == []
+
+
+@pytest.mark.parametrize("name", ["lte-fdd-srsran", "nr-fdd", "nr-tdd-dddsu"])
+def test_each_access_preset_resolves_and_the_emulator_takes_its_radio(name, tmp_path):
+    """[mobile] access = PRESET: a one-UE uplink cell at the preset's timings, its radio in both
+    directions shown by --dry-run, and mahimahi-link accepts the radio values the run would pass."""
+    from continuum.config import presets
+    from continuum.traces import mahimahi_link_binary
+
+    a = presets.ACCESS[name]
+    text = (REPO / "configs" / "quickstart.toml").read_text().replace("[mobile]", f'[mobile]\naccess = "{name}"', 1)
+    path = tmp_path / "access.toml"
+    path.write_text(text)
+    spec = experiment.load(path, materialize=False)
+    c = spec.cell
+    assert c is not None and c.access == name and c.slot_us == a.slot_us and c.blocks == a.blocks, c
+    assert c.sr_period_slots == round(a.sr_period_ms * 1000 / a.slot_us) and c.k2_slots == a.k2_slots, c
+    dry = subprocess.run([sys.executable, "-m", "continuum", "run", str(path), "--dry-run"], capture_output=True, text=True, cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert f"access procedure ({name}" in dry.stdout and a.summary() in " ".join(dry.stdout.split()), dry.stdout
+    mml = mahimahi_link_binary()
+    if not mml.exists():
+        pytest.skip(f"mahimahi-link is not built ({mml}): `make -C mahimahi-link` builds it")
+    trace = tmp_path / "t"
+    trace.write_text("1\n")
+    for flag, up in (("--uplink-radio", True), ("--downlink-radio", False)):
+        p = subprocess.run([str(mml), "simulate", str(trace), f"{flag}={a.radio(up)}"], input="0 1504\n", capture_output=True, text=True)
+        assert p.returncode == 0 and "radio packets=1" in p.stdout, (flag, p.stderr)
