@@ -128,10 +128,6 @@ impl Radio {
         Radio { cfg, rng: SplitMix64::new(seed), block: None, last: 0, counters: RadioCounters::default() }
     }
 
-    pub fn config(&self) -> &RadioConfig {
-        &self.cfg
-    }
-
     /// When a packet the link let go at `t` reaches the far side (None: lost
     /// with its block). Calls must come in departure order.
     pub fn release(&mut self, t: Nanos) -> Option<Nanos> {
