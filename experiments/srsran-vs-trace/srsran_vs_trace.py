@@ -62,12 +62,12 @@ LIGHT_GAP_MS, LIGHT_UP_PACKETS, LIGHT_DOWN_PACKETS = 300, 70, 10
 SIZES_COUNT = 30
 ARMS = {"plain": "recorded trace, plain replay", "workload-aware": "recorded trace, workload-aware replay",
         "active": "recorded trace, workload-aware replay, active-link floor",
-        "access": "recorded trace + access procedure (lte-fdd-srsran: srsENB's SR/BSR/k2, pipeline delays)",
+        "access": "recorded trace + access procedure (lte-fdd-srsran: srsENB's SR/BSR/grants, fitted pipeline delays)",
         "active-loaded": "the active arm with the stack up and idle beside it (the edge's CPU as busy as with srsRAN)",
         "access-loaded": "the access arm with the stack up and idle beside it"}
 # The "active" arm: the same light traces with an `active_ms` header (docs/link-replay.md): a burst lasts
-# while the link holds packets, each packet then no sooner than this after it came. Uplink: k2 (4 ms,
-# presets.ACCESS["lte-fdd-srsran"]) and the 1-ms TTI it is sent in; downlink: the recording's median
+# while the link holds packets, each packet then no sooner than this after it came. Uplink: a grant's
+# lead time (4 ms, TS 36.213's n + 4) and the 1-ms TTI it is sent in; downlink: the recording's median
 # base delay (a downlink has no access wait: its base delay is the stack's own latency, busy or not; the
 # smallest, 8 ms, was tried first and put M2's median 2 ms low: README).
 UPLINK_ACTIVE_MS = 5.0
