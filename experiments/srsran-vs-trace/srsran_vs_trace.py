@@ -299,14 +299,17 @@ def cdf(points: dict[float, dict[str, list[pd.DataFrame]]], out: Path, shared: d
             ax.grid(alpha=0.3, which="both")
     # one legend for every panel, below them (in a panel it hid the curves); each panel pools 3 runs per system
     handles, names = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="lower center", ncol=2, fontsize=8, frameon=False)
+    # two columns while the labels fit beside each other, else one (a label cut at the figure's edge says nothing)
+    ncol = 2 if max(map(len, names)) <= 70 else 1
+    fig.legend(handles, names, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
     fig.suptitle("W1 over srsRAN 4G (ZMQ radio) vs. the same stack's recording replayed by mahimahi-link, per replay arm\n"
                  "(all measured on one 2-core machine; each CDF pools its repetitions"
                  + (f"; TCP {shared['tcp']} at the endpoint and edge, {shared['arrivals']} arrivals"
                     + (";\nMQTT without Nagle at the broker and the clients: [workload] tcp_nodelay" if shared.get("tcp_nodelay") else "") + ")"
                     if shared else ")"),
                  fontsize=10)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    legend_rows = -(-len(names) // ncol)
+    fig.tight_layout(rect=(0, 0.01 + legend_rows * 0.16 / fig.get_figheight(), 1, 1))
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
