@@ -24,6 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from continuum.config import presets  # noqa: E402
 from continuum.results import events, timeline  # noqa: E402
 from continuum.results.timeline import Timeline  # noqa: E402
 
@@ -131,10 +132,12 @@ def decomposition(summary: dict, out: Path) -> bool:
 
 
 def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim: tuple[float, float], out: Path,
-         bin_s: float, emulator: str = "mahimahi-link", light: bool = False) -> bool:
+         bin_s: float, emulator: str = "mahimahi-link", light: bool = False, access: str | None = None) -> bool:
     """Each direction on its own scale: a log scale where the traffic is far
     below the capacity (a 0.01 Mbit/s downlink under a 48 Mbit/s trace).
-    With workload-aware replay (light) the delay is the light stage's and the queue's together."""
+    With workload-aware replay (light) the delay is the light stage's and the queue's together.
+    With the access procedure (`access`, a preset's name) its radio stage comes after the link's
+    log, so the figure says what it adds that the curves do not show."""
     if all(b is None or b.empty for b in bins.values()):
         return False
     fig, axes = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
@@ -167,7 +170,12 @@ def link(endpoint: str, bins: dict[str, pd.DataFrame | None], tl: Timeline, xlim
     axes[-1].set_xlabel(TIME_LABEL)
     by = "upstream mm-link, patched" if emulator == "mahimahi" else emulator + (", workload-aware replay" if light else "")
     fig.suptitle(f"{endpoint}: cellular link ({by}), {bin_s:g} s bins (partial bins left out)")
-    fig.tight_layout()
+    if access in presets.ACCESS:
+        fig.text(0.01, 0.005, f"Not in these curves: the access procedure's radio stage after the queue ({access}: "
+                              f"{presets.ACCESS[access].summary()}).", fontsize=7, color="0.3")
+        fig.tight_layout(rect=(0, 0.03, 1, 1))
+    else:
+        fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return True
@@ -414,15 +422,17 @@ class Plot:
     folder: Path
 
 
-def _emulator(run_dir: Path) -> tuple[str, bool]:
+def _emulator(run_dir: Path) -> tuple[str, bool, str | None]:
     """Which emulator carried the run's links (the manifest's; mahimahi-link where it does not say),
-    and whether it replayed them workload-aware (a light stage in front of the traces)."""
+    whether it replayed them workload-aware (a light stage in front of the traces), and the access
+    procedure's preset if one ran (its radio stage comes after the link's log)."""
     try:
         m = json.loads((run_dir / "manifest.json").read_text())
     except (OSError, ValueError):
-        return "mahimahi-link", False
+        return "mahimahi-link", False, None
     mobile = m.get("mobile") or {}
-    return (mobile.get("emulator") or {}).get("name", "mahimahi-link"), mobile.get("replay") == "workload-aware"
+    access = (m.get("cell") or {}).get("access")
+    return (mobile.get("emulator") or {}).get("name", "mahimahi-link"), mobile.get("replay") == "workload-aware", access
 
 
 def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5,
@@ -447,12 +457,12 @@ def all_plots(run_dir: Path, df: pd.DataFrame, summary: dict, bin_s: float = 0.5
 
     jobs: list[Callable[[], list[Path]]] = [
         latency, lambda: _one(decomposition(summary, plots / "decomposition.png"), plots / "decomposition.png")]
-    emulator, light = _emulator(run_dir)
+    emulator, light, access = _emulator(run_dir)
     if len(endpoints) > MANY_LINKS:
         shared = bool(summary.get("cell"))
         jobs.append(lambda: _one(links_together(links, tl, xlim, plots / "links.png", bin_s, shared), plots / "links.png"))
     else:
-        jobs += [functools.partial(lambda ep: _one(link(ep, links[ep], tl, xlim, plots / f"link_{ep}.png", bin_s, emulator, light),
+        jobs += [functools.partial(lambda ep: _one(link(ep, links[ep], tl, xlim, plots / f"link_{ep}.png", bin_s, emulator, light, access),
                                                    plots / f"link_{ep}.png"), ep) for ep in endpoints]
     jobs += [lambda: _one(sending_rate(df, sorted((run_dir / "raw").glob("rate-*.csv")), tl, xlim, plots / "sending_rate.png"),
                           plots / "sending_rate.png"),
