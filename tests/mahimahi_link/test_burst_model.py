@@ -24,12 +24,14 @@ from test_reference_model import QUEUES, random_trace  # noqa: E402
 MS = model.MS
 
 
-def run_core(mml: Path, heavy: Path, arrivals, args: list[str]):
+def run_core(mml: Path, heavy: Path, arrivals, args: list[str], kinds: str = "dx"):
+    """`mahimahi-link simulate`: its events of `kinds` ("KIND ID T" lines) and its last line's counters
+    (test_radio_model.py adds "h", a packet lost with its transport block, and reads the radio's counters)."""
     stdin = "".join(f"{t} {s}\n" for t, s in arrivals)
     p = subprocess.run([str(mml), "simulate", str(heavy), *args], input=stdin, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     out = p.stdout.splitlines()
-    events = [(kind, int(i), int(t)) for kind, i, t in (line.split() for line in out if line[0] in "dx")]
+    events = [(kind, int(i), int(t)) for kind, i, t in (line.split() for line in out if line[0] in kinds)]
     counters = dict(kv.split("=") for kv in out[-1].split()[1:])
     return events, counters
 

@@ -19,19 +19,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "mahimahi-link" / "
 import mmlink_model as mm  # noqa: E402
 import radio_model as model  # noqa: E402
 from test_burst_model import bursty_arrivals  # noqa: E402
+from test_burst_model import run_core as burst_run_core  # noqa: E402
 from test_reference_model import random_trace  # noqa: E402
 
 MS = 1_000_000
 
 
 def run_core(mml: Path, trace: Path, arrivals, args: list[str]):
-    stdin = "".join(f"{t} {s}\n" for t, s in arrivals)
-    p = subprocess.run([str(mml), "simulate", str(trace), *args], input=stdin, capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    lines = p.stdout.splitlines()
-    events = [(kind, int(i), int(t)) for kind, i, t in (line.split() for line in lines if line[0] in "dhx")]
-    radio = dict(kv.split("=") for kv in lines[-1].split()[1:])
-    return events, radio
+    """Departures ("d"), queue drops ("x") and packets lost with their block ("h"); the radio's counters."""
+    return burst_run_core(mml, trace, arrivals, args, kinds="dhx")
 
 
 @pytest.mark.parametrize("case", range(24))

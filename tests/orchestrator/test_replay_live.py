@@ -4,7 +4,7 @@ parts (workload-aware replay), with mobile.replay = "plain", and with the
 access procedure (configs/access-lte.toml's mobile.access =
 "lte-fdd-srsran"). The light traces' base delays (uplink ~33 ms, downlink
 ~10 ms) show in the requests' uplink (M1) and downlink (M2) latencies, and the access procedure's waits (an SR opportunity every 20 ms,
-a small first grant, grants 4 ms after) in M1, its pipeline delays in both; plain replay of the
+a small first grant, 8 TTIs from a request to its grant's use) in M1, its pipeline delays in both; plain replay of the
 same capacity traces gives neither; the manifest says which ran."""
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def test_the_light_traces_base_delays_show_in_m1_and_m2(runs):
 def test_the_access_procedure_adds_the_uplinks_access_and_each_directions_pipeline(runs):
     (a1, a2), (p1, p2) = _medians(runs["access"]), _medians(runs["plain"])
     a = presets.ACCESS["lte-fdd-srsran"]
-    # every request waits for an SR opportunity (0-20 ms, 10 on average), k2 and a BSR's round (~9 ms more),
+    # every request waits for an SR opportunity (0-20 ms, 10 on average), the grant's 8 TTIs and a BSR's round,
     # then the uplink's pipeline delay
     assert a1 - p1 >= 8 + a.ul_delay_ms, (a1, p1)
     # a one-packet answer: the downlink's pipeline delay and the half TTI of the slot's end, nothing more
