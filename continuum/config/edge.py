@@ -40,13 +40,13 @@ class Draft:
     mix: bool  # [workload.apps]
     provider: str | None
     cell: CellSpec | None = None  # the shared cell, resolved
-    transport: raw.Transport | None = None  # [transport] as written
     mobile: MobileSpec | None = None  # [mobile], resolved
 
 
 class EdgeSection(Protocol):
     name: ClassVar[str]  # its key in ExperimentSpec.edge: "smec"
     section: ClassVar[str]  # the table it owns: [edge.<section>] ("": none, another key turns it on)
+    table: ClassVar[str]  # or a top-level table it owns instead ("transport": [transport]; "": none)
     title: ClassVar[str]  # for people: "SMEC's edge manager"
     switch: ClassVar[str]  # the key that turns it on, where a conflict is reported
     manages: ClassVar[str | None]  # the edge resource it decides over ("cpu"): two running systems may not share one
@@ -64,30 +64,53 @@ class EdgeSection(Protocol):
         """What it asks of nodes and providers when it runs (keys of NEEDS)."""
         ...
 
+    def stays_behind(self, settings: Any) -> str | None:
+        """What of it a [[timeline]] relocation cannot take along to the service's new node, for
+        people, with what would move (None: it moves with the service)."""
+        ...
 
-def tables(data: Any, systems: Sequence[EdgeSection], ctx: Issues) -> dict[str, Any]:
-    """[edge]'s tables, each checked against its owner's model; a table no system owns is an error."""
+
+def key(s: EdgeSection) -> str:
+    """Where the system's table is in `tables`' result: its [edge.SECTION]'s name, or its top-level table's."""
+    return s.section or s.table
+
+
+def top_tables(systems: Sequence[EdgeSection]) -> dict[str, EdgeSection]:
+    """The top-level tables the systems own ([transport]), by name."""
+    return {s.table: s for s in systems if s.table}
+
+
+def tables(file: dict[str, Any], systems: Sequence[EdgeSection], ctx: Issues) -> dict[str, Any]:
+    """The systems' tables, each checked against its owner's model, by `key`: [edge]'s (a table no
+    system owns is an error) and the top-level tables a system owns."""
     out: dict[str, Any] = {}
+    for name, top in top_tables(systems).items():
+        if name in file:
+            if not isinstance(file[name], dict):
+                ctx.bad(name, f"expected a table ([{name}])")
+            else:
+                out[name] = validate_section(top.model, file[name], ctx.file, name, ctx.issues)
+    data = file.get("edge")
     if data is None:
         return out
     owners = {s.section: s for s in systems if s.section}  # a system with no section owns no table
     if not isinstance(data, dict):
         ctx.bad("edge", "expected a table ([edge.SECTION] tables: " + ", ".join(f"[edge.{k}]" for k in owners) + ")")
         return out
-    for key, table in data.items():
-        owner = owners.get(key)
+    for section, table in data.items():
+        owner = owners.get(section)
         if owner is None:
-            ctx.bad(f"edge.{key}", f"unknown key; valid: {', '.join(owners) or 'none (no edge system is registered)'}")
+            ctx.bad(f"edge.{section}", f"unknown key; valid: {', '.join(owners) or 'none (no edge system is registered)'}")
         elif not isinstance(table, dict):
-            ctx.bad(f"edge.{key}", f"expected a table ([edge.{key}])")
+            ctx.bad(f"edge.{section}", f"expected a table ([edge.{section}])")
         else:
-            out[key] = validate_section(owner.model, table, ctx.file, f"edge.{key}", ctx.issues)
+            out[section] = validate_section(owner.model, table, ctx.file, f"edge.{section}", ctx.issues)
     return out
 
 
 def slo_defaults(tabs: dict[str, Any], systems: Sequence[EdgeSection]) -> tuple[float, float | None]:
     for s in systems:
-        d = s.slo_defaults(tabs.get(s.section))
+        d = s.slo_defaults(tabs.get(key(s)))
         if d is not None:
             return d
     return DEFAULT_SLO_MS, None
@@ -97,7 +120,7 @@ def resolve(tabs: dict[str, Any], systems: Sequence[EdgeSection], draft: Draft, 
     """The systems that run, with their settings, and what they need together."""
     running: dict[str, Any] = {}
     for s in systems:
-        settings = s.resolve(tabs.get(s.section), draft, ctx)
+        settings = s.resolve(tabs.get(key(s)), draft, ctx)
         if settings is not None:
             running[s.name] = settings
     holder: dict[str, EdgeSection] = {}
@@ -112,3 +135,8 @@ def resolve(tabs: dict[str, Any], systems: Sequence[EdgeSection], draft: Draft, 
         if s.name in running:
             needs |= s.needs(running[s.name])
     return running, needs
+
+
+def staying(running: dict[str, Any], systems: Sequence[EdgeSection]) -> list[str]:
+    """What the running systems leave on the offload node when the service relocates."""
+    return [w for s in systems if s.name in running and (w := s.stays_behind(running[s.name]))]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
@@ -286,6 +286,15 @@ Workload.model_rebuild()
 # notices), mrfs only the downlink (it orders UEs by the flow sizes pDCell's CU tells it: [transport]).
 DownlinkScheduler = Literal["rr", "pf", "smec", "mrfs"]
 UplinkScheduler = Literal["rr", "pf", "smec", "tutti"]
+# The shared cell's MAC schedulers by name (mahimahi-link's scheduler_by_name is the other side,
+# tests/mahimahi_link/test_facts.py holds them equal); "smec" and "tutti" here are the papers'
+# MAC schedulers, the cell's own, not the edge systems of the same names.
+DOWNLINK_SCHEDULERS: tuple[str, ...] = get_args(DownlinkScheduler)
+UPLINK_SCHEDULERS: tuple[str, ...] = get_args(UplinkScheduler)
+# Uplink schedulers that learn a request's start from the edge's notices (their port: --cell-notice-port),
+# and those whose log dates each request's start (its estimate, checked in the cell's results).
+NOTICE_SCHEDULERS: tuple[str, ...] = ("tutti",)
+ESTIMATING_SCHEDULERS: tuple[str, ...] = ("smec", "tutti")
 SCHEDULERS: tuple[str, ...] = tuple(dict.fromkeys((*typing.get_args(UplinkScheduler), *typing.get_args(DownlinkScheduler))))
 
 
@@ -392,28 +401,6 @@ class TimelineEntry(Strict):
     handover: str | None = None
 
 
-class Transport(Strict):
-    """How the servers' flows reach the UEs (docs/pdcell.md): TCP end to end, or pDCell's credit
-    transport, whose CU sits at the shared cell's downlink and grants credit from what the MAC will
-    send next (pdcell), or grants it as fast as the fronthaul goes, unaware of the radio (phost)."""
-
-    kind: Literal["tcp", "pdcell", "phost"] = "tcp"
-    buffer_kb: float | Literal["inf"] = 3000  # the CU's buffer shared by its UEs' queues (the paper: 3 MB; "inf": unbounded)
-    unscheduled: int = Field(default=2, ge=0, le=64)  # packets a source sends with its request to transmit, without credit
-    window_us: int = Field(default=1000, ge=10, le=100_000)  # te - ts: how long a credit may be used
-    # after a credit that brought no data, the UE's credits start alpha later: this fixed time, or (unset)
-    # the time its queued bytes need at lowest_rate_mbit (the lowest MCS's rate; LTE 20 MHz at CQI 1: ~2 Mbit/s)
-    alpha_ms: float | None = Field(default=None, ge=0, le=10_000)
-    lowest_rate_mbit: float = Field(default=2.0, gt=0, le=100_000)
-    fronthaul_gbit: float = Field(default=10.0, gt=0, le=1000)  # phost: the credits' pace
-    # the servers' TCP congestion control (their node's net.ipv4.tcp_congestion_control; unset: what the node
-    # inherited from this machine, recorded in the manifest). With pdcell/phost the servers' TCP ends at the local shim.
-    congestion_control: Literal["cubic", "reno", "bbr"] | None = None
-    # the nodes the flows come from (the data center's servers): each runs the app's server, sharing the offload
-    # node's requests (default: the offload node alone)
-    servers: list[str] | None = Field(default=None, min_length=1)
-
-
 class ExperimentFile(Strict):
     experiment: Experiment
     provider: Provider = Provider()
@@ -423,8 +410,8 @@ class ExperimentFile(Strict):
     workload: Workload = Workload()
     cell: Cell | None = None
     cells: dict[str, CellSite] = {}  # [cells.NAME]: several cells, [cell] their shared settings
-    transport: Transport | None = None
-    # [edge.SECTION]: each table belongs to an edge system (continuum/config/edge.py), checked by its model
+    # [edge.SECTION]: each table belongs to an edge system (continuum/config/edge.py), checked by its model;
+    # so does a top-level table an edge system owns (EdgeSection.table: [transport], pDCell's)
     edge: dict[str, Any] = {}
     calibration: Calibration = Calibration()
     timeline: list[TimelineEntry] = []  # [[timeline]]: an array of tables

@@ -52,9 +52,10 @@ def load(path: str | os.PathLike, materialize: bool = True, *, providers: Collec
 
     issues: list[ConfigIssue] = []
     sections = raw.ExperimentFile.model_fields
+    owned = edge.top_tables(systems)
     for key in data:
-        if key not in sections:
-            issues.append(ConfigIssue(file, key, f"unknown section; valid: {', '.join(sections)}"))
+        if key not in sections and key not in owned:
+            issues.append(ConfigIssue(file, key, f"unknown section; valid: {', '.join([*sections, *owned])}"))
     if "experiment" not in data:
         issues.append(ConfigIssue(file, "experiment", "required section is missing (name, duration_s)"))
     parsed: dict[str, Any] = {}
@@ -78,7 +79,7 @@ def load(path: str | os.PathLike, materialize: bool = True, *, providers: Collec
             parsed[key] = field.default
 
     ctx = Issues(file, path.resolve().parent, materialize, issues)
-    parsed["edge"] = edge.tables(data.get("edge"), systems, ctx)
+    parsed["edge"] = edge.tables(data, systems, ctx)
     ctx.schema_done()
     spec = _resolve(path, text, parsed, ctx, providers, systems)
     if issues:
@@ -214,8 +215,13 @@ def _resolve(path: Path, text: str, p: dict[str, Any], ctx: Issues, providers: C
     if mobile is not None and (mobile.uplink_light or mobile.downlink_light) and any(e.kind == "trace" for e in events):
         bad("timeline", "a trace switch with a light trace (workload-aware replay): the light part would not follow "
                         "the switch; set mobile.replay = \"plain\"")
-    draft = Draft(tuple(nodes), tuple(apps), workload, groups, mix, None if provider is None else provider.kind, c, p.get("transport"), mobile)
+    draft = Draft(tuple(nodes), tuple(apps), workload, groups, mix, None if provider is None else provider.kind, c, mobile)
     running, needs = edge.resolve(p["edge"], systems, draft, ctx)
+    staying = edge.staying(running, systems)
+    for i, entry in enumerate(p["timeline"]):
+        if entry.relocate is not None and staying and not failed(f"timeline[{i}].relocate"):
+            bad(f"timeline[{i}].relocate", "a relocation moves the app's server and its broker, and "
+                                           + "; ".join(staying) + ": a relocation with it is not built yet")
     for role in ("endpoint", "edge", "cloud"):
         wanted = [n.name for n in nodes if n.role == role or (role == "endpoint" and n.role == "bulk")]
         if hosts and wanted and not any(role in h.roles for h in hosts):

@@ -322,12 +322,6 @@ def _relocate(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], apps: list[A
     if e.relocate not in servers:
         ctx.bad(f"{key}.relocate", f"{e.relocate!r} is not an edge or cloud node of this file; valid: {', '.join(servers) or 'none'}")
         return None
-    blocking = _staying_systems(p["edge"])
-    if blocking:
-        ctx.bad(f"{key}.relocate", f"{' and '.join(blocking)} run(s) on the offload node only: a relocation with it is not "
-                                   "built yet; SMEC's timing and early drops ([edge.manager] kind = \"smec\", mode = \"off\") "
-                                   "move with the service")
-        return None
     provider = p.get("provider")
     if provider is not None and provider.kind != "netns":
         ctx.bad(f"{key}.relocate", f"a relocation runs on the netns provider so far (its live test); under {provider.kind!r} "
@@ -339,17 +333,6 @@ def _relocate(e: raw.TimelineEntry, key: str, ues: tuple[str, ...], apps: list[A
     given_ue = e.ue if isinstance(e.ue, str) else ", ".join(e.ue)
     return TimelineEvent(e.t_s, ues, "relocate", relocate=e.relocate, state_bytes=e.state_bytes,
                          core_rate_mbps=e.core_rate_mbps, given_ue=given_ue)
-
-
-def _staying_systems(tables: dict) -> list[str]:
-    """The edge systems a relocation cannot take along: SMEC's manager daemon (it manages the offload
-    node's cgroups: modes quota and cores) and every other system's ([edge.mosaic], ...)."""
-    out = []
-    for name, t in tables.items():
-        if name == "manager" and (getattr(t, "kind", "default") != "smec" or getattr(t, "mode", "quota") == "off"):
-            continue  # Linux's scheduler, or SMEC's timing and drops in each server (they move with it)
-        out.append(f"SMEC's edge manager daemon (mode = {getattr(t, 'mode', '?')!r})" if name == "manager" else f"[edge.{name}]")
-    return out
 
 
 def _servers(nodes) -> list[str]:

@@ -52,6 +52,7 @@ class EdgeSystem:
 
     name: ClassVar[str] = ""
     section: ClassVar[str] = ""
+    table: ClassVar[str] = ""
     title: ClassVar[str] = ""
     switch: ClassVar[str] = ""
     manages: ClassVar[str | None] = None
@@ -71,6 +72,11 @@ class EdgeSystem:
 
     def needs(self, settings: Any) -> frozenset[str]:
         return frozenset()
+
+    def stays_behind(self, settings: Any) -> str | None:
+        """Every part of a system is taken to be tied to the offload node (a relocation with it is
+        refused) unless the system says what moves."""
+        return f"{self.title} ({f'[edge.{self.section}]' if self.section else self.switch}) runs on the offload node only"
 
     # before anything is built
     def host_problems(self, settings: Any, spec: ExperimentSpec) -> list[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from continuum.config import ExperimentSpec, presets
+from continuum.config.raw import NOTICE_SCHEDULERS
 from continuum.edge import registry
 from continuum.network.plan import NOTICE_PORT, Plan
 from continuum.runtime import Node, wait_for
@@ -137,7 +138,7 @@ def cell_argv(plan: Plan, logs: Path) -> list[str]:
     if c.access is not None:  # the access procedure's radio timing, both directions (src/radio.rs)
         a = presets.ACCESS[c.access]
         out += [f"--uplink-radio={a.radio(True)}", f"--downlink-radio={a.radio(False)}"]
-    if c.uplink == "tutti" or any(s.uplink == "tutti" for s in sites):
+    if c.uplink in NOTICE_SCHEDULERS or any(s.uplink in NOTICE_SCHEDULERS for s in sites):
         out.append(f"--cell-notice-port={NOTICE_PORT}")
     out.append(f"--cell-log={logs}/cell-{{dir}}.log")
     return out

@@ -25,16 +25,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from continuum.config.raw import ESTIMATING_SCHEDULERS, NOTICE_SCHEDULERS
 from continuum.results import timeline
 from continuum.results.timeline import Timeline
 
 
-# A Tutti notice pairs with a request the server received at most this long
+# A notice (Tutti's) pairs with a request the server received at most this long
 # after it (the broker's hand-over) or this long before it (the notice's own
 # way: the edge agent, the core, the emulator picking it up; 6-12 ms on a
 # loaded 2-core machine with a 0.5 ms core). Both stay far below the gap
 # between one UE's requests, so a notice cannot pair with the wrong one.
-TUTTI_PAIR_NS = (50_000_000, 30_000_000)
+NOTICE_PAIR_NS = (50_000_000, 30_000_000)
 
 
 @dataclass
@@ -131,7 +132,7 @@ def start_errors(df: pd.DataFrame, log: CellLog) -> pd.DataFrame:
         g = g.sort_values("t_published")
         est = np.sort(log.slot_time_ns(log.starts.loc[log.starts["ue"] == ep, "start_slot"].to_numpy(dtype=np.int64)))
         pub = g["t_published"].to_numpy(dtype=np.int64)
-        if log.scheduler == "tutti":
+        if log.scheduler in NOTICE_SCHEDULERS:
             # A notice says "this request arrived at the edge": pair it with
             # the request the server received nearest after it (the broker
             # hands the request on a few ms later); a request whose notice
@@ -140,8 +141,8 @@ def start_errors(df: pd.DataFrame, log: CellLog) -> pd.DataFrame:
             for idx, p, r in zip(g.index, pub, srv):
                 e = None
                 if not np.isnan(r):
-                    j = np.searchsorted(est, r + TUTTI_PAIR_NS[1], side="right") - 1
-                    if j >= 0 and r - TUTTI_PAIR_NS[0] <= est[j] and est[j] >= p:
+                    j = np.searchsorted(est, r + NOTICE_PAIR_NS[1], side="right") - 1
+                    if j >= 0 and r - NOTICE_PAIR_NS[0] <= est[j] and est[j] >= p:
                         e = int(est[j])
                 rows.append({"index": idx, "start_estimate_ns": e, "start_error_ms": (e - p) / 1e6 if e is not None else np.nan})
             continue
@@ -173,7 +174,7 @@ def summarize(run_dir: Path, df: pd.DataFrame, tl: Timeline | None) -> dict | No
     answered = measured[measured["status"] == "ok"].copy()
     answered["ran_ms"] = answered["uplink_ms"].astype(float) - one_way
     up = logs["uplink"]
-    if up is not None and up.scheduler in ("smec", "tutti"):
+    if up is not None and up.scheduler in ESTIMATING_SCHEDULERS:
         members_rows = df[df["endpoint"].isin(members)]
         measured = measured.join(start_errors(members_rows, up))
     window = _measured_window(df)

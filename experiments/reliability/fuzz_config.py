@@ -43,7 +43,7 @@ from continuum.edge.registry import SYSTEMS  # noqa: E402
 from continuum.errors import ConfigError  # noqa: E402
 
 BASE = tomllib.loads((REPO / "tests" / "orchestrator" / "configs" / "good-full.toml").read_text())
-SECTIONS = tuple(raw.ExperimentFile.model_fields)
+SECTIONS = (*raw.ExperimentFile.model_fields, *(s.table for s in SYSTEMS.values() if s.table))
 
 # Every key the schema knows, as paths, plus a few it does not.
 def _paths(model: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -59,6 +59,8 @@ def _paths(model: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
 KEY_PATHS = _paths(raw.ExperimentFile) + [("workload", "custom", k) for k in raw.Custom.model_fields]
 # [edge.*]: each table is an edge system's (continuum/edge/registry.py), not raw's
 KEY_PATHS += [p for s in SYSTEMS.values() if s.section for p in [("edge", s.section), *_paths(s.model, ("edge", s.section))]]
+# and a top-level table an edge system owns ([transport])
+KEY_PATHS += [p for s in SYSTEMS.values() if s.table for p in [(s.table,), *_paths(s.model, (s.table,))]]
 KEY_PATHS += [("experiment", "duraton"), ("nodes", "router"), ("mobile", "uplink", "x"), ("bogus",), ("workload", "params", "bank_size")]
 
 ODD_STRINGS = [

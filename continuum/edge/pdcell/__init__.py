@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import Field
 
 from continuum import tcp
 from continuum.config import ExperimentSpec
 from continuum.config.edge import Draft
+from continuum.config.raw import Strict
 from continuum.config.validation import Issues
 from continuum.edge.system import EdgeRun, EdgeSystem
 from continuum.network import plan
@@ -30,6 +32,28 @@ if TYPE_CHECKING:
 
 CU_PORT = 47200  # the transport's UDP port (edge-systems/pdcell/wire.py PORT)
 SHIM_PORT = 47201  # the offload node's shim: where its nat table sends the servers' connections to the UEs
+
+
+class Transport(Strict):
+    """How the servers' flows reach the UEs (docs/pdcell.md): TCP end to end, or pDCell's credit
+    transport, whose CU sits at the shared cell's downlink and grants credit from what the MAC will
+    send next (pdcell), or grants it as fast as the fronthaul goes, unaware of the radio (phost)."""
+
+    kind: Literal["tcp", "pdcell", "phost"] = "tcp"
+    buffer_kb: float | Literal["inf"] = 3000  # the CU's buffer shared by its UEs' queues (the paper: 3 MB; "inf": unbounded)
+    unscheduled: int = Field(default=2, ge=0, le=64)  # packets a source sends with its request to transmit, without credit
+    window_us: int = Field(default=1000, ge=10, le=100_000)  # te - ts: how long a credit may be used
+    # after a credit that brought no data, the UE's credits start alpha later: this fixed time, or (unset)
+    # the time its queued bytes need at lowest_rate_mbit (the lowest MCS's rate; LTE 20 MHz at CQI 1: ~2 Mbit/s)
+    alpha_ms: float | None = Field(default=None, ge=0, le=10_000)
+    lowest_rate_mbit: float = Field(default=2.0, gt=0, le=100_000)
+    fronthaul_gbit: float = Field(default=10.0, gt=0, le=1000)  # phost: the credits' pace
+    # the servers' TCP congestion control (their node's net.ipv4.tcp_congestion_control; unset: what the node
+    # inherited from this machine, recorded in the manifest). With pdcell/phost the servers' TCP ends at the local shim.
+    congestion_control: Literal["cubic", "reno", "bbr"] | None = None
+    # the nodes the flows come from (the data center's servers): each runs the app's server, sharing the offload
+    # node's requests (default: the offload node alone)
+    servers: list[str] | None = Field(default=None, min_length=1)
 
 
 @dataclass(frozen=True)
@@ -49,7 +73,9 @@ class Pdcell(EdgeSystem):
     """Settings: Settings (it runs when [transport] kind is pdcell or phost)."""
 
     name = "pdcell"
-    section = ""  # [transport] turns it on
+    section = ""
+    table = "transport"  # [transport], a top-level table: kind turns it on
+    model = Transport
     title = "pDCell's transport"
     switch = "transport.kind"
     manifest_key = "transport"
@@ -57,8 +83,8 @@ class Pdcell(EdgeSystem):
     summary_key = "transport"
     node_code = ("edge-systems",)
 
-    def resolve(self, table: Any, draft: Draft, ctx: Issues) -> Settings | None:
-        t = draft.transport
+    def resolve(self, table: Transport | None, draft: Draft, ctx: Issues) -> Settings | None:
+        t = table
         c = draft.cell
         downlink = set() if c is None else {c.downlink, *(site.downlink for site in c.sites)} - {None}
         if "mrfs" in downlink and (t is None or t.kind == "tcp"):

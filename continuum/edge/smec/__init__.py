@@ -116,6 +116,12 @@ class Smec(EdgeSystem):
                         em.mps if draft.mix and w is not None and w.server.runtime == "process" else "off",
                         em.mode == "quota" and draft.mix)
 
+    def stays_behind(self, s: Settings) -> str | None:
+        if s.mode == "off":
+            return None  # timing and early drops live in each server: they move with it
+        return (f"SMEC's edge manager daemon (mode = {s.mode!r}) manages the offload node's cgroups; SMEC's timing "
+                "and early drops ([edge.manager] kind = \"smec\", mode = \"off\") move with the service")
+
     def needs(self, s: Settings) -> frozenset[str]:
         # servers whose threads it pins to fewer cores must not spin-wait
         return frozenset({"passive_spin"} | ({"node_daemon"} if s.quota is not None else set())
