@@ -24,11 +24,14 @@ class TraceRef:
 
 
 def mean_mbit(path: Path | str | None) -> float | None:
-    """A Mahimahi trace's mean rate in Mbit/s (one 1504-byte opportunity per line, over its period); None without the file."""
+    """A Mahimahi trace's mean rate in Mbit/s of IP packets (one opportunity per line, over its period), as
+    `continuum traces stats` gives it; None without the file."""
+    from continuum.tracearchive.mahimahi import OPPORTUNITY_BITS
+
     if not path or not Path(path).is_file():
         return None
     ms = [int(x) for x in Path(path).read_text().split()]
-    return len(ms) * 1504 * 8 / max(ms[-1], 1) / 1e3 if ms else None
+    return len(ms) * OPPORTUNITY_BITS / max(ms[-1], 1) / 1e3 if ms else None
 
 
 def mahimahi_link_binary() -> Path:

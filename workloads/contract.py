@@ -29,6 +29,15 @@ SMEC_FIELDS = ["repetition", "endpoint", "request_id", "network_est_ns", "budget
 # One row per sending-rate change made by application-level congestion control.
 RATE_FIELDS = ["t", "endpoint", "repetition", "rate", "reason", "latency_ms"]
 
+# An app's SLO where neither [workload.apps] nor an edge system's table gives one (ms).
+DEFAULT_SLO_MS = 100.0
+
+
+def urgency_ms(slo_ms: float) -> float:
+    """The urgency budget where none is given: a third of the SLO (SMEC: a request whose budget left is
+    below it is urgent; its server's GPU stream priority and the manager's cores follow)."""
+    return slo_ms / 3
+
 
 class Env:
     """The CONTINUUM_* variables continuum sets and apps read: their names are

@@ -515,4 +515,4 @@ def _smec_edge():
     return (EdgeTiming(int(port), manager=os.environ.get(contract.Env.SMEC_MANAGER) or None,
                        app=os.environ.get(contract.Env.APP, "app")),
             _CsvLog(os.environ[contract.Env.SMEC_LOG], contract.SMEC_FIELDS),
-            int(float(os.environ.get(contract.Env.SMEC_SLO_MS, "100")) * 1e6))
+            int(float(os.environ.get(contract.Env.SMEC_SLO_MS, str(contract.DEFAULT_SLO_MS))) * 1e6))

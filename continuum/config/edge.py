@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from continuum.config import raw
 from continuum.config.spec import AppSpec, CellSpec, MobileSpec, NodeSpec, WorkloadSpec
 from continuum.config.validation import Issues, validate_section
+from workloads import contract
 
 # What a running edge system may ask of the nodes and of the provider that builds them (EdgeSection.needs).
 NEEDS = {
@@ -26,7 +27,7 @@ NEEDS = {
 # The needs a provider meets by implementing a node verb (Provider.node_verbs); the others every provider meets.
 PROVIDER_VERBS = ("node_daemon", "child_cgroups")
 
-DEFAULT_SLO_MS = 100.0
+DEFAULT_SLO_MS = contract.DEFAULT_SLO_MS
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ NOT_PUBLIC = {
 
 
 # [mobile] access: the access procedure of a real cell on a private link (docs/link-replay.md, "The access
-# procedure"): the uplink as a one-UE cell per endpoint with TS 36.321/38.321 signalling (src/cell.rs: SR
+# procedure"): the uplink as a one-UE cell per endpoint with TS 36.321/38.321 signalling (src/cell/uplink.rs: SR
 # opportunities, the small grant that answers an SR, BSRs, grants used k2 slots later), then in both directions
 # the radio's timing after the trace (src/radio.rs: a TDD pattern, the pipeline delay, HARQ per transport block,
 # in-order delivery). Each value's source is given beside it and in the docs' table.

@@ -281,13 +281,13 @@ class AppGroup(Strict):
 Workload.model_rebuild()
 
 
-# The shared cell's MAC schedulers (mahimahi-link's src/cell.rs; tests/orchestrator/test_facts.py): rr, pf
+# The shared cell's MAC schedulers (mahimahi-link's src/cell/; tests/orchestrator/test_facts.py): rr, pf
 # and smec schedule either direction; tutti only the uplink (it learns request starts from the edge's
 # notices), mrfs only the downlink (it orders UEs by the flow sizes pDCell's CU tells it: [transport]).
 DownlinkScheduler = Literal["rr", "pf", "smec", "mrfs"]
 UplinkScheduler = Literal["rr", "pf", "smec", "tutti"]
-# The shared cell's MAC schedulers by name (mahimahi-link's scheduler_by_name is the other side,
-# tests/mahimahi_link/test_facts.py holds them equal); "smec" and "tutti" here are the papers'
+# The shared cell's MAC schedulers by name (mahimahi-link/src/cell/schedulers.rs is the other side,
+# tests/orchestrator/test_facts.py holds them equal); "smec" and "tutti" here are the papers'
 # MAC schedulers, the cell's own, not the edge systems of the same names.
 DOWNLINK_SCHEDULERS: tuple[str, ...] = get_args(DownlinkScheduler)
 UPLINK_SCHEDULERS: tuple[str, ...] = get_args(UplinkScheduler)
@@ -295,7 +295,7 @@ UPLINK_SCHEDULERS: tuple[str, ...] = get_args(UplinkScheduler)
 # and those whose log dates each request's start (its estimate, checked in the cell's results).
 NOTICE_SCHEDULERS: tuple[str, ...] = ("tutti",)
 ESTIMATING_SCHEDULERS: tuple[str, ...] = ("smec", "tutti")
-SCHEDULERS: tuple[str, ...] = tuple(dict.fromkeys((*typing.get_args(UplinkScheduler), *typing.get_args(DownlinkScheduler))))
+SCHEDULERS: tuple[str, ...] = tuple(dict.fromkeys((*UPLINK_SCHEDULERS, *DOWNLINK_SCHEDULERS)))
 
 
 class CellUe(Strict):

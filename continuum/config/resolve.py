@@ -144,7 +144,7 @@ def _timeline_entries(data: Any, file: str, issues: list[ConfigIssue]) -> list[r
 
 def _access_cells(p: dict[str, Any], nodes: list[NodeSpec], bad) -> tuple[raw.Cell, dict[str, raw.CellSite]] | None:
     """[mobile] access = PRESET: a one-UE cell per endpoint with the preset's uplink signalling (the shared
-    cell's model, src/cell.rs), the downlink private; None without it or where it cannot be."""
+    cell's model, src/cell/), the downlink private; None without it or where it cannot be."""
     m = p.get("mobile")
     if m is None or m.access is None or m.mode != "emulated":
         return None

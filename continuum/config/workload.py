@@ -13,6 +13,7 @@ from continuum.config.spec import AppSpec, NodeSpec, SideSpec, WorkloadSpec
 from continuum.config.validation import Issues, validate_section
 from continuum.errors import ConfigIssue
 from continuum.workloads import REGISTRY as APPS
+from workloads import contract
 
 
 def workload(w: raw.Workload, base: Path, bad, failed, file: str, issues: list[ConfigIssue], key: str = "workload") -> WorkloadSpec | None:
@@ -101,7 +102,7 @@ def apps(w: raw.Workload, nodes: list[NodeSpec], groups: raw.Nodes | None, ctx: 
         bad("workload.offload", f"offloads to {w.offload!r} but nodes.{w.offload}.count is 0")
     endpoints = [n.name for n in nodes if n.role == "endpoint"]
     if main is not None and not w.apps:
-        out.append(AppSpec(w.app, main, tuple(endpoints), slo_ms, urgency_ms or slo_ms / 3))
+        out.append(AppSpec(w.app, main, tuple(endpoints), slo_ms, urgency_ms or contract.urgency_ms(slo_ms)))
     for i, (name, g) in enumerate(w.apps.items()):
         key = f"workload.apps.{name}"
         if not NAME.fullmatch(name):
@@ -123,6 +124,6 @@ def apps(w: raw.Workload, nodes: list[NodeSpec], groups: raw.Nodes | None, ctx: 
             bad(f"{key}.best_effort", "a best-effort app has no SLO: drop slo_ms and urgency_ms, or best_effort")
         if gw is not None:
             out.append(AppSpec(name, gw, tuple(endpoints[first:first + g.endpoints]), slo,
-                                None if slo is None else (g.urgency_ms or urgency_ms or slo / 3), i))
+                                None if slo is None else (g.urgency_ms or urgency_ms or contract.urgency_ms(slo)), i))
 
     return main, out

@@ -1,6 +1,7 @@
 """The edge-system interface: everything the orchestrator asks of an edge
-system (SMEC's manager, MOSAIC's admission, next MECaNIC and pDCell), so that
-nothing outside the system's package needs to know it. The config half
+system (SMEC's manager, MOSAIC's admission, Tutti's notices, MECaNIC's
+ingress stage, pDCell's transport), so that nothing outside the system's
+package needs to know it. The config half
 (its [edge.*] table, settings, needs) is continuum/config/edge.py's
 EdgeSection; this adds the run's half (daemons, the workload's environment,
 calibration), the results' half (records, summary, tables, plots) and cleanup.
@@ -142,8 +143,9 @@ class EdgeSystem:
         """Its per-request columns beside requests.csv's."""
         return df
 
-    # Where its results live: a package with results.py (summarize(run_dir, df), render(part)) and plots.py
-    # (figures(run_dir, part, tl, xlim, folder)), imported only when a run's results are made (None: none).
+    # Where its results live, the one pattern every system's results follow: a package with results.py
+    # (summarize(run_dir, df), render(part), optionally time_series(run_dir, df, tl)) and plots.py
+    # (figures(p, part) -> the files written), imported only when a run's results are made (None: none).
     results_package: ClassVar[str | None] = None
 
     def summarize(self, run_dir: Path, df: pd.DataFrame) -> dict | None:
@@ -171,5 +173,5 @@ class EdgeSystem:
         if self.results_package is None or not part:
             return []
         figures = importlib.import_module(f"{self.results_package}.plots").figures
-        return [lambda: figures(p.run_dir, part, p.tl, p.xlim, p.folder)]
+        return [lambda: figures(p, part)]
 

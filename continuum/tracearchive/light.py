@@ -27,9 +27,11 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from continuum.tracearchive import mahimahi
+
 HEADER_KEYS = ("pdo_bytes", "idle_ms", "offsets", "active_ms")
-DEFAULT_PDO_BYTES = 1504
-DEFAULT_IDLE_MS = 1.0  # mahimahi-link's default (src/options.rs DEFAULT_IDLE_MS: why not CellReplay's 0)
+DEFAULT_PDO_BYTES = mahimahi.OPPORTUNITY_BYTES
+DEFAULT_IDLE_MS = 1.0  # mahimahi-link's default (src/options/mod.rs DEFAULT_IDLE_MS: why not CellReplay's 0)
 WANT = '"TIME_MS BASE_DELAY_MS PDO_MS..." (integers; the first delivery offset 0)'
 
 
@@ -220,8 +222,6 @@ def heavy_from_cellreplay(pdo_ms: list[int], packet_bytes: int = CELLREPLAY_PACK
     """CellReplay's heavy PDOs (one per delivered packet of `packet_bytes`) as this project's opportunities
     (1500 IP bytes each): a timestamp each time the delivered bytes pass another 1500, so the byte
     capacity is kept (their 1400-byte PDOs counted one each would overstate it by 7%)."""
-    from continuum.tracearchive import mahimahi
-
     out, carried = [], 0
     for t in pdo_ms:
         carried += packet_bytes

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from mosaic.classes import Task
 from mosaic.interference import Interference
@@ -174,6 +175,12 @@ class Mosaic(Policy):
         return sorted(queue, key=lambda t: -urgency(t, now_ns))
 
 
+# The policies by their experiment-file names: MOSAIC (with its interference matrix, or without it:
+# mosaic-nomatrix) and the baselines. [edge.admission] policy and the standalone harness take these.
+PolicyName = Literal["mosaic", "mosaic-nomatrix", "fcfs", "rr", "sjf", "priority", "edf"]
+POLICIES: tuple[str, ...] = get_args(PolicyName)
+
+
 def make(name: str, slots: int, matrix: Interference | None = None, **mosaic_args) -> Policy:
     """A policy by its experiment-file name."""
     simple = {"fcfs": Fcfs, "sjf": Sjf, "priority": PriorityStrict, "edf": Edf}
@@ -185,4 +192,4 @@ def make(name: str, slots: int, matrix: Interference | None = None, **mosaic_arg
         if matrix is None:
             raise ValueError("mosaic needs an interference matrix")
         return Mosaic(matrix, **mosaic_args)
-    raise ValueError(f"unknown policy {name!r}; valid: fcfs, rr, sjf, priority, edf, mosaic")
+    raise ValueError(f"unknown policy {name!r}; valid: {', '.join(p for p in POLICIES if p != 'mosaic-nomatrix')}")

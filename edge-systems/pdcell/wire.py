@@ -1,5 +1,5 @@
 """The transport's header, byte for byte as mahimahi-link's CU reads and writes
-it (src/pdcell.rs, `wire`): "PD", kind, flags (bit 0: the size is final), flow,
+it (src/pdcell/, `wire`): "PD", kind, flags (bit 0: the size is final), flow,
 seq, the flow's size so far, and for a credit its ts and window in µs."""
 
 from __future__ import annotations

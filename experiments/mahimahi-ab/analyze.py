@@ -23,6 +23,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from continuum.tracearchive.mahimahi import OPPORTUNITY_BYTES  # noqa: E402
+
 SCENARIOS = {"quickstart": "quickstart (12 / 48 Mbit/s)", "lte": "Verizon LTE trace", "g1200": "1.2 Gbit/s"}
 SHORT = {"quickstart": "quickstart\n12 / 48 Mbit/s", "lte": "Verizon LTE\n(trace)", "g1200": "constant\n1.2 Gbit/s"}
 EMULATORS = ("mahimahi-link", "mahimahi", "mahimahi-link-ms")
@@ -30,7 +33,7 @@ LABEL = {"mahimahi-link": "mahimahi-link", "mahimahi": "upstream mm-link + patch
          "mahimahi-link-ms": "mahimahi-link --ms-bursts (mm-link's timing)"}
 COLOUR = {"mahimahi-link": "tab:blue", "mahimahi": "tab:orange", "mahimahi-link-ms": "tab:green"}
 WIDTH = 0.27
-GOODPUT = 1472 / 1504  # iperf3 counts UDP payload; an opportunity carries 1504 bytes (IP packet + 4-byte TUN header)
+GOODPUT = 1472 / OPPORTUNITY_BYTES  # iperf3 counts UDP payload; an opportunity carries 1504 bytes (IP packet + 4-byte TUN header)
 
 
 def _load(results: Path) -> list[dict]:

@@ -40,6 +40,7 @@ from mmlab import SRV_IP, MmLab  # noqa: E402
 from netlab import CORE_IP, FLOW_RECV, FLOW_SEND, Lab, wait_listening  # noqa: E402
 
 from continuum.network import mahimahi  # noqa: E402
+from continuum.tracearchive.mahimahi import OPPORTUNITY_BYTES  # noqa: E402
 from continuum.traces import mahimahi_link_binary  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "traces" / "mahimahi"
@@ -72,7 +73,7 @@ def per_second_capacity(path: Path) -> list[float]:
     for t in times:
         counts[min((t - 1) // 1000 if t > 0 else 0, seconds - 1)] += 1
     scale = 1000 / min(period, 1000)  # a trace shorter than a second loops within it
-    return [c * scale * 1504 * 8 / 1e6 for c in counts]
+    return [c * scale * OPPORTUNITY_BYTES * 8 / 1e6 for c in counts]
 
 
 def offered(cap: list[float], start_s: float, seconds: int) -> float:

@@ -36,6 +36,8 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 from points import chosen, med_range, plain_log_ticks, run_point, set_timing, spread  # noqa: E402
 
+from mosaic.classes import CLASSES as TASK_CLASSES  # noqa: E402
+
 BASE = REPO / "configs" / "mosaic-paper.toml"
 POLICIES = {"fcfs": "FCFS", "rr": "Round robin (50 ms)", "sjf": "SJF", "priority": "PriorityStrict", "edf": "EDF",
             "mosaic": "MOSAIC", "mosaic-nomatrix": "MOSAIC without the matrix"}
@@ -45,7 +47,8 @@ TAUS = ("0.10", "0.20", "0.50", "0.60")
 PAPER = {"fcfs": (71.4, 3449, 4.8, 2.2), "rr": (55.8, 4300, 0, 2.3), "sjf": (57.1, 4100, 0, 2.2), "priority": (80.0, 3449, 0, 2.5),
          "mosaic": (51.2, 2538, 0, 4.3), "mosaic-nomatrix": (None, 3449, None, None)}
 PAPER_MISSION = {"mosaic": 100.0, "mosaic-nomatrix": 85.7}
-CLASSES = ("inference_critical", "dispatch_api", "sensor_fusion", "analytics_batch", "model_update", "log_archive")
+CLASSES = tuple(c.name for c in TASK_CLASSES)
+TIER = {c.name: c.tier for c in TASK_CLASSES}
 
 
 def point_name(policy: str, seed: str, tau: str = "0.35", load: float | None = None) -> str:
@@ -198,7 +201,7 @@ def figures(points: dict[str, dict], agg: dict[str, dict], out: Path) -> list[Pa
     w = 0.8 / len(pols)
     for i, pol in enumerate(pols):
         ax.bar(np.arange(len(CLASSES)) + i * w, [agg[pol]["per_class_hit"][c] for c in CLASSES], w, color=f"C{i}", label=POLICIES[pol])
-    ax.set_xticks(np.arange(len(CLASSES)) + 0.4 - w / 2, [f"{c}\n(tier {t})" for c, t in zip(CLASSES, (1, 2, 2, 3, 3, 4))], fontsize=8)
+    ax.set_xticks(np.arange(len(CLASSES)) + 0.4 - w / 2, [f"{c}\n(tier {TIER[c]})" for c in CLASSES], fontsize=8)
     ax.set_ylabel("deadline hit (% of the class's tasks,\nmean over seeds)")
     ax.set_ylim(0, 118)
     ax.set_yticks(range(0, 101, 20))

@@ -52,7 +52,7 @@ def main() -> None:
     print(f"uplink: lone packets, the stack's median one-way delay against the preset's cell ({a.what})")
     print("size  stack  model  stack-model (ms)")
     diffs = []
-    for size, off in [*((100 * (i + 1), o) for i, o in enumerate(offsets)), (1504, 0.0)]:
+    for size, off in [*((100 * (i + 1), o) for i, o in enumerate(offsets)), (light.DEFAULT_PDO_BYTES, 0.0)]:
         stack, model = full + off, statistics.median(lone_packet_delays(up, size, a))
         diffs.append(stack - model)
         print(f"{size:4d}  {stack:5.1f}  {model:5.1f}  {stack - model:+5.1f}")

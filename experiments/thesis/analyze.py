@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 # request's); like every run's summary, the breakdowns here are the mean of
 # each part over one set of whole requests, so they add up to its e2e.
 from continuum.results.tables import decomposition  # noqa: E402
+from continuum.tracearchive.mahimahi import OPPORTUNITY_BYTES  # noqa: E402
 
 COMPONENTS = [("preprocessing_ms", "M3 pre-processing", "C2"), ("uplink_ms", "M1 uplink", "C0"),
               ("server_ms", "M4 server", "C3"), ("downlink_ms", "M2 downlink", "C1")]
@@ -120,7 +121,7 @@ def _queue_and_capacity(p: Point, log: Path) -> pd.DataFrame:
     t = ev["t"].to_numpy()
     delta = np.where(ev["ev"] == "+", ev["a"], 0) - np.where(ev["ev"] == "-", ev["a"], 0) - np.where(ev["ev"] == "d", ev["b"].fillna(0), 0)
     queue = np.cumsum(delta)
-    cap = np.bincount((t[ev["ev"].to_numpy() == "#"] // 1000).astype(int)) * 1504 * 8 / 1e6
+    cap = np.bincount((t[ev["ev"].to_numpy() == "#"] // 1000).astype(int)) * OPPORTUNITY_BYTES * 8 / 1e6
     at = p.df["t_published"].to_numpy() / 1e6 - init
     i = np.searchsorted(t, at, side="right") - 1
     sec = np.clip((at // 1000).astype(int), 0, len(cap) - 1)
@@ -166,7 +167,7 @@ def trace_capacity(p: Point) -> pd.Series:
     t = ev.loc[ev["ev"] == "#", "t"].to_numpy() / 1000 - starts[0]
     end = math.floor(starts[1] - starts[0] if len(starts) > 1 else t.max())  # whole seconds only: a partial one reads as a dip
     t = t[(t >= 0) & (t < end)]
-    cap = pd.Series(np.bincount(t.astype(int), minlength=end) * 1504 * 8 / 1e6, name="capacity_mbps")
+    cap = pd.Series(np.bincount(t.astype(int), minlength=end) * OPPORTUNITY_BYTES * 8 / 1e6, name="capacity_mbps")
     cap.index.name = "trace_second"
     cap.to_frame().to_csv(cached)
     return cap

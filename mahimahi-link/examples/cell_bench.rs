@@ -8,7 +8,7 @@
 //!
 //!     cargo run --release --example cell_bench [SECONDS]
 
-use mahimahi_link::cell::{scheduler, Cell, CellConfig, Scheduler, Smec, UeClass, UplinkSignalling};
+use mahimahi_link::cell::{scheduler, Cell, CellConfig, SchedulerParams, UeClass, UplinkSignalling};
 use mahimahi_link::link::{Link, LinkOptions, Sink};
 use mahimahi_link::queue::{QueueConfig, Queued};
 use mahimahi_link::trace::Trace;
@@ -28,11 +28,8 @@ fn run(ues: usize, name: &str, seconds: u64) -> (f64, f64) {
     let trace = Arc::new(Trace::parse("10mbps", &text).expect("trace"));
     let links = (0..ues).map(|_| Link::new(trace.clone(), QueueConfig::default(), LinkOptions::default(), 1)).collect();
     let cfg = CellConfig { uplink: Some(UplinkSignalling::default()), ..Default::default() };
-    let sched: Box<dyn Scheduler> = if name == "smec" {
-        Box::new(Smec::new((0..ues).map(|i| if i % 2 == 0 { UeClass::LatencyCritical { slo_slots: 200 } } else { UeClass::BestEffort }).collect(), 40))
-    } else {
-        scheduler(name).expect("scheduler")
-    };
+    let classes = (0..ues).map(|i| if i % 2 == 0 { UeClass::LatencyCritical { slo_slots: 200 } } else { UeClass::BestEffort }).collect();
+    let sched = scheduler(name, &SchedulerParams { classes, ..Default::default() }).expect("scheduler");
     let mut cell = Cell::new(links, cfg, sched);
     let mut sinks: Vec<Count> = (0..ues).map(|_| Count(0)).collect();
     let slots = seconds * 2000;

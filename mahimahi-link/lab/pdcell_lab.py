@@ -15,7 +15,8 @@ from pathlib import Path
 from netlab import constant_trace, wait_stats
 
 ROOT = Path(__file__).resolve().parents[2]
-PORT = 47200
+sys.path.insert(0, str(ROOT / "edge-systems"))
+from pdcell.wire import PORT  # noqa: E402
 ENV = {"PYTHONPATH": str(ROOT / "edge-systems")}
 
 

@@ -215,6 +215,46 @@ pub fn fold(mut s: u32) -> u16 {
     s as u16
 }
 
+/// Complete a transport checksum that the sender left to "hardware"
+/// (CHECKSUM_PARTIAL on veth): sum the L4 bytes, whose checksum field already
+/// holds the pseudo-header sum, and store the folded complement.
+pub fn complete_l4_checksum(frame: &mut [u8]) {
+    let eth = crate::packet::ETH_HLEN;
+    if frame.len() < eth + 20 {
+        return;
+    }
+    let ethertype = u16::from_be_bytes([frame[12], frame[13]]);
+    let (l4, proto, end) = match ethertype {
+        0x0800 => {
+            let ip = &frame[eth..];
+            let ihl = ((ip[0] & 0x0f) as usize) * 4;
+            let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
+            if u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0 {
+                return;
+            }
+            (eth + ihl, ip[9], eth + total)
+        }
+        0x86dd if frame.len() >= eth + 40 => {
+            let ip = &frame[eth..];
+            (eth + 40, ip[6], eth + 40 + u16::from_be_bytes([ip[4], ip[5]]) as usize)
+        }
+        _ => return,
+    };
+    let off = match proto {
+        6 => 16,
+        17 => 6,
+        _ => return,
+    };
+    if end > frame.len() || l4 + off + 2 > end {
+        return;
+    }
+    let mut c = !fold(ones_sum(&frame[l4..end]));
+    if c == 0 && proto == 17 {
+        c = 0xffff;
+    }
+    frame[l4 + off..l4 + off + 2].copy_from_slice(&c.to_be_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

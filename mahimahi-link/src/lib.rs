@@ -43,6 +43,7 @@ pub mod packet;
 pub mod queue;
 pub mod radio;
 pub mod rng;
+pub mod rps;
 pub mod shell;
 pub mod sys;
 pub mod timeline;
@@ -55,3 +56,8 @@ pub type Nanos = u64;
 /// Bytes one delivery opportunity carries (mm-link's PACKET_SIZE: a 1500-byte
 /// IP packet plus the 4-byte TUN header).
 pub const OPPORTUNITY_BYTES: u32 = 1504;
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}

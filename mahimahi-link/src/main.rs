@@ -248,6 +248,62 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
         }
     }
     let c = &p.common;
+    check_cells(&p)?;
+    check_nics(c)?;
+    if c.cu.is_some() && (c.downlink_cell.is_none() || c.threads > 1) {
+        return Err(vec!["--cu: the CU serves the downlink cell's members and shares its thread: it needs --downlink-cell and one forwarding thread".into()]);
+    }
+    if c.cu_log.is_some() && c.cu.is_none() {
+        return Err(vec!["--cu-log needs --cu".into()]);
+    }
+    if p.links.len() > 1 {
+        for (opt, v) in [("--uplink-log", &p.common.up_log), ("--downlink-log", &p.common.down_log)] {
+            if v.as_ref().is_some_and(|s| !s.contains("{name}")) {
+                return Err(vec![format!("{opt}: with several links the file name must contain {{name}}")]);
+            }
+        }
+    }
+    let paths: Vec<&str> = p.links.iter().flat_map(|l| [l.up.as_str(), l.down.as_str()]).collect();
+    let traces = load_traces(&paths)?;
+    let mut specs = Vec::new();
+    let mut errors = Vec::new();
+    for l in &p.links {
+        match spec(&p.common, &traces, l) {
+            Ok(s) => specs.push(s),
+            Err(e) => errors.extend(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let lit = |s: &LinkSpec| s.up.light.is_some() || s.down.light.is_some();
+    if specs.iter().any(lit) && (c.uplink_cell.is_some() || c.downlink_cell.is_some()) {
+        return Err(vec!["--link's up-light / down-light: workload-aware replay is for private links, not with a shared cell (--uplink-cell, --downlink-cell)".into()]);
+    }
+    let mut cfg = config(&p.common, &p.links, specs, argv);
+    if let Some(path) = &c.timeline {
+        cfg.timeline = mahimahi_link::timeline::load(path)?;
+        mahimahi_link::forward::check_timeline(&cfg)?;
+    } else if c.timeline_log.is_some() {
+        return Err(vec!["--timeline-log needs --timeline".into()]);
+    }
+    sys::install_stop_handler();
+    sys::install_restart_handler();
+    let stop = if c.threads > 1 {
+        mahimahi_link::forward::run_threads(mahimahi_link::forward::split(cfg, c.threads))
+    } else {
+        Forwarder::open(cfg).and_then(|mut fwd| fwd.run(None))
+    };
+    match stop.map_err(|e| vec![e])? {
+        Stop::Signal(_) | Stop::TracesEnded | Stop::ChildExited => Ok(0),
+    }
+}
+
+/// Forward mode's shared-cell options, checked together: members, classes and
+/// starting cells that name what exists, one value or one per cell, and the
+/// options that need a cell.
+fn check_cells(p: &Parsed) -> Result<(), Vec<String>> {
+    let c = &p.common;
     if c.uplink_cell.is_some() || c.downlink_cell.is_some() {
         let mut errors = Vec::new();
         if let Some(names) = &c.cell_members {
@@ -304,54 +360,7 @@ fn forward(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
         || c.cell_start.is_some() || c.cell_names.len() > 1 {
         return Err(vec!["--cell-class, --cell-log, --cell-members, --cell-notice-port, --cell-uplink-signalling, --cells and --cell-start need --uplink-cell or --downlink-cell".into()]);
     }
-    check_nics(c)?;
-    if c.cu.is_some() && (c.downlink_cell.is_none() || c.threads > 1) {
-        return Err(vec!["--cu: the CU serves the downlink cell's members and shares its thread: it needs --downlink-cell and one forwarding thread".into()]);
-    }
-    if c.cu_log.is_some() && c.cu.is_none() {
-        return Err(vec!["--cu-log needs --cu".into()]);
-    }
-    if p.links.len() > 1 {
-        for (opt, v) in [("--uplink-log", &p.common.up_log), ("--downlink-log", &p.common.down_log)] {
-            if v.as_ref().is_some_and(|s| !s.contains("{name}")) {
-                return Err(vec![format!("{opt}: with several links the file name must contain {{name}}")]);
-            }
-        }
-    }
-    let paths: Vec<&str> = p.links.iter().flat_map(|l| [l.up.as_str(), l.down.as_str()]).collect();
-    let traces = load_traces(&paths)?;
-    let mut specs = Vec::new();
-    let mut errors = Vec::new();
-    for l in &p.links {
-        match spec(&p.common, &traces, l) {
-            Ok(s) => specs.push(s),
-            Err(e) => errors.extend(e),
-        }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    let lit = |s: &LinkSpec| s.up.light.is_some() || s.down.light.is_some();
-    if specs.iter().any(lit) && (c.uplink_cell.is_some() || c.downlink_cell.is_some()) {
-        return Err(vec!["--link's up-light / down-light: workload-aware replay is for private links, not with a shared cell (--uplink-cell, --downlink-cell)".into()]);
-    }
-    let mut cfg = config(&p.common, &p.links, specs, argv);
-    if let Some(path) = &c.timeline {
-        cfg.timeline = mahimahi_link::timeline::load(path)?;
-        mahimahi_link::forward::check_timeline(&cfg)?;
-    } else if c.timeline_log.is_some() {
-        return Err(vec!["--timeline-log needs --timeline".into()]);
-    }
-    sys::install_stop_handler();
-    sys::install_restart_handler();
-    let stop = if c.threads > 1 {
-        mahimahi_link::forward::run_threads(mahimahi_link::forward::split(cfg, c.threads))
-    } else {
-        Forwarder::open(cfg).and_then(|mut fwd| fwd.run(None))
-    };
-    match stop.map_err(|e| vec![e])? {
-        Stop::Signal(_) | Stop::TracesEnded | Stop::ChildExited => Ok(0),
-    }
+    Ok(())
 }
 
 fn shell_mode(p: Parsed, argv: &[String]) -> Result<i32, Vec<String>> {
@@ -447,17 +456,13 @@ impl Sink<u64> for CellSimSink<'_> {
 
 /// A shared cell under a virtual clock: what the cell's reference-model tests compare.
 fn simulate_cell(sim: options::CellSim) -> Result<i32, Vec<String>> {
-    use mahimahi_link::cell::{scheduler, Cell, Scheduler, Smec};
+    use mahimahi_link::cell::{scheduler, Cell, SchedulerParams};
     let paths: Vec<&str> = sim.traces.iter().map(String::as_str).collect();
     let traces = load_traces(&paths)?;
     let links: Vec<Link<u64>> = sim.traces.iter().map(|t| Link::new(traces[t.as_str()].clone(), Default::default(), LinkOptions::default(), 1)).collect();
     let n = links.len();
-    let sched: Box<dyn Scheduler> = match sim.scheduler.as_str() {
-        "smec" => Box::new(Smec::new(sim.classes.clone(), sim.be_starvation_slots)),
-        "tutti" => Box::new(Smec::tutti(sim.classes.clone(), sim.be_starvation_slots)),
-        "pf" => Box::new(sim.pf),
-        name => scheduler(name).map_err(|e| vec![e])?,
-    };
+    let params = SchedulerParams { classes: sim.classes.clone(), be_starvation_slots: sim.be_starvation_slots, pf: sim.pf };
+    let sched = scheduler(&sim.scheduler, &params).map_err(|e| vec![e])?;
     let mut cell = Cell::new(links, sim.cfg, sched);
     cell.core.log = Some(Vec::new());
     let stdout = std::io::stdout();

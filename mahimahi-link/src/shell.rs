@@ -84,8 +84,8 @@ pub fn run(mut cfg: crate::forward::ForwardConfig, mut link: LinkSpec, command: 
     }).map_err(|e| e.to_string())?;
     // The emulator gets one core; the hosts' receive stacks run on the others.
     let cpu = *cfg.cpu.get_or_insert(0);
-    sys::steer_rx_away_from(None, &outer, cpu);
-    sys::steer_rx_away_from(Some(&sh), "ingress", cpu);
+    crate::rps::steer_rx_away_from(None, &outer, cpu);
+    crate::rps::steer_rx_away_from(Some(&sh), "ingress", cpu);
     link.netns = Some(ran.clone());
     link.ue_if = "ue".into();
     link.core_if = "core".into();

@@ -90,7 +90,7 @@ def _core(mml: Path, arrivals, rules: dict, rate: int, queues: int, queue_rate: 
 @pytest.mark.parametrize("case", range(24))
 def test_the_emulators_stage_agrees_with_the_model_event_for_event(mml, case):
     """Random pools, ranges, priorities, caps, queue sizes and bursts: mahimahi-link's stage core
-    (src/mecanic.rs, `simulate-mecanic`) and this model give the same departures (time, flow,
+    (src/mecanic/, `simulate-mecanic`) and this model give the same departures (time, flow,
     sequence, queue) and drops (and why), to the nanosecond."""
     rng = random.Random(zlib.crc32(f"mecanic-{case}".encode()))
     queues = rng.choice([1, 2, 4, 8, 20])

@@ -79,7 +79,7 @@ def test_credit_accounting_keeps_the_cu_buffer_within_its_bound(mml, tmp_path, f
 
 
 def test_the_sources_header_is_the_cus(tmp_path: Path):
-    """edge-systems/pdcell/wire.py writes the bytes src/pdcell.rs reads (the same
+    """edge-systems/pdcell/wire.py writes the bytes src/pdcell/ reads (the same
     credit as the Rust test's, byte for byte)."""
     from pdcell import wire
 

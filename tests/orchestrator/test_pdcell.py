@@ -123,9 +123,9 @@ def test_the_table_becomes_the_cus_options(tmp_path):
     loaded = experiment.load(_file(tmp_path, SHORT.replace("load = 0.25", "load = 0.5")))
     rate, said = WORKLOADS["flows"].rate_from_params(loaded.apps[0], loaded)
     channels = [mean_mbit(loaded.mobile.downlink.path), mean_mbit(loaded.cell.channel("endpoint1", None, "downlink").path)]
-    assert [round(c) for c in channels] == [48, 12]  # (1504-byte opportunities: 48.1 and 12.0 Mbit/s)
+    assert [round(c) for c in channels] == [48, 12]  # (1500-byte IP packets per opportunity: 48.0 and 12.0 Mbit/s)
     assert abs(rate - 0.5 * sum(channels) / 2 * 1e6 / 8 / mean_bytes("web-search", 300_000) / 2) < 1e-9, rate
-    assert "load 0.5 of the cell's 30.1 Mbit/s" in said, said
+    assert "load 0.5 of the cell's 30.0 Mbit/s" in said, said
     # kind = "tcp": no CU, only the servers' congestion control
     tcp = experiment.load(_file(tmp_path, SHORT.replace('downlink = "mrfs"', 'downlink = "pf"').replace(
         'kind = "pdcell"\nbuffer_kb = 200', 'kind = "tcp"\ncongestion_control = "reno"')), materialize=False)

@@ -4,7 +4,7 @@ kind = "mecanic" queues each packet in MECaNIC's shared pool of queues by its
 class (5-tuple and L7 keywords: reliability priority -> queue range, latency
 priority -> dequeue order, aged); kind = "plain" is one FIFO, the host path as
 an ordinary NIC has it. The stage is in the emulator (mahimahi-link --nic,
-src/mecanic.rs), where the endpoints' packets already are: no extra hop or
+src/mecanic/), where the endpoints' packets already are: no extra hop or
 copy, one clock with the link and the core delay. This package turns the
 table into its options and reads its per-packet logs back."""
 

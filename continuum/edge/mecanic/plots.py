@@ -14,13 +14,14 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from continuum.edge.mecanic import results  # noqa: E402
-from continuum.results.plots import TIME_LABEL, shade  # noqa: E402
+from continuum.results.plots import TIME_LABEL, Plot, shade  # noqa: E402
 from continuum.results.timeline import Timeline  # noqa: E402
 
 BIN_S = 0.25
 
 
-def figures(run_dir: Path, part: dict, tl: Timeline, xlim: tuple[float, float], folder: Path) -> list[Path]:
+def figures(p: Plot, part: dict) -> list[Path]:
+    run_dir, tl, xlim, folder = p.run_dir, p.tl, p.xlim, p.folder
     out = []
     for s in results.logs(run_dir):
         if s.node in part["nodes"] and not s.packets.empty:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
@@ -18,6 +18,7 @@ from continuum.config.raw import Strict
 from continuum.config.validation import Issues
 from continuum.edge.system import EdgeRun, EdgeSystem
 from continuum.runtime import Node, start_node_daemon, stop_process
+from mosaic.policies import PolicyName
 from workloads.contract import Env
 
 
@@ -28,7 +29,7 @@ class EdgeAdmission(Strict):
     """Which queued task starts on the edge node: MOSAIC or a classic scheduler (docs/mosaic.md);
     for workload.app = "edge_tasks"."""
 
-    policy: Literal["mosaic", "mosaic-nomatrix", "fcfs", "rr", "sjf", "priority", "edf"] = "mosaic"
+    policy: PolicyName = "mosaic"
     n_max: int = Field(default=8, ge=1, le=64)  # mosaic: tasks at once (rule 1)
     tau_ipc: float = Field(default=0.35, gt=0, le=10)  # mosaic: the slowdown a candidate may cause (rule 2)
     prior: float = Field(default=0.2, ge=0, le=10)  # mosaic: the slowdown taken for a pair never observed

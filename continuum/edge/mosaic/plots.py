@@ -12,17 +12,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from continuum.results.plots import TIME_LABEL, shade  # noqa: E402
+from continuum.results.plots import TIME_LABEL, Plot, shade  # noqa: E402
 from continuum.results.timeline import Timeline  # noqa: E402
+from mosaic.classes import CLASSES  # noqa: E402
+
+CLASS_COLOURS = {c.name: f"C{i}" for i, c in enumerate(CLASSES)}
 
 
-ADMISSION_CLASSES = ("inference_critical", "dispatch_api", "sensor_fusion", "analytics_batch", "model_update", "log_archive")
-CLASS_COLOURS = {c: f"C{i}" for i, c in enumerate(ADMISSION_CLASSES)}
-
-
-def figures(run_dir: Path, a: dict, tl: Timeline, xlim: tuple[float, float], plots_dir: Path) -> list[Path]:
+def figures(p: Plot, a: dict) -> list[Path]:
     """Per-class completion; queue depth and each task's response time over
     the run's time axis; decision times. All measured."""
+    run_dir, tl, xlim, plots_dir = p.run_dir, p.tl, p.xlim, p.folder
     return [_classes(a, plots_dir), *_queue(run_dir, a, tl, xlim, plots_dir), *_decisions(run_dir, a, plots_dir)]
 
 

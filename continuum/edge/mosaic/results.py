@@ -32,10 +32,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from mosaic.classes import CLASSES
+
 if TYPE_CHECKING:
     from continuum.results.timeline import Panel, Timeline
 
-TIERS = {"inference_critical": 1, "dispatch_api": 2, "sensor_fusion": 2, "analytics_batch": 3, "model_update": 3, "log_archive": 4}
+TIERS = {c.name: c.tier for c in CLASSES}
 
 
 PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}  # the syscall's number

@@ -84,7 +84,7 @@ def summarize(arrived: list[Task], policy: policies.Policy, ex: Executor, window
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--policy", default="mosaic", choices=("mosaic", "mosaic-nomatrix", "fcfs", "rr", "sjf", "priority", "edf"))
+    ap.add_argument("--policy", default="mosaic", choices=policies.POLICIES)
     ap.add_argument("--rate", type=float, default=6.0, help="arrivals per second (Poisson)")
     ap.add_argument("--window", type=float, default=60.0, help="seconds of arrivals")
     ap.add_argument("--drain", type=float, default=10.0, help="seconds after the window before what is left is stopped")

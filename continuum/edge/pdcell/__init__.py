@@ -1,6 +1,6 @@
 """pDCell on the edge-system interface (docs/pdcell.md): [transport] kind =
 "pdcell" carries the servers' flows to the UEs on credit from a CU at the
-shared cell's downlink (mahimahi-link --cu, src/pdcell.rs), which sizes each
+shared cell's downlink (mahimahi-link --cu, src/pdcell/), which sizes each
 UE's queue by what the MAC will send next; "phost" is the same transport
 unaware of the radio (credits as fast as the fronthaul goes); "tcp" (the
 default) leaves TCP end to end. The apps keep TCP sockets: a shim on the
@@ -25,12 +25,13 @@ from continuum.config.validation import Issues
 from continuum.edge.system import EdgeRun, EdgeSystem
 from continuum.network import plan
 from continuum.runtime import Node, stop_process, wait_for
+from pdcell import wire
 from workloads.contract import ANSWER_PORT
 
 if TYPE_CHECKING:
     from continuum.network.plan import Plan
 
-CU_PORT = 47200  # the transport's UDP port (edge-systems/pdcell/wire.py PORT)
+CU_PORT = wire.PORT  # the transport's UDP port
 SHIM_PORT = 47201  # the offload node's shim: where its nat table sends the servers' connections to the UEs
 
 

@@ -13,8 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from continuum.edge.pdcell import results  # noqa: E402
-from continuum.results.plots import TIME_LABEL, shade  # noqa: E402
-from continuum.results.timeline import Timeline  # noqa: E402
+from continuum.results.plots import TIME_LABEL, Plot, shade  # noqa: E402
 
 
 def _cdf(ax, values, label: str) -> None:
@@ -25,7 +24,8 @@ def _cdf(ax, values, label: str) -> None:
         ax.step(done, np.arange(1, len(done) + 1) / len(v), where="post", label=f"{label} ({len(done)} of {len(v)} complete)")
 
 
-def figures(run_dir: Path, part: dict, tl: Timeline, xlim: tuple[float, float], folder: Path) -> list[Path]:
+def figures(p: Plot, part: dict) -> list[Path]:
+    run_dir, tl, xlim, folder = p.run_dir, p.tl, p.xlim, p.folder
     import pandas as pd
 
     df = pd.read_csv(run_dir / "requests.csv")

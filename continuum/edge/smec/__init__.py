@@ -11,7 +11,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Literal
+from typing import Any, Callable, Literal
 
 import pandas as pd
 from pydantic import Field
@@ -24,11 +24,8 @@ from continuum.edge.system import EdgeRun, EdgeSystem
 from continuum.errors import ProviderError
 from continuum.runtime import Node, start_node_daemon
 from smec_edge import mps
+from workloads import contract
 from workloads.contract import Env
-
-if TYPE_CHECKING:
-    from continuum.results.plots import Plot, PlotJob
-    from continuum.results.timeline import Panel, Timeline
 
 PORT = 47100  # SMEC's timing: the endpoints' probes to the offload target (port + the app's index), its ACKs back (UDP)
 WINDOW_S = 1.0  # the manager averages a server's CPU use over this long (smec_edge.manager --window-ms, its default)
@@ -38,7 +35,7 @@ class EdgeManager(Strict):
     """What manages the edge node's resources for the workload (docs/smec.md)."""
 
     kind: Literal["default", "smec"] = "default"  # default: Linux's scheduler; smec: SMEC's edge manager
-    slo_ms: float = Field(default=100.0, gt=0, le=60000)  # the apps' SLO (where [workload.apps] gives none), for SMEC's budgets
+    slo_ms: float = Field(default=contract.DEFAULT_SLO_MS, gt=0, le=60000)  # the apps' SLO (where [workload.apps] gives none), for SMEC's budgets
     early_drop: bool = True  # smec: drop a request whose budget is spent (the client is told)
     mode: Literal["quota", "cores", "off"] = "quota"  # smec: move CPU quota, or whole cores (affinity); off: timing and drops only
     unit_cpus: float = Field(default=0.25, gt=0, le=64)  # quota mode: CPU bandwidth per step
@@ -81,11 +78,7 @@ class Smec(EdgeSystem):
     node_code = ("smec-edge",)
     manifest_key = "edge_manager"
     summary_key = "smec"
-
-    def time_series(self, run_dir: Path, df: pd.DataFrame, tl: Timeline) -> list[Panel]:
-        from continuum.edge.smec.results import time_series
-
-        return time_series(run_dir, df, tl)
+    results_package = "continuum.edge.smec"
 
     def slo_defaults(self, table: Any) -> tuple[float, float | None]:
         em = table or EdgeManager()
@@ -111,7 +104,7 @@ class Smec(EdgeSystem):
         if em.mode == "quota" and draft.groups is not None and w is not None and not failed("edge.manager"):
             _quota_problems(em, draft, ctx)
         return Settings(em.slo_ms, em.early_drop, em.mode,
-                        (em.unit_cpus if em.mode == "quota" else 1.0, em.max_cpus, em.urgency_ms or em.slo_ms / 3)
+                        (em.unit_cpus if em.mode == "quota" else 1.0, em.max_cpus, em.urgency_ms or contract.urgency_ms(em.slo_ms))
                         if em.mode != "off" else None,
                         em.mps if draft.mix and w is not None and w.server.runtime == "process" else "off",
                         em.mode == "quota" and draft.mix)
@@ -219,16 +212,6 @@ class Smec(EdgeSystem):
         raw = run_dir / "raw"
         return results.add_estimates(df, sorted(p for p in raw.glob("smec-*.csv") if p.name != "smec-decisions.csv"))
 
-    def summarize(self, run_dir: Path, df: pd.DataFrame) -> dict | None:
-        from continuum.edge.smec import results
-
-        return results.estimates(df)
-
-    def plots(self, p: Plot) -> list[PlotJob]:
-        from continuum.edge.smec import plots
-
-        out = p.folder / "smec_manager.png"
-        return [lambda: [out] if plots.manager(p.run_dir, p.df, p.tl, p.xlim, out) else []]
 
 
 def _stop(proc: Any) -> None:

@@ -13,8 +13,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from continuum.results.plots import TIME_LABEL, shade  # noqa: E402
+from continuum.results.plots import TIME_LABEL, Plot, shade  # noqa: E402
 from continuum.results.timeline import Timeline  # noqa: E402
+
+
+def figures(p: Plot, part: dict) -> list[Path]:
+    out = p.folder / "smec_manager.png"
+    return [out] if manager(p.run_dir, p.df, p.tl, p.xlim, out) else []
 
 
 def manager(run_dir: Path, df: pd.DataFrame, tl: Timeline, xlim: tuple[float, float], out: Path) -> bool:

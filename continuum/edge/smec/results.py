@@ -48,6 +48,16 @@ def estimates(df: pd.DataFrame) -> dict | None:
     return out
 
 
+def summarize(run_dir: Path, df: pd.DataFrame) -> dict | None:
+    """SMEC's part of summary.json: its network estimates' error (None: no estimates in the run)."""
+    return estimates(df)
+
+
+def render(part: dict) -> None:
+    """Nothing printed: the estimates' error is in summary.json and the manager's figure."""
+    return None
+
+
 def time_series(run_dir: Path, df: pd.DataFrame, tl: Timeline) -> list[Panel]:
     """The manager's decisions (what each app held, from raw/smec-decisions.csv: a
     step at each raise and return) and each request's budget when its processing

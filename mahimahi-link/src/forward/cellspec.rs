@@ -2,7 +2,7 @@
 //! and the forwarder's links as the cell's members (crate::cell schedules them).
 
 use super::{LogSink, Pkt, RunLink};
-use crate::cell::{CellConfig, CellCore, MemberLinks, Members, Scheduler, Smec, UeClass};
+use crate::cell::{CellConfig, CellCore, MemberLinks, Members, SchedulerParams, UeClass};
 use crate::link::Link;
 use crate::Nanos;
 
@@ -38,13 +38,8 @@ impl CellSpec {
         classes.resize(self.members.len(), UeClass::BestEffort);
         let mut cells = Vec::new();
         for site in &self.sites {
-            let sched: Box<dyn Scheduler> = match site.scheduler.as_str() {
-                "smec" => Box::new(Smec::new(classes.clone(), self.be_starvation_slots)),
-                "tutti" => Box::new(Smec::tutti(classes.clone(), self.be_starvation_slots)),
-                "pf" => Box::new(self.pf),
-                name => crate::cell::scheduler(name)?,
-            };
-            cells.push((sched, site.blocks));
+            let params = SchedulerParams { classes: classes.clone(), be_starvation_slots: self.be_starvation_slots, pf: self.pf };
+            cells.push((crate::cell::scheduler(&site.scheduler, &params)?, site.blocks));
         }
         let start = (0..self.members.len()).map(|i| Some(self.start.get(i).copied().unwrap_or(0))).collect();
         Ok(CellCore::with_cells(self.members.len(), self.cfg, cells, start))

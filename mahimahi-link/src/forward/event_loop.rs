@@ -110,7 +110,7 @@ impl Forwarder {
     /// Time starts: the logs' headers carry it.
     fn begin(&mut self) {
         self.t0 = sys::monotonic_ns();
-        let init_ms = sys::unix_ms();
+        let init_ms = crate::unix_ms();
         // Slot 0 starts at t0: its wall-clock time lets the log be read
         // against the workload's own timestamps (time.time_ns()).
         let t0_unix_ns = sys::realtime_ns() - (sys::monotonic_ns() - self.t0);

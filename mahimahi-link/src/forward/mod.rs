@@ -343,7 +343,7 @@ impl Forwarder {
             }
             .map_err(|e| format!("link {}: {e}", spec.name))?;
             for dev in [&spec.ue_if, &spec.core_if] {
-                sys::keep_flow_order(spec.netns.as_deref(), dev, cfg.cpu);
+                crate::rps::keep_flow_order(spec.netns.as_deref(), dev, cfg.cpu);
             }
             let sender = match senders.iter().position(|(ns, _)| *ns == spec.netns) {
                 Some(k) => k,
@@ -405,21 +405,7 @@ impl Forwarder {
                 member_of[k][li] = Some(ue);
             }
         }
-        let mut cell_logs: [Option<(Appender, usize)>; 2] = [None, None];
-        for (k, dir) in ["uplink", "downlink"].into_iter().enumerate() {
-            let (Some(spec), Some(core)) = (&cfg.cells[k], cells[k].as_mut()) else { continue };
-            let Some(path) = spec.log_path.as_ref().map(|p| p.replace("{dir}", dir)) else { continue };
-            let names: Vec<&str> = spec.members.iter().map(|&li| cfg.links[li].name.as_str()).collect();
-            let mut f = std::fs::File::create(&path).map_err(|e| format!("--cell-log: cannot create {path}: {e}"))?;
-            use std::io::Write as _;
-            let start: Vec<&str> = (0..names.len()).map(|i| spec.sites[spec.start.get(i).copied().unwrap_or(0)].name.as_str()).collect();
-            let cells = if spec.sites.len() > 1 { format!(" cells={} start={}", spec.describe(), start.join(",")) } else { String::new() };
-            writeln!(f, "# mahimahi-link cell ({dir}) scheduler={} slot_ns={} blocks={} members={}{cells}\n# slot BLOCKS... | seen BYTES... [| sr UE...]  (one column per member, in this order)\n# start UE START_SLOT DETECTED_SLOT\n# move UE CELL|- SLOT (a handover: the UE leaves its cell, then joins CELL)\n# t0 UNIX_NS (when slot 0 began)",
-                     spec.sites[0].scheduler, spec.cfg.slot_ns, spec.cfg.blocks, names.join(","))
-                .map_err(|e| format!("--cell-log: cannot write {path}: {e}"))?;
-            core.log = Some(Vec::new());
-            cell_logs[k] = Some((writer.register(&path, f), 0));
-        }
+        let cell_logs = open_cell_logs(&cfg, &mut cells, &writer)?;
         let nics = cfg.nics.iter().map(|n| nic::RunNic::open(n, &cfg.nic_classes, cfg.nic_default, cfg.nic_log.as_deref(), &cfg.command_line, &writer)).collect::<Result<_, _>>()?;
         let cu = match (&cfg.cu, &cfg.cells[1]) {
             (Some(spec), Some(cell)) => Some(cu::RunCu::open(spec, cell.members.len(), cfg.cu_log.as_deref(), &cfg.command_line, &writer)?),
@@ -429,6 +415,27 @@ impl Forwarder {
         Ok(Forwarder { cfg, links, cells, member_of, cell_logs, senders, t0: sys::monotonic_ns(), restart_seen: 0, stats_at: 0, warned_oversize: false, warned_unsplittable: false, warned_tx_error: false, warned_ring_drops: false, writer, timed, nics, nic_next: None, cu })
     }
 
+}
+
+/// Each shared cell's scheduler log (--cell-log), its header written: which
+/// members in which column, the cells and where each member starts.
+fn open_cell_logs(cfg: &ForwardConfig, cells: &mut [Option<CellCore>; 2], writer: &Writer) -> Result<[Option<(Appender, usize)>; 2], String> {
+    let mut cell_logs: [Option<(Appender, usize)>; 2] = [None, None];
+    for (k, dir) in ["uplink", "downlink"].into_iter().enumerate() {
+        let (Some(spec), Some(core)) = (&cfg.cells[k], cells[k].as_mut()) else { continue };
+        let Some(path) = spec.log_path.as_ref().map(|p| p.replace("{dir}", dir)) else { continue };
+        let names: Vec<&str> = spec.members.iter().map(|&li| cfg.links[li].name.as_str()).collect();
+        let mut f = std::fs::File::create(&path).map_err(|e| format!("--cell-log: cannot create {path}: {e}"))?;
+        use std::io::Write as _;
+        let start: Vec<&str> = (0..names.len()).map(|i| spec.sites[spec.start.get(i).copied().unwrap_or(0)].name.as_str()).collect();
+        let cells = if spec.sites.len() > 1 { format!(" cells={} start={}", spec.describe(), start.join(",")) } else { String::new() };
+        writeln!(f, "# mahimahi-link cell ({dir}) scheduler={} slot_ns={} blocks={} members={}{cells}\n# slot BLOCKS... | seen BYTES... [| sr UE...]  (one column per member, in this order)\n# start UE START_SLOT DETECTED_SLOT\n# move UE CELL|- SLOT (a handover: the UE leaves its cell, then joins CELL)\n# t0 UNIX_NS (when slot 0 began)",
+                 spec.sites[0].scheduler, spec.cfg.slot_ns, spec.cfg.blocks, names.join(","))
+            .map_err(|e| format!("--cell-log: cannot write {path}: {e}"))?;
+        core.log = Some(Vec::new());
+        cell_logs[k] = Some((writer.register(&path, f), 0));
+    }
+    Ok(cell_logs)
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@ impl Forwarder {
                 }
                 // With a virtio-net header a pending checksum travels on (NEEDS_CSUM).
                 if fr.csum_not_ready && fr.vnet.is_none() {
-                    sys::complete_l4_checksum(fr.data);
+                    crate::gso::complete_l4_checksum(fr.data);
                 }
                 // The kernel's receive time is the arrival time, so frames picked up
                 // late (the loop sleeps while links are busy) keep exact timing.

@@ -3,6 +3,12 @@
 //! `--uplink-log=FILE`, `--once`), parsed once into typed values. Every bad
 //! option is an error that says what would be valid; nothing here panics.
 
+mod cell;
+mod forwarder;
+mod link;
+
+pub use cell::{parse_cell, CellSim};
+
 use crate::packet::{BypassRule, DelayRule};
 use crate::queue::QueueConfig;
 
@@ -135,7 +141,7 @@ pDCell's CU (forward mode; issue 41; a downlink cell, one forwarding thread):
        [,rtt-us=R][,phost[,fronthaul-bps=F]]
                                         UDP datagrams to port P for a downlink cell member end at the
                                         CU: RTS and data of pDCell's credit transport (header: see
-                                        src/pdcell.rs, wire). Per-UE queues in one buffer of B bytes
+                                        src/pdcell/, wire). Per-UE queues in one buffer of B bytes
                                         (default 3000000), thresholds from the cell's grants, credits
                                         each slot back to the sources (ts..ts+W, W default 1000 µs;
                                         after a credit that brought no data, ts = next slot + α: A µs,
@@ -327,20 +333,35 @@ pub struct Parsed {
     pub light: Option<LightArg>,
 }
 
-fn parse_prob(key: &str, v: &str) -> Result<f64, String> {
+pub(super) fn parse_prob(key: &str, v: &str) -> Result<f64, String> {
     v.parse::<f64>().ok().filter(|p| (0.0..=1.0).contains(p)).ok_or_else(|| format!("{key}: {v:?} is not a probability between 0 and 1"))
 }
 
-/// Parse everything after the mode word. `allowed_simulate` enables --queue.
+/// The options read so far, before the queues and the light trace's own
+/// options are checked together at the end.
+pub(super) struct Pending {
+    c: Common,
+    simulate: bool,
+    links: Vec<LinkArg>,
+    light: Option<LightArg>,
+    light_keys: Vec<(String, String)>,
+    /// The queues' kinds and arguments: uplink, downlink, and simulate's one.
+    uq: String,
+    uqa: String,
+    dq: String,
+    dqa: String,
+    q: String,
+    qa: String,
+}
+
+/// Parse everything after the mode word; `simulate` enables --queue and --light.
 pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
     let mut errors = Vec::new();
-    let mut c = Common { seed: 1, stats_interval_ms: 100, batch_us: 1000, threads: 1, coalesce_us: 100, cell_slot_us: 500, cell_blocks: vec![51], cell_names: vec!["cell".into()], cell_be_starvation_slots: 40, nic_default: crate::mecanic::DEFAULT_RULE, ..Default::default() };
+    let c = Common { seed: 1, stats_interval_ms: 100, batch_us: 1000, threads: 1, coalesce_us: 100, cell_slot_us: 500, cell_blocks: vec![51], cell_names: vec!["cell".into()], cell_be_starvation_slots: 40, nic_default: crate::mecanic::DEFAULT_RULE, ..Default::default() };
+    let mut p = Pending { c, simulate, links: Vec::new(), light: None, light_keys: Vec::new(), uq: "infinite".into(), uqa: String::new(),
+                          dq: "infinite".into(), dqa: String::new(), q: "infinite".into(), qa: String::new() };
     let mut positional = Vec::new();
-    let mut links = Vec::new();
     let mut command = Vec::new();
-    let mut light: Option<LightArg> = None;
-    let mut light_keys: Vec<(String, String)> = Vec::new();
-    let (mut uq, mut uqa, mut dq, mut dqa, mut q, mut qa) = ("infinite".to_string(), String::new(), "infinite".to_string(), String::new(), "infinite".to_string(), String::new());
     let mut i = 0;
     while i < args.len() {
         let a = &args[i];
@@ -363,11 +384,11 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
                 errors.push(format!("{key} takes no value"));
             }
             match key.as_str() {
-                "--once" => c.once = true,
-                "--ms-bursts" => c.ms_bursts = true,
-                "--gso" => c.gso = true,
-                "--cell-uplink-signalling" => c.cell_uplink_signalling = true,
-                _ => c.quiet = true,
+                "--once" => p.c.once = true,
+                "--ms-bursts" => p.c.ms_bursts = true,
+                "--gso" => p.c.gso = true,
+                "--cell-uplink-signalling" => p.c.cell_uplink_signalling = true,
+                _ => p.c.quiet = true,
             }
             continue;
         }
@@ -382,165 +403,11 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
                 continue;
             }
         };
-        let r: Result<(), String> = match key.as_str() {
-            "--uplink-queue" => {
-                uq = val;
-                Ok(())
-            }
-            "--uplink-queue-args" => {
-                uqa = val;
-                Ok(())
-            }
-            "--downlink-queue" => {
-                dq = val;
-                Ok(())
-            }
-            "--downlink-queue-args" => {
-                dqa = val;
-                Ok(())
-            }
-            "--queue" if simulate => {
-                q = val;
-                Ok(())
-            }
-            "--queue-args" if simulate => {
-                qa = val;
-                Ok(())
-            }
-            "--light" if simulate => {
-                light = Some(LightArg::new(&val));
-                Ok(())
-            }
-            "--light-bytes" | "--light-idle-ms" | "--light-offsets" | "--light-active-ms" if simulate => {
-                light_keys.push((key.clone(), val));
-                Ok(())
-            }
-            "--uplink-log" => {
-                c.up_log = Some(val);
-                Ok(())
-            }
-            "--downlink-log" => {
-                c.down_log = Some(val);
-                Ok(())
-            }
-            "--uplink-loss" => parse_prob(&key, &val).map(|p| c.up_loss = p),
-            "--downlink-loss" => parse_prob(&key, &val).map(|p| c.down_loss = p),
-            "--uplink-radio" => crate::radio::RadioConfig::parse(&val, true).map(|r| c.up_radio = Some(r)).map_err(|e| format!("{key}: {e}")),
-            "--downlink-radio" => crate::radio::RadioConfig::parse(&val, false).map(|r| c.down_radio = Some(r)).map_err(|e| format!("{key}: {e}")),
-            "--seed" => val.parse().map(|s| c.seed = s).map_err(|_| format!("--seed: {val:?} is not a non-negative integer")),
-            "--bypass" => val.split(',').map(BypassRule::parse).collect::<Result<Vec<_>, _>>().map(|mut v| c.bypass.append(&mut v)),
-            "--delay" => DelayRule::parse(&val).map(|d| c.delays.push(d)),
-            "--stats" => {
-                c.stats = Some(val);
-                Ok(())
-            }
-            "--timeline" => {
-                c.timeline = Some(val);
-                Ok(())
-            }
-            "--timeline-log" => {
-                c.timeline_log = Some(val);
-                Ok(())
-            }
-            "--stats-interval-ms" => val.parse().ok().filter(|v| *v > 0).map(|v| c.stats_interval_ms = v).ok_or_else(|| format!("--stats-interval-ms: {val:?} is not a positive integer")),
-            "--link" => LinkArg::parse(&val).map(|l| links.push(l)),
-            "--uplink-cell" | "--downlink-cell" => {
-                let mut out = Vec::new();
-                let mut bad = None;
-                for v in val.split(',').map(str::trim) {
-                    match v {
-                        "rr" | "pf" | "smec" => out.push(v.to_string()),
-                        "tutti" if key == "--uplink-cell" => out.push(v.to_string()),
-                        "mrfs" if key == "--downlink-cell" => out.push(v.to_string()),
-                        "mrfs" => bad = Some(format!("{key}: mrfs orders UEs by the flow sizes pDCell's CU reports; it schedules the downlink only (valid here: rr, pf, smec, tutti)")),
-                        "tutti" => bad = Some(format!("{key}: tutti learns uplink request starts from the edge; it schedules the uplink only (valid here: rr, pf, smec, mrfs)")),
-                        _ => bad = Some(format!("{key}: {v:?} is not a scheduler; valid: rr, pf, smec, tutti (uplink), mrfs (downlink); several cells: one per cell, separated by ','")),
-                    }
-                }
-                match bad {
-                    Some(e) => Err(e),
-                    None if key == "--uplink-cell" => {
-                        c.uplink_cell = Some(out);
-                        Ok(())
-                    }
-                    None => {
-                        c.downlink_cell = Some(out);
-                        Ok(())
-                    }
-                }
-            }
-            "--cells" => {
-                let names: Vec<String> = val.split(',').map(|n| n.trim().to_string()).collect();
-                if names.iter().any(|n| n.is_empty() || n == "-" || n.contains(char::is_whitespace)) {
-                    Err(format!("--cells: {val:?}: give the cells' names separated by ',' (no empty name, no space, not \"-\")"))
-                } else {
-                    c.cell_names = names;
-                    Ok(())
-                }
-            }
-            "--cell-start" => {
-                c.cell_start = Some(val.split(',').map(|n| n.trim().to_string()).collect());
-                Ok(())
-            }
-            "--cell-members" => {
-                let names: Vec<String> = val.split(',').map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
-                if names.is_empty() {
-                    Err(format!("--cell-members: {val:?} names no link; give link names separated by ','"))
-                } else {
-                    c.cell_members = Some(names);
-                    Ok(())
-                }
-            }
-            "--cell-sr-period-slots" => val.parse().ok().filter(|v| (1..=640).contains(v)).map(|v| c.cell_signalling.sr_period_slots = v).ok_or_else(|| format!("--cell-sr-period-slots: {val:?} is not an integer 1..=640")),
-            "--cell-k2-slots" => val.parse().ok().filter(|v| *v <= 32).map(|v| c.cell_signalling.k2_slots = v).ok_or_else(|| format!("--cell-k2-slots: {val:?} is not an integer 0..=32")),
-            "--cell-periodic-bsr-slots" => val.parse().ok().filter(|v| (1..=20_480).contains(v)).map(|v| c.cell_signalling.periodic_bsr_slots = Some(v)).ok_or_else(|| format!("--cell-periodic-bsr-slots: {val:?} is not an integer 1..=20480")),
-            "--cell-sr-grant-blocks" => val.parse().ok().filter(|v| (1..=275).contains(v)).map(|v| c.cell_signalling.sr_grant_blocks = v).ok_or_else(|| format!("--cell-sr-grant-blocks: {val:?} is not an integer 1..=275")),
-            "--cell-be-starvation-slots" => val.parse().ok().filter(|v| (1..=1_000_000).contains(v)).map(|v| c.cell_be_starvation_slots = v).ok_or_else(|| format!("--cell-be-starvation-slots: {val:?} is not an integer 1..=1000000")),
-            "--cell-pf-alpha" => exponent(&key, Some(&val)).map(|x| c.cell_pf.alpha = x),
-            "--cell-pf-beta" => exponent(&key, Some(&val)).map(|x| c.cell_pf.beta = x),
-            "--cell-pf-window-slots" => val.parse().ok().filter(|v| (1..=100_000).contains(v)).map(|v| c.cell_pf_window_slots = Some(v)).ok_or_else(|| format!("--cell-pf-window-slots: {val:?} is not an integer 1..=100000")),
-            "--cell-notice-port" => val.parse().ok().filter(|v| *v > 0).map(|v| c.cell_notice_port = Some(v)).ok_or_else(|| format!("--cell-notice-port: {val:?} is not a UDP port 1..=65535")),
-            "--cell-log" => {
-                c.cell_log = Some(val);
-                Ok(())
-            }
-            "--cell-slot-us" => val.parse().ok().filter(|v| (125..=1000).contains(v)).map(|v| c.cell_slot_us = v).ok_or_else(|| format!("--cell-slot-us: {val:?} is not an integer 125..=1000")),
-            "--cell-blocks" => val.split(',').map(|v| v.trim().parse().ok().filter(|v| (1..=275).contains(v))).collect::<Option<Vec<u32>>>()
-                .map(|v| c.cell_blocks = v).ok_or_else(|| format!("--cell-blocks: {val:?} is not an integer 1..=275 (several cells: one per cell, separated by ',')")),
-            "--cell-class" => match val.as_str() {
-                "be" => {
-                    c.cell_classes.push(crate::cell::UeClass::BestEffort);
-                    Ok(())
-                }
-                v => v.strip_prefix("lc:").and_then(|ms| ms.parse::<u64>().ok()).filter(|ms| *ms > 0)
-                    .map(|ms| c.cell_classes.push(crate::cell::UeClass::LatencyCritical { slo_slots: ms * 1_000_000 }))
-                    .ok_or_else(|| format!("--cell-class: {v:?} is not a class; valid: be, lc:SLO_MS (one per --link, in order)")),
-            },
-            "--nic" => crate::forward::NicSpec::parse(&val).map(|n| c.nics.push(n)),
-            "--nic-class" => crate::mecanic::parse_class(&val).map(|k| c.nic_classes.push(k)),
-            "--nic-default" => crate::mecanic::parse_class(&format!("default:{val}")).and_then(|k| {
-                if k.when == crate::mecanic::Match::default() { c.nic_default = k.rule; Ok(()) } else { Err(format!("{val:?}: LO:HI:PR:PL only")) }
-            }),
-            "--nic-log" => {
-                c.nic_log = Some(val);
-                Ok(())
-            }
-            "--cu" => crate::forward::CuSpec::parse(&val).map(|s| c.cu = Some(s)),
-            "--cu-log" => {
-                c.cu_log = Some(val);
-                Ok(())
-            }
-            "--nic-patterns" => crate::mecanic::Patterns::load(&val).map(|p| c.nic_patterns = Some(p)),
-            "--nic-scan" => {
-                c.nic_scan.extend(val.split(',').filter(|v| !v.is_empty()).map(String::from));
-                Ok(())
-            }
-            "--cpu" => val.parse().map(|v| c.cpu = Some(v)).map_err(|_| format!("--cpu: {val:?} is not a CPU number")),
-            "--threads" => val.parse().ok().filter(|v| (1..=256).contains(v)).map(|v| c.threads = v).ok_or_else(|| format!("--threads: {val:?} is not an integer 1..=256")),
-            "--batch-us" => val.parse().ok().filter(|v| *v <= 1000).map(|v| c.batch_us = v).ok_or_else(|| format!("--batch-us: {val:?} is not an integer 0..=1000")),
-            "--ring-frames" => val.parse().ok().filter(|v| (16..=65_536).contains(v)).map(|v| c.ring_frames = Some(v)).ok_or_else(|| format!("--ring-frames: {val:?} is not an integer 16..=65536")),
-            "--coalesce-us" => val.parse().ok().filter(|v| *v <= 10_000).map(|v| c.coalesce_us = v).ok_or_else(|| format!("--coalesce-us: {val:?} is not an integer 0..=10000")),
-            _ => Err(format!("{key}: unknown option; run mahimahi-link --help for the list")),
+        let r = match key.as_str() {
+            k if k.starts_with("--cell") || k == "--uplink-cell" || k == "--downlink-cell" => cell::cell_option(&mut p.c, k, val),
+            k if k.starts_with("--nic") || k.starts_with("--cu") => forwarder::stage_option(&mut p.c, k, val),
+            k @ ("--cpu" | "--threads" | "--batch-us" | "--ring-frames" | "--coalesce-us") => forwarder::machine_option(&mut p.c, k, val),
+            k => link::link_option(&mut p, k, val),
         };
         if let Err(e) = r {
             // Every error names the option it came from, so a user with many
@@ -555,11 +422,11 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
             QueueConfig::default()
         }
     };
-    c.up_queue = queue(&uq, &uqa, "--uplink-queue");
-    c.down_queue = queue(&dq, &dqa, "--downlink-queue");
-    let queue = queue(&q, &qa, "--queue");
-    for (k, v) in light_keys {
-        match light.as_mut() {
+    p.c.up_queue = queue(&p.uq, &p.uqa, "--uplink-queue");
+    p.c.down_queue = queue(&p.dq, &p.dqa, "--downlink-queue");
+    let queue = queue(&p.q, &p.qa, "--queue");
+    for (k, v) in p.light_keys {
+        match p.light.as_mut() {
             None => errors.push(format!("{k}: without --light=FILE")),
             Some(l) => {
                 if let Err(e) = l.set(k.trim_start_matches("--light-"), &v, &k) {
@@ -569,7 +436,7 @@ pub fn parse(args: &[String], simulate: bool) -> Result<Parsed, Vec<String>> {
         }
     }
     if errors.is_empty() {
-        Ok(Parsed { common: c, positional, links, command, queue, light })
+        Ok(Parsed { common: p.c, positional, links: p.links, command, queue, light: p.light })
     } else {
         Err(errors)
     }
@@ -609,94 +476,4 @@ mod tests {
         assert!(LinkArg::parse("ue=a,core=b").unwrap_err().contains("missing up"));
         assert!(LinkArg::parse("ue=a,colour=b").unwrap_err().contains("unknown key"));
     }
-}
-
-/// A proportional-fair exponent: a number 0..=10.
-fn exponent(key: &str, val: Option<&str>) -> Result<f64, String> {
-    val.and_then(|v| v.parse::<f64>().ok()).filter(|x| (0.0..=10.0).contains(x))
-        .ok_or_else(|| format!("{key}: {:?} is not a number 0..=10", val.unwrap_or("")))
-}
-
-/// `simulate-cell`'s options.
-#[derive(Debug)]
-pub struct CellSim {
-    pub traces: Vec<String>,
-    pub classes: Vec<crate::cell::UeClass>,
-    pub scheduler: String,
-    pub cfg: crate::cell::CellConfig,
-    pub be_starvation_slots: u64,
-    /// Proportional fair's exponents: r^alpha / R^beta.
-    pub pf: crate::cell::ProportionalFair,
-}
-
-/// Parse `simulate-cell`'s options; every error names its option.
-pub fn parse_cell(args: &[String]) -> Result<CellSim, Vec<String>> {
-    use crate::cell::{CellConfig, UeClass, UplinkSignalling};
-    let mut errors = Vec::new();
-    let mut sim = CellSim { traces: Vec::new(), classes: Vec::new(), scheduler: "rr".into(), cfg: CellConfig::default(),
-                            be_starvation_slots: 40, pf: Default::default() };
-    let (mut signalling, mut ul) = (false, UplinkSignalling::default());
-    let mut classes: Vec<UeClass> = Vec::new();
-    for a in args {
-        let (key, val) = a.split_once('=').map_or((a.as_str(), None), |(k, v)| (k, Some(v)));
-        let num = |v: Option<&str>, lo: u64, hi: u64| -> Result<u64, String> {
-            v.and_then(|v| v.parse::<u64>().ok()).filter(|n| (lo..=hi).contains(n))
-                .ok_or_else(|| format!("{key}: {:?} is not an integer {lo}..={hi}", v.unwrap_or("")))
-        };
-        let r: Result<(), String> = match key {
-            "--trace" => val.map(|v| sim.traces.push(v.into())).ok_or_else(|| format!("{key} needs =FILE")),
-            "--scheduler" => match val {
-                Some(v @ ("rr" | "pf" | "mrfs" | "smec" | "tutti")) => {
-                    sim.scheduler = v.into();
-                    Ok(())
-                }
-                v => Err(format!("{key}: {:?} is not a scheduler; valid: rr, pf, mrfs, smec, tutti", v.unwrap_or(""))),
-            },
-            "--class" => match val {
-                Some("be") => {
-                    classes.push(UeClass::BestEffort);
-                    Ok(())
-                }
-                Some(v) if v.starts_with("lc:") => v[3..].parse::<u64>().ok().filter(|ms| *ms > 0)
-                    .map(|ms| classes.push(UeClass::LatencyCritical { slo_slots: ms * 1_000_000 }))
-                    .ok_or_else(|| format!("{key}: {v:?}: the SLO must be a positive number of milliseconds (lc:100)")),
-                v => Err(format!("{key}: {:?} is not a class; valid: be, lc:SLO_MS", v.unwrap_or(""))),
-            },
-            "--slot-us" => num(val, 125, 1000).map(|n| sim.cfg.slot_ns = n * 1000),
-            "--blocks" => num(val, 1, 275).map(|n| sim.cfg.blocks = n as u32),
-            "--uplink-signalling" if val.is_none() => {
-                signalling = true;
-                Ok(())
-            }
-            "--sr-period-slots" => num(val, 1, 640).map(|n| ul.sr_period_slots = n),
-            "--k2-slots" => num(val, 0, 32).map(|n| ul.k2_slots = n),
-            "--sr-grant-blocks" => num(val, 1, 275).map(|n| ul.sr_grant_blocks = n as u32),
-            "--periodic-bsr-slots" => num(val, 1, 20_480).map(|n| ul.periodic_bsr_slots = Some(n)),
-            "--be-starvation-slots" => num(val, 1, 1_000_000).map(|n| sim.be_starvation_slots = n),
-            "--pf-alpha" => exponent(key, val).map(|x| sim.pf.alpha = x),
-            "--pf-beta" => exponent(key, val).map(|x| sim.pf.beta = x),
-            "--pf-window-slots" => num(val, 1, 100_000).map(|n| sim.cfg.avg_slots = n as f64),
-            _ => Err(format!("{key}: unknown option for simulate-cell; run mahimahi-link --help for the list")),
-        };
-        if let Err(e) = r {
-            errors.push(e);
-        }
-    }
-    if sim.traces.is_empty() {
-        errors.push("--trace: give one channel trace per UE".into());
-    }
-    if classes.len() > sim.traces.len() {
-        errors.push(format!("--class: {} classes for {} UEs (--trace)", classes.len(), sim.traces.len()));
-    }
-    if signalling && ul.sr_grant_blocks > sim.cfg.blocks {
-        errors.push(format!("--sr-grant-blocks: {} is more than the cell's {} blocks", ul.sr_grant_blocks, sim.cfg.blocks));
-    }
-    classes.resize(sim.traces.len(), UeClass::BestEffort);
-    // SLOs were read in ns; the scheduler counts slots.
-    sim.classes = classes.into_iter().map(|c| match c {
-        UeClass::LatencyCritical { slo_slots: ns } => UeClass::LatencyCritical { slo_slots: ns.div_ceil(sim.cfg.slot_ns) },
-        be => be,
-    }).collect();
-    sim.cfg.uplink = signalling.then_some(ul);
-    if errors.is_empty() { Ok(sim) } else { Err(errors) }
 }

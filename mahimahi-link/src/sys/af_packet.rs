@@ -1,13 +1,6 @@
-//! Every unsafe system call of the emulator, in one small module: AF_PACKET
-//! sockets (TPACKET_V2 receive rings, and one sender per namespace that
-//! transmits with sendmmsg), the monotonic clock, a timerfd, epoll,
-//! signalfd, pidfd and network-namespace switching.
-//!
-//! Why AF_PACKET: the emulator sits between two interfaces as a layer-2 hop,
-//! so no NAT, routes or TUN devices are needed; a receive ring hands over
-//! frames without a system call, and sendmmsg gives the kernel a whole round
-//! of departures, for every link, in one call (mm-link pays a read and a
-//! write per packet through TUN, which is what caps it near 1.6 Gbit/s).
+//! AF_PACKET sockets: a TPACKET_V2 receive ring per interface (a second one
+//! for frames larger than a slot, joined by a fanout), and one sender per
+//! network namespace that transmits a round of departures with sendmmsg.
 
 #![allow(unsafe_code)]
 
@@ -15,6 +8,8 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::cvt;
 use crate::gso::{Vnet, VNET_HDR_LEN};
 
 const SOL_PACKET: i32 = 263;
@@ -56,15 +51,6 @@ struct Tpacket2Hdr {
     vlan_tci: u16,
     vlan_tpid: u16,
     padding: [u8; 4],
-}
-
-fn cvt(r: libc::c_int, what: &str) -> io::Result<libc::c_int> {
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
-    } else {
-        Ok(r)
-    }
 }
 
 fn setsockopt<T>(fd: RawFd, level: i32, name: i32, val: &T, what: &str) -> io::Result<()> {
@@ -143,10 +129,12 @@ impl Ring {
             return Err(io::Error::other(format!("mmap packet ring: {}", io::Error::last_os_error())));
         }
         r.ring = p as *mut u8;
+        // SAFETY: packet_mreq is plain integers: all zero is a valid value.
         let mut mr: libc::packet_mreq = unsafe { std::mem::zeroed() };
         mr.mr_ifindex = idx;
         mr.mr_type = PACKET_MR_PROMISC;
         setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, "PACKET_ADD_MEMBERSHIP promisc")?;
+        // SAFETY: sockaddr_ll is plain integers and bytes: all zero is a valid value.
         let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
         sll.sll_protocol = ETH_P_ALL.to_be();
@@ -186,10 +174,12 @@ impl Ring {
         }
         // SAFETY: the kernel handed this slot to us (TP_STATUS_USER).
         let hdr = unsafe { &*(slot as *const Tpacket2Hdr) };
+        // SAFETY: the kernel wrote snaplen bytes at mac within the slot, ours until rx_release.
         let data = unsafe { std::slice::from_raw_parts_mut(slot.add(hdr.mac as usize), hdr.snaplen as usize) };
         let truncated_from = (hdr.len > hdr.snaplen).then_some(hdr.len);
         let ts_real_ns = hdr.sec as u64 * 1_000_000_000 + hdr.nsec as u64;
         // The kernel puts the virtio-net header right before the frame.
+        // SAFETY: mac >= VNET_HDR_LEN, so the header's bytes lie inside the slot, before the frame.
         let vnet = (self.vnet && truncated_from.is_none() && hdr.mac as usize >= VNET_HDR_LEN)
             .then(|| Vnet::read(unsafe { std::slice::from_raw_parts(slot.add(hdr.mac as usize - VNET_HDR_LEN), VNET_HDR_LEN) }));
         Some(RxFrame { data, truncated_from, csum_not_ready: st & TP_STATUS_CSUMNOTREADY != 0, ts_real_ns, vnet })
@@ -460,417 +450,3 @@ impl Drop for Sender {
     }
 }
 
-/// Complete a transport checksum that the sender left to "hardware"
-/// (CHECKSUM_PARTIAL on veth): sum the L4 bytes, whose checksum field already
-/// holds the pseudo-header sum, and store the folded complement.
-pub fn complete_l4_checksum(frame: &mut [u8]) {
-    let eth = crate::packet::ETH_HLEN;
-    if frame.len() < eth + 20 {
-        return;
-    }
-    let ethertype = u16::from_be_bytes([frame[12], frame[13]]);
-    let (l4, proto, end) = match ethertype {
-        0x0800 => {
-            let ip = &frame[eth..];
-            let ihl = ((ip[0] & 0x0f) as usize) * 4;
-            let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
-            if u16::from_be_bytes([ip[6], ip[7]]) & 0x1fff != 0 {
-                return;
-            }
-            (eth + ihl, ip[9], eth + total)
-        }
-        0x86dd if frame.len() >= eth + 40 => {
-            let ip = &frame[eth..];
-            (eth + 40, ip[6], eth + 40 + u16::from_be_bytes([ip[4], ip[5]]) as usize)
-        }
-        _ => return,
-    };
-    let off = match proto {
-        6 => 16,
-        17 => 6,
-        _ => return,
-    };
-    if end > frame.len() || l4 + off + 2 > end {
-        return;
-    }
-    let mut c = !crate::gso::fold(crate::gso::ones_sum(&frame[l4..end]));
-    if c == 0 && proto == 17 {
-        c = 0xffff;
-    }
-    frame[l4 + off..l4 + off + 2].copy_from_slice(&c.to_be_bytes());
-}
-
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is valid.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-pub fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is valid.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-pub fn unix_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
-}
-
-/// Ask for nanosecond timer precision instead of the default 50 us slack.
-pub fn tight_timer_slack() {
-    // SAFETY: prctl with integer arguments.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
-}
-
-/// Pin the calling thread to one CPU.
-pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
-    // SAFETY: a zeroed cpu_set_t with one bit set, passed by pointer.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "CPU number out of range"));
-        }
-        libc::CPU_SET(cpu, &mut set);
-        cvt(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set), "sched_setaffinity").map(|_| ())
-    }
-}
-
-/// Number of CPUs this process may run on.
-pub fn online_cpus() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
-}
-
-/// The RPS mask "every online CPU but `avoid`", or None on a single-CPU machine.
-pub fn rps_mask(avoid: Option<usize>) -> Option<String> {
-    let n = online_cpus().min(64);
-    if n < 2 {
-        return None;
-    }
-    let all: u64 = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
-    Some(format!("{:x}", all & !avoid.map_or(0, |a| 1u64 << a)))
-}
-
-/// Receive processing of `ifname` in named namespace `netns` (None: this
-/// one) on every CPU but `avoid`: the host stack behind a veth then runs off
-/// the emulator's core instead of inside the emulator's send(), since veth
-/// delivers synchronously.
-pub fn steer_rx_away_from(netns: Option<&str>, ifname: &str, avoid: usize) {
-    if let Some(mask) = rps_mask(Some(avoid)) {
-        set_rps(netns, ifname, &mask);
-    }
-}
-
-/// Keep each flow's order into the emulator: without RPS a veth's frames
-/// are filed on the CPU that sent them, so a sender that moves between CPUs
-/// has two CPUs filing its frames at once, and a later super-frame can
-/// reach the ring first (seen here at 2.4-9.6 Gbit/s: up to 270 reordering
-/// events and 230 spurious retransmissions in 5 s). RPS queues each flow to
-/// one CPU (by its hash, across every CPU but the emulator's pinned one), in
-/// the order it was sent, and timestamps it before queueing.
-pub fn keep_flow_order(netns: Option<&str>, ifname: &str, avoid: Option<usize>) {
-    if let Some(mask) = rps_mask(avoid) {
-        set_rps(netns, ifname, &mask);
-    }
-}
-
-/// Write an interface's RPS CPU mask (best effort). `ip netns exec` mounts
-/// the namespace's /sys for a named namespace; without one, this process's
-/// /sys is its namespace's (it was started by `ip netns exec` or the node wrapper).
-fn set_rps(netns: Option<&str>, ifname: &str, mask: &str) {
-    let path = format!("/sys/class/net/{ifname}/queues/rx-0/rps_cpus");
-    match netns {
-        None => {
-            let _ = std::fs::write(&path, mask);
-        }
-        Some(ns) => {
-            use std::io::Write as _;
-            if let Ok(mut child) = std::process::Command::new("ip")
-                .args(["netns", "exec", ns, "tee", &path])
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-            {
-                if let Some(mut stdin) = child.stdin.take() {
-                    let _ = stdin.write_all(mask.as_bytes());
-                }
-                let _ = child.wait();
-            }
-        }
-    }
-}
-
-pub struct TimerFd(pub RawFd);
-
-impl TimerFd {
-    pub fn new() -> io::Result<TimerFd> {
-        // SAFETY: plain syscall.
-        cvt(unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) }, "timerfd_create").map(TimerFd)
-    }
-    /// Fire at absolute monotonic time `at_ns` (0 disarms).
-    pub fn set(&self, at_ns: u64) {
-        let its = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec { tv_sec: (at_ns / 1_000_000_000) as i64, tv_nsec: (at_ns % 1_000_000_000) as i64 },
-        };
-        // SAFETY: its is valid.
-        unsafe { libc::timerfd_settime(self.0, libc::TFD_TIMER_ABSTIME, &its, std::ptr::null_mut()) };
-    }
-    pub fn drain(&self) {
-        let mut buf = [0u8; 8];
-        // SAFETY: reading 8 bytes into buf.
-        unsafe { libc::read(self.0, buf.as_mut_ptr() as *mut libc::c_void, 8) };
-    }
-}
-
-impl Drop for TimerFd {
-    fn drop(&mut self) {
-        unsafe { libc::close(self.0) };
-    }
-}
-
-pub struct Epoll(RawFd);
-
-impl Epoll {
-    pub fn new() -> io::Result<Epoll> {
-        cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) }, "epoll_create1").map(Epoll)
-    }
-    pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
-        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
-        cvt(unsafe { libc::epoll_ctl(self.0, libc::EPOLL_CTL_ADD, fd, &mut ev) }, "epoll_ctl").map(|_| ())
-    }
-    /// Turn readiness reporting for an added `fd` on or off.
-    pub fn arm(&self, fd: RawFd, token: u64, on: bool) -> io::Result<()> {
-        let mut ev = libc::epoll_event { events: if on { libc::EPOLLIN as u32 } else { 0 }, u64: token };
-        cvt(unsafe { libc::epoll_ctl(self.0, libc::EPOLL_CTL_MOD, fd, &mut ev) }, "epoll_ctl").map(|_| ())
-    }
-    /// Wait for readiness; returns the tokens that fired.
-    pub fn wait(&self, out: &mut Vec<u64>, timeout_ms: i32) {
-        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 64];
-        let n = unsafe { libc::epoll_wait(self.0, evs.as_mut_ptr(), evs.len() as i32, timeout_ms) };
-        out.clear();
-        for e in evs.iter().take(n.max(0) as usize) {
-            out.push(e.u64);
-        }
-    }
-}
-
-impl Drop for Epoll {
-    fn drop(&mut self) {
-        unsafe { libc::close(self.0) };
-    }
-}
-
-static STOP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-
-extern "C" fn on_stop_signal(sig: libc::c_int) {
-    STOP_SIGNAL.store(sig, Ordering::SeqCst);
-}
-
-/// SIGINT/SIGTERM/SIGHUP set a flag that the loop checks between batches;
-/// without SA_RESTART they also interrupt a sleeping epoll_wait at once.
-pub fn install_stop_handler() {
-    for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        install_handler(s, on_stop_signal);
-    }
-}
-
-/// `handler` for `sig`, without SA_RESTART (a sleeping epoll_wait returns).
-/// Every handler here is async-signal-safe: it stores an atomic, reads the
-/// clock or does nothing.
-fn install_handler(sig: libc::c_int, handler: extern "C" fn(libc::c_int)) {
-    // SAFETY: sa is zeroed plain data with its handler and an empty mask set before use.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = handler as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(sig, &sa, std::ptr::null_mut());
-    }
-}
-
-static RESTART_AT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-extern "C" fn on_restart_signal(_sig: libc::c_int) {
-    // clock_gettime is async-signal-safe.
-    RESTART_AT.store(monotonic_ns(), Ordering::SeqCst);
-}
-
-/// SIGUSR2 asks every link to start its trace over, from its first line, at
-/// the instant the signal arrived: an experiment aligns the trace with its
-/// measurement (the workload starts seconds after the emulator, after the
-/// network checks and the model load, and the trace's phase must not depend
-/// on how long those took). No SA_RESTART: a sleeping epoll_wait returns.
-pub fn install_restart_handler() {
-    install_handler(libc::SIGUSR2, on_restart_signal);
-}
-
-/// When the latest trace restart was asked for (CLOCK_MONOTONIC ns; 0: never).
-pub fn trace_restart_at() -> u64 {
-    RESTART_AT.load(Ordering::SeqCst)
-}
-
-static RESTART_SAID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// True for the first forwarding thread to carry out the restart asked for
-/// at `asked`: the process says so once, however many threads it has.
-pub fn first_to_report_restart(asked: u64) -> bool {
-    RESTART_SAID.swap(asked, Ordering::SeqCst) != asked
-}
-
-/// Ask every forwarding thread to stop, as a stop signal would (keeps a signal already seen).
-pub fn request_stop() {
-    let _ = STOP_SIGNAL.compare_exchange(0, libc::SIGTERM, Ordering::SeqCst, Ordering::SeqCst);
-}
-
-extern "C" fn on_wake_signal(_sig: libc::c_int) {}
-
-/// SIGUSR1 only interrupts what it reaches (no SA_RESTART): a forwarding
-/// thread's epoll_wait returns, and its loop sees a stop request.
-pub fn install_wake_handler() {
-    install_handler(libc::SIGUSR1, on_wake_signal);
-}
-
-/// Wake a forwarding thread from its wait (SIGUSR1, whose handler does nothing
-/// but interrupt the wait: install_wake_handler).
-pub fn wake_thread<T>(h: &std::thread::JoinHandle<T>) {
-    use std::os::unix::thread::JoinHandleExt;
-    if !h.is_finished() {
-        // SAFETY: the thread has not been joined (we hold its handle), so its pthread_t is valid.
-        unsafe { libc::pthread_kill(h.as_pthread_t(), libc::SIGUSR1) };
-    }
-}
-
-/// `cmd` starts its program in the network namespace open at `ns_fd` (which
-/// must stay open until the spawn).
-pub fn spawn_in_netns(cmd: &mut std::process::Command, ns_fd: RawFd) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: setns is async-signal-safe, and the closure touches nothing else.
-    unsafe {
-        cmd.pre_exec(move || if libc::setns(ns_fd, libc::CLONE_NEWNET) == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) });
-    }
-}
-
-/// Ask a child process to end (SIGTERM).
-pub fn terminate(pid: u32) {
-    // SAFETY: kill has no memory effects; a pid that is gone gives ESRCH, ignored.
-    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
-}
-
-/// Block the stop signals in this thread (threads started now inherit it); the old mask.
-pub fn block_stop_signals() -> libc::sigset_t {
-    // SAFETY: sigset_t is plain data, filled by sigemptyset/sigaddset before use.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            libc::sigaddset(&mut set, s);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
-        old
-    }
-}
-
-pub fn restore_signals(old: libc::sigset_t) {
-    // SAFETY: `old` came from pthread_sigmask.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-}
-
-/// The stop signal received so far, if any.
-pub fn stop_signal() -> Option<i32> {
-    match STOP_SIGNAL.load(Ordering::Relaxed) {
-        0 => None,
-        s => Some(s),
-    }
-}
-
-pub fn pidfd_open(pid: u32) -> io::Result<RawFd> {
-    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_long, 0 as libc::c_long) };
-    cvt(r as i32, "pidfd_open")
-}
-
-pub fn close(fd: RawFd) {
-    unsafe { libc::close(fd) };
-}
-
-/// Run `f` with this thread inside the named network namespace
-/// (/var/run/netns/NAME), then switch back. Sockets opened inside stay bound
-/// to that namespace.
-pub fn in_netns<T>(name: &str, f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
-    let open = |p: &str| -> io::Result<RawFd> {
-        let c = CString::new(p).expect("no NUL");
-        cvt(unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }, &format!("open {p}"))
-    };
-    let here = open("/proc/thread-self/ns/net")?;
-    let there = match open(&format!("/var/run/netns/{name}")) {
-        Ok(fd) => fd,
-        Err(e) => {
-            close(here);
-            return Err(io::Error::new(io::ErrorKind::NotFound, format!("network namespace {name:?}: {e}")));
-        }
-    };
-    let r = cvt(unsafe { libc::setns(there, libc::CLONE_NEWNET) }, &format!("setns {name}"));
-    close(there);
-    if let Err(e) = r {
-        close(here);
-        return Err(e);
-    }
-    let out = f();
-    let back = cvt(unsafe { libc::setns(here, libc::CLONE_NEWNET) }, "setns back");
-    close(here);
-    back?;
-    out
-}
-
-const SIOCETHTOOL: libc::c_ulong = 0x8946;
-
-/// Turn a boolean ethtool feature (ETHTOOL_S* command) on or off; errors
-/// ignored by callers where a device simply lacks the feature.
-pub fn ethtool_set(ifname: &str, cmd: u32, on: bool) -> io::Result<()> {
-    #[repr(C)]
-    struct EthtoolValue {
-        cmd: u32,
-        data: u32,
-    }
-    #[repr(C)]
-    struct IfReq {
-        name: [u8; 16],
-        data: *mut EthtoolValue,
-        _pad: [u8; 16],
-    }
-    let mut val = EthtoolValue { cmd, data: on as u32 };
-    let mut req = IfReq { name: [0; 16], data: &mut val, _pad: [0; 16] };
-    let n = ifname.as_bytes();
-    if n.len() >= 16 {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "interface name too long"));
-    }
-    req.name[..n.len()].copy_from_slice(n);
-    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) }, "socket")?;
-    let r = unsafe { libc::ioctl(fd, SIOCETHTOOL as _, &mut req) };
-    close(fd);
-    cvt(r, &format!("ethtool {ifname}")).map(|_| ())
-}
-
-/// Segmentation and receive offloads off, so the emulator sees MTU-sized frames.
-pub fn disable_offloads(ifname: &str) {
-    for c in [ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO, ETHTOOL_STXCSUM] {
-        let _ = ethtool_set(ifname, c, false);
-    }
-}
-
-/// Checksum, scatter-gather and segmentation offload on (receive offload off),
-/// so super-frames the emulator sends leave whole toward the receiving stack.
-pub fn enable_tx_offloads(ifname: &str) {
-    for c in [ETHTOOL_STXCSUM, ETHTOOL_SSG, ETHTOOL_STSO, ETHTOOL_SGSO] {
-        let _ = ethtool_set(ifname, c, true);
-    }
-    let _ = ethtool_set(ifname, ETHTOOL_SGRO, false);
-}
-
-const ETHTOOL_STXCSUM: u32 = 0x17;
-const ETHTOOL_SSG: u32 = 0x19;
-const ETHTOOL_STSO: u32 = 0x1f;
-const ETHTOOL_SGSO: u32 = 0x24;
-const ETHTOOL_SGRO: u32 = 0x2c;
