@@ -13,11 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from continuum import __version__
-from continuum.errors import ConfigError, ContinuumError
-
-
-class UsageError(ContinuumError):
-    """The command line asks for something that does not fit together (exit 2)."""
+from continuum.errors import ConfigError, ContinuumError, UsageError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -81,7 +77,13 @@ def main(argv: list[str] | None = None) -> int:
             return _validate(args.file, console, err)
         if args.command == "run":
             from continuum import experiment, runner
+            from continuum.campaign import sweep
 
+            if sweep.has_sweep(args.file):
+                from continuum.campaign import run as campaign
+
+                return campaign.run(args.file, ["continuum", *argv], console, dry_run=args.dry_run, provider=args.provider,
+                                    recalibrate=args.recalibrate)
             spec = experiment.load(args.file, materialize=not args.dry_run, provider=args.provider)
             runner.run(spec, ["continuum", *argv], console, dry_run=args.dry_run, recalibrate=args.recalibrate)
             return 0
@@ -155,8 +157,15 @@ def _validate(files: list[Path], console: Console, err: Console) -> int:
     from continuum import experiment
 
     status = 0
+    from continuum.campaign import sweep
+
     for f in files:
         try:
+            if sweep.has_sweep(f):
+                specs = sweep.check(f, sweep.points(f))
+                console.print(f"[green]ok[/]: {f} (a campaign of {len(specs)} points, {specs[0].name}; each checked as a "
+                              "whole file; `continuum run --dry-run` lists them)")
+                continue
             spec = experiment.load(f, materialize=False)
         except ConfigError as e:
             err.print(f"[red]invalid:[/] {escape(str(e))}")

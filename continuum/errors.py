@@ -31,6 +31,11 @@ class ConfigError(ContinuumError):
         super().__init__(f"{len(self.issues)} problem(s) in the experiment file:\n{lines}")
 
 
+class UsageError(ContinuumError):
+    """The command line asks for something that does not fit together, or a folder it names holds something
+    else (exit 2)."""
+
+
 class ProviderError(ContinuumError):
     """The host cannot provide what the plan needs (missing tool, privilege, kernel feature)."""
 

@@ -83,7 +83,9 @@ def new_run_dir(spec: ExperimentSpec, run_id: str) -> Path:
 
 
 def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool = False,
-        recalibrate: bool = False) -> Path | None:
+        recalibrate: bool = False, run_dir: Path | None = None) -> Path | None:
+    """Run the experiment and write its result folder (`run_dir`, or a new one under its output folder:
+    a campaign names its points' folders); the folder, or None for a dry run."""
     provider = REGISTRY[spec.provider]()
     run_id = naming.new_run_id()
     plan = netplan.build(spec)
@@ -98,7 +100,7 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     if problems:
         raise ProviderError("the host is not ready:\n  - " + "\n  - ".join(problems))
 
-    run_dir = new_run_dir(spec, run_id)
+    run_dir = run_dir or new_run_dir(spec, run_id)
     (run_dir / "raw").mkdir(parents=True)
     (run_dir / "logs").mkdir()
     (run_dir / "experiment.toml").write_text(spec.text)  # the text whose hash the manifest records

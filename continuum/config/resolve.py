@@ -31,7 +31,7 @@ from continuum.errors import ConfigError, ConfigIssue
 
 
 def load(path: str | os.PathLike, materialize: bool = True, *, providers: Collection[str],
-         systems: Sequence[EdgeSection], provider: str | None = None) -> ExperimentSpec:
+         systems: Sequence[EdgeSection], provider: str | None = None, text: str | None = None) -> ExperimentSpec:
     """Parse, validate and resolve an experiment file; raise ConfigError with all problems.
     `providers`: the kinds [provider] may name; `systems`: the edge systems, each owning an [edge.*] table.
     materialize=False (validate, --dry-run) writes nothing: archive traces not made
@@ -40,7 +40,7 @@ def load(path: str | os.PathLike, materialize: bool = True, *, providers: Collec
     path = Path(path)
     file = str(path)
     try:
-        text = path.read_text()
+        text = path.read_text() if text is None else text
     except OSError as e:
         raise ConfigError([ConfigIssue(file, "(file)", f"cannot read: {e.strerror}")]) from None
     if provider is not None:
@@ -53,7 +53,13 @@ def load(path: str | os.PathLike, materialize: bool = True, *, providers: Collec
     issues: list[ConfigIssue] = []
     sections = raw.ExperimentFile.model_fields
     owned = edge.top_tables(systems)
+    if "sweep" in data:
+        issues.append(ConfigIssue(file, "sweep", "this file is a campaign (a [sweep] of points): `continuum run` and "
+                                                 "`continuum validate` take it; other commands take one point's file "
+                                                 "(each point's run folder has its experiment.toml)"))
     for key in data:
+        if key == "sweep":
+            continue
         if key not in sections and key not in owned:
             issues.append(ConfigIssue(file, key, f"unknown section; valid: {', '.join([*sections, *owned])}"))
     if "experiment" not in data:
