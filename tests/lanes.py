@@ -31,7 +31,7 @@ LINK_LANE = ("mahimahi_link/", "mahimahi_patches/", "tracearchive/test_record.py
 BESIDE = (
     "experiments/", "hosts/", "k3s/", "playbooks/", "qemu/test_libvirt_domain.py",
     "mosaic/test_admission.py", "mosaic/test_admission_results.py",
-    "orchestrator/test_calibration.py", "orchestrator/test_cell_notice.py", "orchestrator/test_config.py",
+    "orchestrator/test_calibration.py", "orchestrator/test_campaign_config.py", "orchestrator/test_cell_notice.py", "orchestrator/test_config.py",
     "orchestrator/test_config_fuzz.py", "orchestrator/test_escaping.py", "orchestrator/test_outcomes.py",
     "orchestrator/test_facts.py", "orchestrator/test_layers.py", "orchestrator/test_plan.py", "orchestrator/test_queue_args.py", "orchestrator/test_results.py",
     "orchestrator/test_timeline_config.py", "orchestrator/test_trace_grammar.py",

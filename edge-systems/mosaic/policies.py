@@ -192,4 +192,4 @@ def make(name: str, slots: int, matrix: Interference | None = None, **mosaic_arg
         if matrix is None:
             raise ValueError("mosaic needs an interference matrix")
         return Mosaic(matrix, **mosaic_args)
-    raise ValueError(f"unknown policy {name!r}; valid: {', '.join(p for p in POLICIES if p != 'mosaic-nomatrix')}")
+    raise ValueError(f"unknown policy {name!r}; valid: {', '.join(p for p in POLICIES if not p.startswith('mosaic'))}, mosaic")

@@ -302,6 +302,15 @@ impl Scheduler for Mrfs {
 pub const UPLINK_SCHEDULERS: [&str; 4] = ["rr", "pf", "smec", "tutti"];
 pub const DOWNLINK_SCHEDULERS: [&str; 4] = ["rr", "pf", "smec", "mrfs"];
 
+/// Why a scheduler runs in one direction only (for its error message).
+pub fn why_one_direction(name: &str) -> &'static str {
+    match name {
+        "tutti" => "tutti learns uplink request starts from the edge",
+        "mrfs" => "mrfs orders UEs by the flow sizes pDCell's CU reports",
+        _ => "a scheduler of one direction",
+    }
+}
+
 /// Every scheduler's name once, uplink's first.
 pub fn all_schedulers() -> Vec<&'static str> {
     let mut out = UPLINK_SCHEDULERS.to_vec();

@@ -15,7 +15,7 @@ pub(super) fn cell_option(c: &mut Common, key: &str, val: String) -> Result<(), 
                 if here.contains(&v) {
                     out.push(v.to_string());
                 } else if there.contains(&v) {
-                    bad = Some(format!("{key}: {v} schedules the {other} only (valid here: {})", here.join(", ")));
+                    bad = Some(format!("{key}: {}; it schedules the {other} only (valid here: {})", crate::cell::why_one_direction(v), here.join(", ")));
                 } else {
                     bad = Some(format!("{key}: {v:?} is not a scheduler; valid: {}; several cells: one per cell, separated by ','", here.join(", ")));
                 }

@@ -1,0 +1,97 @@
+"""The shipped campaign (configs/campaign-quickstart.toml: 2 traces x 2 uplink
+schedulers x 2 seeds, short windows) run as a user runs it, interrupted
+mid-point with Ctrl-C, then run again: the interrupted point was torn down,
+the points finished before are kept untouched, only the missing ones run,
+each point's run is the point it says it is, and the table has a row per
+trace and scheduler with both seeds behind it. Nothing is left on the host."""
+
+from __future__ import annotations
+
+import csv
+import json
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import hoststate
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-m", "continuum"]
+SHIPPED = REPO / "configs" / "campaign-quickstart.toml"
+
+
+def _wait_for(pred, timeout: float, what: str, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        assert proc.poll() is None, f"the campaign ended ({proc.returncode}) before {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def _state(folder: Path) -> dict:
+    try:
+        return json.loads((folder / "campaign.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def test_a_campaign_resumes_after_ctrl_c_with_only_the_missing_points(tmp_path, root_netns):
+    cfg = tmp_path / "campaign.toml"
+    cfg.write_text(SHIPPED.read_text().replace('output = "runs"', f'output = "{tmp_path / "out"}"'))
+    folder = tmp_path / "out" / "campaign-quickstart-sweep"
+    log = open(tmp_path / "first.log", "w")
+    p = subprocess.Popen([*CLI, "run", str(cfg)], stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+
+    def mid_point() -> bool:
+        """Two points complete, and the third answering requests (its workload is up)."""
+        pts = _state(folder).get("points") or []
+        done = [e for e in pts if e["status"] == "complete"]
+        running = [e for e in pts if e["status"] == "running"]
+        if len(done) < 2 or not running:
+            return False
+        raw = folder / running[0]["run"] / "raw"
+        return any(len(f.read_text().splitlines()) > 1 for f in raw.glob("requests-*.csv")) if raw.is_dir() else False
+
+    _wait_for(mid_point, 240, "two points done and a third mid-run", p)
+    p.send_signal(signal.SIGINT)
+    assert p.wait(timeout=120) == 130, (tmp_path / "first.log").read_text()[-3000:]
+    first = _state(folder)["points"]
+    done = {e["index"]: e for e in first if e["status"] == "complete"}
+    (cut,) = [e for e in first if e["status"] == "interrupted"]
+    assert 2 <= len(done) < 8 and cut["index"] not in done, first
+    cut_man = json.loads((folder / cut["run"] / "manifest.json").read_text())
+    assert cut_man["status"].startswith("interrupted") and cut_man["teardown"]["complete"], cut_man["status"]
+    assert not hoststate.namespaces() and not hoststate.cgroup_dirs(), "the interrupted point left something on the host"
+    kept = {i: (folder / e["run"] / "summary.json").stat().st_mtime_ns for i, e in done.items()}
+
+    again = subprocess.run([*CLI, "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path, timeout=900)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
+    assert f"{len(done)} of 8 points done before; {8 - len(done)} to run" in again.stdout, again.stdout[:2000]
+    ran = [int(n) for n in __import__("re").findall(r"point (\d+) of 8 \(", again.stdout)]
+    assert sorted(ran) == sorted(set(range(1, 9)) - set(done)), ran
+    after = _state(folder)["points"]
+    assert all(e["status"] == "complete" for e in after), after
+    assert {i: (folder / after[i - 1]["run"] / "summary.json").stat().st_mtime_ns for i in done} == kept
+    assert list(folder.glob(f"points/{Path(cut['run']).name}.attempt-*")), "the interrupted attempt's folder is kept beside"
+    # each point's run is the point it says it is
+    for e in after:
+        ran_file = tomllib.loads((folder / e["run"] / "experiment.toml").read_text())
+        assert (ran_file["mobile"]["uplink"], ran_file["cell"]["uplink"], ran_file["experiment"]["seed"]) == (
+            e["values"]["mobile.uplink"], e["values"]["cell.uplink"], e["seed"]), e
+        assert json.loads((folder / e["run"] / "summary.json").read_text())["answered"] > 0, e
+    rows = list(csv.DictReader(open(folder / "summary.csv")))
+    assert len(rows) == 8 and all(r["status"] == "complete" and float(r["uplink_ms_median"]) > 0 for r in rows), rows
+    table = (folder / "table.md").read_text().splitlines()
+    groups = [line for line in table if line.startswith("| const-")]
+    assert len(groups) == 4 and all("| 2 / 2 |" in g for g in groups), table
+    assert not hoststate.namespaces() and not hoststate.cgroup_dirs()
+    # the same command once more: nothing to run, nothing changed
+    third = subprocess.run([*CLI, "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert third.returncode == 0 and "8 of 8 points done before; 0 to run" in third.stdout, third.stdout[-2000:]
+    # a changed file is refused, not mixed in
+    cfg.write_text(cfg.read_text().replace("seeds = [1, 2]", "seeds = [1, 2, 3]"))
+    changed = subprocess.run([*CLI, "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert changed.returncode == 2 and "another version" in changed.stderr, changed.stderr
