@@ -111,6 +111,9 @@ def _finish(folder: Path, state: dict, keys: list[str], console: Console) -> Non
     counts: dict[str, int] = {}
     for e in state["points"]:
         counts[e["status"]] = counts.get(e["status"], 0) + 1
+    from rich.markdown import Markdown
+
+    console.print(Markdown(md.read_text()))
     console.print(f"campaign: {', '.join(f'{v} {k}' for k, v in counts.items())}; {md}, {csv_path}")
     console.print(f"campaign folder: {folder}")
 
