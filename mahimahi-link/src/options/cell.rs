@@ -63,10 +63,7 @@ pub(super) fn cell_option(c: &mut Common, key: &str, val: String) -> Result<(), 
         "--cell-pf-beta" => exponent(key, Some(&val)).map(|x| c.cell_pf.beta = x),
         "--cell-pf-window-slots" => val.parse().ok().filter(|v| (1..=100_000).contains(v)).map(|v| c.cell_pf_window_slots = Some(v)).ok_or_else(|| format!("--cell-pf-window-slots: {val:?} is not an integer 1..=100000")),
         "--cell-notice-port" => val.parse().ok().filter(|v| *v > 0).map(|v| c.cell_notice_port = Some(v)).ok_or_else(|| format!("--cell-notice-port: {val:?} is not a UDP port 1..=65535")),
-        "--cell-log" => {
-            c.cell_log = Some(val);
-            Ok(())
-        }
+        "--cell-log" => super::keep(&mut c.cell_log, val),
         "--cell-slot-us" => val.parse().ok().filter(|v| (125..=1000).contains(v)).map(|v| c.cell_slot_us = v).ok_or_else(|| format!("--cell-slot-us: {val:?} is not an integer 125..=1000")),
         "--cell-blocks" => val.split(',').map(|v| v.trim().parse().ok().filter(|v| (1..=275).contains(v))).collect::<Option<Vec<u32>>>()
             .map(|v| c.cell_blocks = v).ok_or_else(|| format!("--cell-blocks: {val:?} is not an integer 1..=275 (several cells: one per cell, separated by ',')")),

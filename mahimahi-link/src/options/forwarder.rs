@@ -12,15 +12,9 @@ pub(super) fn stage_option(c: &mut Common, key: &str, val: String) -> Result<(),
         "--nic-default" => crate::mecanic::parse_class(&format!("default:{val}")).and_then(|k| {
             if k.when == crate::mecanic::Match::default() { c.nic_default = k.rule; Ok(()) } else { Err(format!("{val:?}: LO:HI:PR:PL only")) }
         }),
-        "--nic-log" => {
-            c.nic_log = Some(val);
-            Ok(())
-        }
+        "--nic-log" => super::keep(&mut c.nic_log, val),
         "--cu" => crate::forward::CuSpec::parse(&val).map(|s| c.cu = Some(s)),
-        "--cu-log" => {
-            c.cu_log = Some(val);
-            Ok(())
-        }
+        "--cu-log" => super::keep(&mut c.cu_log, val),
         "--nic-patterns" => crate::mecanic::Patterns::load(&val).map(|p| c.nic_patterns = Some(p)),
         "--nic-scan" => {
             c.nic_scan.extend(val.split(',').filter(|v| !v.is_empty()).map(String::from));

@@ -7,30 +7,12 @@ use crate::packet::{BypassRule, DelayRule};
 /// One option of the link (`key` with its value).
 pub(super) fn link_option(p: &mut Pending, key: &str, val: String) -> Result<(), String> {
     match key {
-        "--uplink-queue" => {
-            p.uq = val;
-            Ok(())
-        }
-        "--uplink-queue-args" => {
-            p.uqa = val;
-            Ok(())
-        }
-        "--downlink-queue" => {
-            p.dq = val;
-            Ok(())
-        }
-        "--downlink-queue-args" => {
-            p.dqa = val;
-            Ok(())
-        }
-        "--queue" if p.simulate => {
-            p.q = val;
-            Ok(())
-        }
-        "--queue-args" if p.simulate => {
-            p.qa = val;
-            Ok(())
-        }
+        "--uplink-queue" => super::set(&mut p.uq, val),
+        "--uplink-queue-args" => super::set(&mut p.uqa, val),
+        "--downlink-queue" => super::set(&mut p.dq, val),
+        "--downlink-queue-args" => super::set(&mut p.dqa, val),
+        "--queue" if p.simulate => super::set(&mut p.q, val),
+        "--queue-args" if p.simulate => super::set(&mut p.qa, val),
         "--light" if p.simulate => {
             p.light = Some(LightArg::new(&val));
             Ok(())
@@ -39,14 +21,8 @@ pub(super) fn link_option(p: &mut Pending, key: &str, val: String) -> Result<(),
             p.light_keys.push((key.to_string(), val));
             Ok(())
         }
-        "--uplink-log" => {
-            p.c.up_log = Some(val);
-            Ok(())
-        }
-        "--downlink-log" => {
-            p.c.down_log = Some(val);
-            Ok(())
-        }
+        "--uplink-log" => super::keep(&mut p.c.up_log, val),
+        "--downlink-log" => super::keep(&mut p.c.down_log, val),
         "--uplink-loss" => parse_prob(key, &val).map(|x| p.c.up_loss = x),
         "--downlink-loss" => parse_prob(key, &val).map(|x| p.c.down_loss = x),
         "--uplink-radio" => crate::radio::RadioConfig::parse(&val, true).map(|r| p.c.up_radio = Some(r)).map_err(|e| format!("{key}: {e}")),
@@ -54,18 +30,9 @@ pub(super) fn link_option(p: &mut Pending, key: &str, val: String) -> Result<(),
         "--seed" => val.parse().map(|s| p.c.seed = s).map_err(|_| format!("--seed: {val:?} is not a non-negative integer")),
         "--bypass" => val.split(',').map(BypassRule::parse).collect::<Result<Vec<_>, _>>().map(|mut v| p.c.bypass.append(&mut v)),
         "--delay" => DelayRule::parse(&val).map(|d| p.c.delays.push(d)),
-        "--stats" => {
-            p.c.stats = Some(val);
-            Ok(())
-        }
-        "--timeline" => {
-            p.c.timeline = Some(val);
-            Ok(())
-        }
-        "--timeline-log" => {
-            p.c.timeline_log = Some(val);
-            Ok(())
-        }
+        "--stats" => super::keep(&mut p.c.stats, val),
+        "--timeline" => super::keep(&mut p.c.timeline, val),
+        "--timeline-log" => super::keep(&mut p.c.timeline_log, val),
         "--stats-interval-ms" => val.parse().ok().filter(|v| *v > 0).map(|v| p.c.stats_interval_ms = v).ok_or_else(|| format!("--stats-interval-ms: {val:?} is not a positive integer")),
         "--link" => LinkArg::parse(&val).map(|l| p.links.push(l)),
         _ => Err(format!("{key}: unknown option; run mahimahi-link --help for the list")),

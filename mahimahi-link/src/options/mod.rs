@@ -333,6 +333,18 @@ pub struct Parsed {
     pub light: Option<LightArg>,
 }
 
+/// An option whose value is kept as given (a file name, a path template).
+pub(super) fn keep(slot: &mut Option<String>, val: String) -> Result<(), String> {
+    *slot = Some(val);
+    Ok(())
+}
+
+/// An option whose value is checked later, with others (a queue and its arguments).
+pub(super) fn set(slot: &mut String, val: String) -> Result<(), String> {
+    *slot = val;
+    Ok(())
+}
+
 pub(super) fn parse_prob(key: &str, v: &str) -> Result<f64, String> {
     v.parse::<f64>().ok().filter(|p| (0.0..=1.0).contains(p)).ok_or_else(|| format!("{key}: {v:?} is not a probability between 0 and 1"))
 }
