@@ -37,10 +37,10 @@ def cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materializ
                 bad(f"cells.{d}", f"the {d} is private in some cells and scheduled in others: every cell's {d} is one or the other")
                 ok = False
     if c.uplink == "private" and c.downlink == "private":
-        bad("cell", "both directions are private: name a scheduler for cell.uplink or cell.downlink "
-                    "(rr, pf, smec; tutti for the uplink), or remove [cell]")
+        bad("cell", "both directions are private: name a scheduler for cell.uplink "
+                    f"({', '.join(raw.UPLINK_SCHEDULERS)}) or cell.downlink ({', '.join(raw.DOWNLINK_SCHEDULERS)}), or remove [cell]")
         ok = False
-    if c.uplink == "tutti" and not c.uplink_signalling:
+    if c.uplink in raw.NOTICE_SCHEDULERS and not c.uplink_signalling:
         bad("cell.uplink_signalling", "tutti learns request starts from the edge instead of BSRs; "
                                       "it needs uplink_signalling = true (what it improves on)")
         ok = False
@@ -104,7 +104,7 @@ def cell(c: raw.Cell, nodes: list[NodeSpec], bad, failed, base: Path, materializ
         if c.uplink_signalling and c.sr_grant_blocks > blocks and x.blocks is not None:
             bad(f"cells.{name}.blocks", f"{blocks} blocks are fewer than cell.sr_grant_blocks ({c.sr_grant_blocks})")
             ok = False
-        if up == "tutti" and not c.uplink_signalling:
+        if up in raw.NOTICE_SCHEDULERS and not c.uplink_signalling:
             bad(f"cells.{name}.uplink", "tutti needs cell.uplink_signalling = true")
             ok = False
         sites.append(CellSite(name, None if up == "private" else up, None if down == "private" else down, blocks,

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Optional, Union, get_args
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from srsran_integration.settings import Srsran
-from workloads import congestion
+from workloads import congestion, contract
 
 # mahimahi-link's queue disciplines and the arguments each takes (src/queue.rs; tests/orchestrator/test_queue_args.py)
 QUEUE_ARGS = {
@@ -337,7 +337,7 @@ class Cell(Strict):
     pf_window_ms: float = Field(default=50.0, gt=0, le=50000)  # pf: R's moving average window
     members: list[str] | None = None
     class_: Literal["lc", "be"] = Field(default="lc", alias="class")
-    slo_ms: float = Field(default=100.0, gt=0, le=60000)
+    slo_ms: float = Field(default=contract.DEFAULT_SLO_MS, gt=0, le=60000)
     ue: dict[str, CellUe] = {}
     bulk: Bulk = Bulk()
 
