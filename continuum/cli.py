@@ -56,8 +56,10 @@ def _parser() -> argparse.ArgumentParser:
                           "the repository's pages load them from beside them")
     cmp = sub.add_parser("compare", help="how far two result folders of one experiment diverge (e.g. netns against qemu): "
                                         "medians, P99s, KS distance and SLO share per metric and app, with a verdict")
-    cmp.add_argument("run_a", type=Path)
+    cmp.add_argument("run_a", type=Path, help="a run folder (with --campaign: a group of its points: ARM or KEY=VALUE[,KEY=VALUE])")
     cmp.add_argument("run_b", type=Path)
+    cmp.add_argument("--campaign", type=Path, default=None, metavar="FOLDER",
+                     help="compare two groups of this campaign's runs (OUTPUT/campaign-NAME), each its runs' requests together")
     cmp.add_argument("--out", type=Path, default=None, help="folder for compare.md, compare.json and compare.png "
                                                              "(default: compare-<A>-<B> in the current folder)")
     cmp.add_argument("--median-tolerance", type=float, default=0.10, help="agree: medians within this share (default 0.10)")
@@ -106,11 +108,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "compare":
             from continuum.results import compare
 
-            out = args.out or Path(f"compare-{args.run_a.resolve().name}-{args.run_b.resolve().name}")
-            c, made = compare.run(args.run_a, args.run_b, out, compare.Tolerance(args.median_tolerance, args.ks_tolerance))
-            from continuum.results import html  # the same comparison as a page to open in a browser
+            tol = compare.Tolerance(args.median_tolerance, args.ks_tolerance)
+            if args.campaign is not None:
+                from continuum.campaign import compare as groups
 
-            made.append(html.write_comparison([args.run_a, args.run_b], out))
+                a, b = groups.side(args.campaign, str(args.run_a)), groups.side(args.campaign, str(args.run_b))
+                safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in f"{args.run_a}-vs-{args.run_b}")
+                out = args.out or args.campaign / f"compare-{safe}"
+                c, made = compare.run_sides(a, b, out, tol)
+            else:
+                out = args.out or Path(f"compare-{args.run_a.resolve().name}-{args.run_b.resolve().name}")
+                c, made = compare.run(args.run_a, args.run_b, out, tol)
+                from continuum.results import html  # the same comparison as a page to open in a browser
+
+                made.append(html.write_comparison([args.run_a, args.run_b], out))
             console.print(compare.render(c))
             console.print(f"written: {', '.join(str(p) for p in made)}")
             return 0

@@ -113,8 +113,12 @@ def _finish(folder: Path, state: dict, keys: list[str], console: Console) -> Non
         counts[e["status"]] = counts.get(e["status"], 0) + 1
     from rich.markdown import Markdown
 
+    from continuum.campaign import page
+
+    made = page.write(folder, state["points"], keys)
     console.print(Markdown(md.read_text()))
-    console.print(f"campaign: {', '.join(f'{v} {k}' for k, v in counts.items())}; {md}, {csv_path}")
+    console.print(f"campaign: {', '.join(f'{v} {k}' for k, v in counts.items())}; {md}, {csv_path}"
+                  + "".join(f", {p}" for p in made[-1:]))
     console.print(f"campaign folder: {folder}")
 
 

@@ -223,7 +223,11 @@ def figure(a: Side, b: Side, c: dict, out: Path) -> Path:
 
 def run(run_a: Path, run_b: Path, out: Path, tol: Tolerance = Tolerance()) -> tuple[dict, list[Path]]:
     """Compare, and write compare.md, compare.json and compare.png into `out`."""
-    a, b = load(run_a), load(run_b)
+    return run_sides(load(run_a), load(run_b), out, tol)
+
+
+def run_sides(a: Side, b: Side, out: Path, tol: Tolerance = Tolerance()) -> tuple[dict, list[Path]]:
+    """The same for two sides made otherwise (a campaign's groups of runs)."""
     c = compare(a, b, tol)
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(markdown(c))
@@ -234,7 +238,8 @@ def run(run_a: Path, run_b: Path, out: Path, tol: Tolerance = Tolerance()) -> tu
 def render(c: dict):
     from rich.table import Table
 
-    t = Table(title=f"{c['a']['experiment']}: A {c['a']['provider']} against B {c['b']['provider']} (ratios B/A; agrees: "
+    a, b = (c["a"]["provider"], c["b"]["provider"]) if c["a"]["provider"] != c["b"]["provider"] else (c["a"]["label"], c["b"]["label"])
+    t = Table(title=f"{c['a']['experiment']}: A {a} against B {b} (ratios B/A; agrees: "
                     f"median within ±{c['tolerance']['median_ratio']:.0%}, KS ≤ {c['tolerance']['ks']:g})")
     for h in ("group", "metric", "median A", "median B", "ratio", "P99 A", "P99 B", "ratio", "KS", "verdict"):
         t.add_column(h, justify="left" if h in ("group", "metric", "verdict") else "right")

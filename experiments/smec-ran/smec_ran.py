@@ -6,16 +6,19 @@ per class and figures next to the paper's numbers (report.md). Shares are
 the mean over the seeds [min-max], percentiles the median of the runs' own
 values [min-max].
 
-Each point is an ordinary `continuum run` of a copy of that file with only
-cell.uplink, the seed (and the timing) changed; the copies are kept with
-the results, so any point can be re-run by hand."""
+The points are one campaign (docs/campaigns.md): that file with a [sweep]
+of cell.uplink and the seeds (and the timing) added, written beside the
+results as campaign.toml and run by one `continuum run`, which resumes
+where it stopped; each point's run folder keeps its own experiment.toml."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import re
+import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -32,7 +35,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
 from continuum.config.raw import SCHEDULERS  # noqa: E402  (the cell's schedulers: one definition)
 from continuum.results import cell  # noqa: E402
-from points import chosen, log_cdf, med_range, run_point, seed_list, set_timing, spread  # noqa: E402
+from points import CONTINUUM, chosen, log_cdf, med_range, seed_list, set_timing, spread  # noqa: E402
 
 BASE = REPO / "configs" / "smec-ran.toml"
 LABEL = {"pf": "proportional fair", "rr": "round robin", "smec": "SMEC", "tutti": "Tutti-like"}
@@ -42,20 +45,16 @@ def point_name(scheduler: str, seed: int) -> str:
     return f"{scheduler}-s{seed}"
 
 
-def point_config(out: Path, scheduler: str, seed: int, duration_s: int, warmup_s: int) -> Path:
-    """A copy of the shipped file: only the scheduler, the seed, the output folder and the timing differ."""
-    name = point_name(scheduler, seed)
+def campaign_file(out: Path, schedulers: list[str], seeds: list[int], duration_s: int, warmup_s: int) -> Path:
+    """The shipped file as a campaign: a [sweep] of the uplink scheduler and the seeds, the output folder
+    and the timing set; nothing else differs."""
     text = BASE.read_text()
-    text = re.sub(r'(?m)^uplink = "(smec|pf|rr|tutti)"$', f'uplink = "{scheduler}"', text)
-    text = re.sub(r'(?m)^name = "smec-ran"$', f'name = "smec-ran-{name}"', text)
-    text = re.sub(r"(?m)^seed = \d+$", f"seed = {seed}", text, count=1)
     text = text.replace('"../workloads/example/app.py"', f'"{REPO / "workloads" / "example" / "app.py"}"')
     text = text.replace("[experiment]\n", f'[experiment]\noutput = "{out / "runs"}"\n', 1)
     text = set_timing(text, duration_s, warmup_s)
-    parsed = tomllib.loads(text)
-    assert (parsed["cell"]["uplink"], parsed["experiment"]["seed"]) == (scheduler, seed)
-    path = out / "configs" / f"smec-ran-{name}.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    text += f'\n[sweep]\n"cell.uplink" = {json.dumps(schedulers)}\nseeds = {json.dumps(seeds)}\n'
+    assert tomllib.loads(text)["sweep"]["cell.uplink"] == schedulers
+    path = out / "campaign.toml"
     path.write_text(text)
     return path
 
@@ -172,15 +171,30 @@ def main() -> int:
     (out / "logs").mkdir(parents=True, exist_ok=True)
     picked = chosen(ap, "--schedulers", a.schedulers, SCHEDULERS)
     if not a.analyze_only:
-        todo = [(s, sd) for sd in seeds for s in picked]
-        for i, (s, sd) in enumerate(todo, 1):
-            name = point_name(s, sd)
-            print(f"smec-ran [{i}/{len(todo)}]: uplink scheduler {s}, seed {sd} ...", flush=True)
-            run_dir = run_point(point_config(out, s, sd, duration, warmup), out / "logs" / f"{name}.log")
+        cfg = campaign_file(out, picked, seeds, duration, warmup)
+        folder = out / "runs" / "campaign-smec-ran"
+        if (folder / "campaign.toml").exists() and (folder / "campaign.toml").read_text() != cfg.read_text():
+            aside = folder.with_name(f"{folder.name}.before-{time.strftime('%Y%m%d-%H%M%S')}")
+            folder.rename(aside)  # another set of points (schedulers, seeds, timing): kept, a new campaign starts
+            print(f"smec-ran: the campaign in {folder} had other points; moved to {aside}")
+        print(f"smec-ran: {len(picked)} schedulers x {len(seeds)} seeds, one campaign ({cfg}); "
+              f"progress in {out / 'logs' / 'campaign.log'}", flush=True)
+        with open(out / "logs" / "campaign.log", "a") as log:
+            p = subprocess.run([str(CONTINUUM), "run", str(cfg)], stdout=log, stderr=subprocess.STDOUT)
+        if p.returncode != 0:
+            print(f"smec-ran: the campaign ended with {p.returncode}; see {out / 'logs' / 'campaign.log'} "
+                  f"(run again to resume it)", file=sys.stderr)
+        for e in json.loads((folder / "campaign.json").read_text())["points"]:
+            if e["status"] != "complete":
+                continue
             # Extracts beside the runs: the run folders (link and cell logs, tens of MB) are not committed.
-            summary, df = point_rows(run_dir)
+            name = point_name(e["values"]["cell.uplink"], e["seed"])
+            summary, df = point_rows(folder / e["run"])
             df.to_csv(out / f"lc-requests-{name}.csv.gz", index=False, float_format="%.3f")
             (out / f"cell-{name}.json").write_text(json.dumps(summary, indent=2) + "\n")
+        for f in ("summary.csv", "table.md"):  # the campaign's own table, every point's M1-M4 (beside this script's)
+            if (folder / f).exists():
+                (out / f"campaign-{f}").write_text((folder / f).read_text())
     points: Points = {}
     for s in SCHEDULERS:
         for f in sorted(out.glob(f"cell-{s}-s*.json")):

@@ -88,6 +88,21 @@ def test_a_campaign_resumes_after_ctrl_c_with_only_the_missing_points(tmp_path, 
     groups = [line for line in table if line.startswith("| const-")]
     assert len(groups) == 4 and all("| 2 / 2 |" in g for g in groups), table
     assert not hoststate.namespaces() and not hoststate.cgroup_dirs()
+    # the campaign's page: its table and figures (the CDFs, the medians against each swept key) in one file
+    page = (folder / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 3 and "| const-12mbps | rr | 2 / 2 |" in page
+    assert {f.name for f in (folder / "plots").iterdir()} == {"cdf.png", "median_vs_mobile.uplink.png", "median_vs_cell.uplink.png"}
+    # two groups compared as two runs are: each group's runs' requests together
+    cmp = subprocess.run([*CLI, "compare", "--campaign", str(folder), "cell.uplink=rr", "cell.uplink=pf"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert cmp.returncode == 0 and "cell.uplink=rr (4 runs)" in " ".join(cmp.stdout.split()), cmp.stdout + cmp.stderr
+    made = json.loads((folder / "compare-cell.uplink_rr-vs-cell.uplink_pf" / "compare.json").read_text())
+    runs_rr = sum(json.loads((folder / e["run"] / "summary.json").read_text())["answered"] for e in after
+                  if e["values"]["cell.uplink"] == "rr")
+    assert next(r for r in made["metrics"] if r["metric"] == "uplink_ms")["n_a"] == runs_rr
+    bad = subprocess.run([*CLI, "compare", "--campaign", str(folder), "cell.uplink=rr", "fastest"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert bad.returncode == 2 and "'fastest' names no complete point" in bad.stderr and "cell.uplink=pf" in bad.stderr, bad.stderr
     # the same command once more: nothing to run, nothing changed
     third = subprocess.run([*CLI, "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert third.returncode == 0 and "8 of 8 points done before; 0 to run" in third.stdout, third.stdout[-2000:]
