@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
-from continuum.config.raw import SCHEDULERS  # noqa: E402  (the cell's schedulers: one definition)
+from continuum.config.raw import ESTIMATING_SCHEDULERS, UPLINK_SCHEDULERS as SCHEDULERS  # noqa: E402  (one definition)
 from continuum.results import cell  # noqa: E402
 from points import CONTINUUM, chosen, log_cdf, med_range, seed_list, set_timing, spread  # noqa: E402
 
@@ -67,7 +67,7 @@ def point_rows(run_dir: Path) -> tuple[dict, pd.DataFrame]:
     every = pd.read_csv(run_dir / "requests.csv")
     every = every[every["endpoint"].isin(lc)]
     log = cell.read_log(run_dir / "links" / "cell-uplink.log")
-    if log is not None and log.scheduler in ("smec", "tutti"):
+    if log is not None and log.scheduler in ESTIMATING_SCHEDULERS:
         every = every.join(cell.start_errors(every, log))  # warm-up too: Tutti's notices pair in order
     df = every[every["phase"] == "measure"].copy()
     df["ran_ms"] = df["uplink_ms"] - man["offload_one_way_ms"]
@@ -184,6 +184,10 @@ def main() -> int:
         if p.returncode != 0:
             print(f"smec-ran: the campaign ended with {p.returncode}; see {out / 'logs' / 'campaign.log'} "
                   f"(run again to resume it)", file=sys.stderr)
+            if not (folder / "campaign.json").exists():
+                return 2
+            if p.returncode == 130:
+                return 130  # interrupted: the finished points are kept, the next run resumes; nothing redrawn
         for e in json.loads((folder / "campaign.json").read_text())["points"]:
             if e["status"] != "complete":
                 continue
