@@ -64,8 +64,11 @@ def table(rows: list[dict[str, Any]], keys: list[str]) -> str:
             p99 = over_runs([r[f"{m}_p99"] for r in done], "{:.1f}", statistics.median)
             cells.append(f"{p50} / {p99}")
         out.append("| " + " | ".join(cells) + " |")
+    fewest = min((r["answered"] for r in rows if r["status"] == "complete" and isinstance(r["answered"], int)), default=None)
+    small = (f" The smallest run answered {fewest} requests: a P99 over fewer than 100 is close to that run's "
+             "maximum; lengthen the window for tails." if fewest is not None and fewest < 100 else "")
     return "\n".join(out) + "\n\nP50 and P99: each run's own, then the median over the group's runs [their min-max]; " \
-                            "answered: the share of each run's measured requests, mean [min-max].\n"
+                            f"answered: the share of each run's measured requests, mean [min-max].{small}\n"
 
 
 def over_runs(values: Iterable[Any], fmt: str, centre: Callable[[list[float]], float]) -> str:

@@ -139,3 +139,4 @@ def test_the_table_gives_each_groups_runs_as_median_and_range(tmp_path):
     assert "2 / 3" in row2 and "21.0 [20.0-22.0] / 50.0 [40.0-60.0]" in row2, row2
     assert "92.0% [91.0%-93.0%]" in row1, row1  # answered 91, 92, 93 of 100: the mean and range
     assert len(csv_path.read_text().splitlines()) == 1 + 6
+    assert "The smallest run answered 91 requests: a P99 over fewer than 100" in md.read_text()  # the failed run not counted
