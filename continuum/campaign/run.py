@@ -101,11 +101,12 @@ def run(path: Path, argv: list[str], console: Console, dry_run: bool = False, pr
         walls.append(entry["wall_s"])
         _save(folder, state)
         aggregate.write(folder, state["points"], keys)
-    _finish(folder, state, keys, console)
+    _finish(folder, state, keys, console, redraw=bool(todo) or not (folder / "report.html").exists())
     return 1 if failed or any(e["status"] != "complete" for e in state["points"]) else 0
 
 
-def _finish(folder: Path, state: dict, keys: list[str], console: Console) -> None:
+def _finish(folder: Path, state: dict, keys: list[str], console: Console, redraw: bool = True) -> None:
+    """Save the record, write the table (and the page and figures, unless nothing ran since they were drawn)."""
     _save(folder, state)
     csv_path, md = aggregate.write(folder, state["points"], keys)
     counts: dict[str, int] = {}
@@ -115,7 +116,7 @@ def _finish(folder: Path, state: dict, keys: list[str], console: Console) -> Non
 
     from continuum.campaign import page
 
-    made = page.write(folder, state["points"], keys)
+    made = page.write(folder, state["points"], keys) if redraw else [folder / "report.html"]
     console.print(Markdown(md.read_text()))
     console.print(f"campaign: {', '.join(f'{v} {k}' for k, v in counts.items())}; {md}, {csv_path}"
                   + "".join(f", {p}" for p in made[-1:]))

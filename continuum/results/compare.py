@@ -128,10 +128,13 @@ def _describe(s: Side) -> dict:
 
 
 def side_name(d: dict, other: dict) -> str:
-    """What tells a side from the other: its provider, or (one provider) the emulator of its link."""
-    if d["provider"] == other["provider"] and d.get("emulator") != other.get("emulator"):
+    """What tells a side from the other: its provider, or (one provider) the emulator of its link, or
+    (both the same) its own label: its folder, or the group of a campaign's runs it is."""
+    if d["provider"] != other["provider"]:
+        return str(d["provider"])
+    if d.get("emulator") != other.get("emulator"):
         return f"{d['provider']}, emulator {d['emulator']}"
-    return str(d["provider"])
+    return str(d.get("label") or d["provider"])
 
 
 def markdown(c: dict) -> str:
@@ -238,8 +241,7 @@ def run_sides(a: Side, b: Side, out: Path, tol: Tolerance = Tolerance()) -> tupl
 def render(c: dict):
     from rich.table import Table
 
-    a, b = (c["a"]["provider"], c["b"]["provider"]) if c["a"]["provider"] != c["b"]["provider"] else (c["a"]["label"], c["b"]["label"])
-    t = Table(title=f"{c['a']['experiment']}: A {a} against B {b} (ratios B/A; agrees: "
+    t = Table(title=f"{c['a']['experiment']}: A {side_name(c['a'], c['b'])} against B {side_name(c['b'], c['a'])} (ratios B/A; agrees: "
                     f"median within ±{c['tolerance']['median_ratio']:.0%}, KS ≤ {c['tolerance']['ks']:g})")
     for h in ("group", "metric", "median A", "median B", "ratio", "P99 A", "P99 B", "ratio", "KS", "verdict"):
         t.add_column(h, justify="left" if h in ("group", "metric", "verdict") else "right")
