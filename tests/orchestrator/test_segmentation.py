@@ -6,9 +6,14 @@ bytes, the 21 segments' serialization at 12 Mbit/s in its uplink time), and
 say it took super-frames whole. The same file with "emulator" (offloads off,
 MTU frames from the hosts) must measure the same uplink times.
 
-The kernel-mode run has two endpoints and `emulator_threads = 2`: the one
-emulator serves their links from two forwarding threads (mahimahi-link
---threads, whose own test checks the threads and their shaping)."""
+Both runs have two endpoints and `emulator_threads = 2` (the one emulator
+serves their links from two forwarding threads: mahimahi-link --threads,
+whose own test checks the threads and their shaping), so segmentation is
+the only difference between them. They are compared at their 25th
+percentile: the link's charge for a request is the same in both, while
+the median also carries this machine's scheduling of eight processes on
+two cores (under two CPU hogs the kernel run's median once read 24.5 ms
+against 21.1 ms, its P25 21.0 against 21.0)."""
 
 from __future__ import annotations
 
@@ -59,9 +64,8 @@ def runs(tmp_path_factory, continuum_run) -> dict[str, Path]:
     out = {}
     for mode in ("kernel", "emulator"):
         cfg = tmp / f"{mode}.toml"
-        two = mode == "kernel"
-        cfg.write_text(CONFIG.format(out=tmp / "runs", segmentation=mode, nodes="\n[nodes.endpoint]\ncount = 2\n" if two else "",
-                                     threads="emulator_threads = 2" if two else "")
+        cfg.write_text(CONFIG.format(out=tmp / "runs", segmentation=mode, nodes="\n[nodes.endpoint]\ncount = 2\n",
+                                     threads="emulator_threads = 2")
                        .replace('name = "segmentation"', f'name = "seg-{mode}"'))
         out[mode] = continuum_run(cfg, tmp, f"seg-{mode}")
     return out
@@ -101,10 +105,11 @@ def test_kernel_segmentation_still_charges_every_mtu_segment(runs):
 def test_both_segmentations_measure_the_same_uplink(runs):
     kernel, emulator = _measured(runs["kernel"]), _measured(runs["emulator"])
     assert json.loads((runs["emulator"] / "manifest.json").read_text())["mobile"]["segmentation"] == "emulator"
-    up = json.loads((runs["emulator"] / "links" / "stats.json").read_text())["links"][0]["uplink"]
-    assert up["superframes"] == 0, up  # the hosts cut every request into MTU frames themselves
-    a, b = kernel["uplink_ms"].median(), emulator["uplink_ms"].median()
-    assert abs(a - b) <= 0.15 * b, (a, b)
+    for link in json.loads((runs["emulator"] / "links" / "stats.json").read_text())["links"]:
+        assert link["uplink"]["superframes"] == 0, link  # the hosts cut every request into MTU frames themselves
+    a, b = kernel["uplink_ms"].quantile(0.25), emulator["uplink_ms"].quantile(0.25)
+    print("P25", a, b, "P50", kernel["uplink_ms"].median(), emulator["uplink_ms"].median())
+    assert abs(a - b) <= 0.15 * b, (a, b, kernel["uplink_ms"].median(), emulator["uplink_ms"].median())
     # the bytes on the link are the same: per request, the same MTU packets were charged
     assert kernel["request_bytes"].median() == emulator["request_bytes"].median()
 
