@@ -25,6 +25,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--dry-run", action="store_true", help="print the plan (nodes, addresses, links, delays, processes); touch nothing")
     r.add_argument("--provider", metavar="KIND", help="run on this provider (netns, qemu, hosts) in place of the file's "
                                                        "[provider] kind; the run folder's copy of the file says so")
+    r.add_argument("--hosts", type=Path, metavar="INVENTORY", help="a campaign (a file with [sweep]): run its points on "
+                                                                   "the machines of this Ansible inventory, one point per "
+                                                                   "machine at a time, each whole on its machine "
+                                                                   "(docs/campaigns.md)")
     r.add_argument("--recalibrate", action="store_true", help="measure each app's service time on its node again, "
                                                               "whatever the calibration cache holds (a busier machine, say)")
     c = sub.add_parser("calibrate", help="measure each app's service time and capacity on its offload node as configured "
@@ -85,7 +89,10 @@ def main(argv: list[str] | None = None) -> int:
                 from continuum.campaign import run as campaign
 
                 return campaign.run(args.file, ["continuum", *argv], console, dry_run=args.dry_run, provider=args.provider,
-                                    recalibrate=args.recalibrate)
+                                    recalibrate=args.recalibrate, hosts=args.hosts)
+            if args.hosts is not None:
+                raise UsageError(f"--hosts runs a campaign's points on machines, and {args.file} has no [sweep]; for one "
+                                 "run over several machines, give the file [provider] kind = \"hosts\" (docs/providers.md)")
             spec = experiment.load(args.file, materialize=not args.dry_run, provider=args.provider)
             runner.run(spec, ["continuum", *argv], console, dry_run=args.dry_run, recalibrate=args.recalibrate)
             return 0

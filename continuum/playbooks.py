@@ -121,9 +121,15 @@ def parse_recap(lines: list[str], seconds: float) -> Recap:
 
 
 def ensure_wheels(requirements: list[str], say: Callable[[str], None]) -> None:
-    """The wheelhouse has every wheel of these requirement files (for nodes without PyPI)."""
-    for req in requirements:
-        if not containers.wheels_missing(REPO / req):
-            continue
-        say(f"wheelhouse: {req}")
-        containers.download_wheels(REPO / req)
+    """The wheelhouse has every wheel of these requirement files (for nodes without PyPI). Under a lock:
+    a campaign provisions its machines from processes that run at once."""
+    import fcntl
+
+    containers.WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+    with open(containers.WHEELHOUSE.parent / "wheelhouse.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for req in requirements:
+            if not containers.wheels_missing(REPO / req):
+                continue
+            say(f"wheelhouse: {req}")
+            containers.download_wheels(REPO / req)

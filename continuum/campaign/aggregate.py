@@ -21,6 +21,10 @@ def point_row(point: dict[str, Any], run_dir: Path | None) -> dict[str, Any]:
     row: dict[str, Any] = {"point": point["index"], "arm": point.get("arm") or "", **{k: v for k, v in point["values"].items()},
                            "seed": "" if point.get("seed") is None else point["seed"], "status": point.get("status", ""),
                            "run": point.get("run") or ""}
+    if point.get("machine"):  # run on a machine of --hosts: which, and its CPU
+        m = point.get("machine_facts") or {}
+        row["machine"] = point["machine"]
+        row["machine_cpu"] = f"{m.get('cpu_model', '?')}, {m.get('cpus', '?')} CPUs" if m else ""
     s = _summary(run_dir)
     row["requests"] = s.get("requests", "")
     row["answered"] = s.get("answered", "")
@@ -34,7 +38,8 @@ def point_row(point: dict[str, Any], run_dir: Path | None) -> dict[str, Any]:
 def write(folder: Path, points: list[dict[str, Any]], keys: list[str]) -> tuple[Path, Path]:
     """summary.csv (a row per point) and table.md (a row per group of points) in the campaign folder."""
     rows = [point_row(p, folder / p["run"] if p.get("run") else None) for p in points]
-    cols = ["point", "arm", *keys, "seed", "status", "run", "requests", "answered",
+    cols = ["point", "arm", *keys, "seed", "status", "run", *(["machine", "machine_cpu"] if any("machine" in r for r in rows) else []),
+            "requests", "answered",
             *(f"{m}_{q}" for m in METRICS for q in ("median", "p99"))]
     with open(folder / "summary.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
@@ -68,7 +73,20 @@ def table(rows: list[dict[str, Any]], keys: list[str]) -> str:
     small = (f" The smallest run answered {fewest} requests: a P99 over fewer than 100 is close to that run's "
              "maximum; lengthen the window for tails." if fewest is not None and fewest < 100 else "")
     return "\n".join(out) + "\n\nP50 and P99: each run's own, then the median over the group's runs [their min-max]; " \
-                            f"answered: the share of each run's measured requests, mean [min-max].{small}\n"
+                            f"answered: the share of each run's measured requests, mean [min-max].{small}{_machines(rows)}\n"
+
+
+def _machines(rows: list[dict[str, Any]]) -> str:
+    """Where points ran on several machines: which, and whether their CPUs differ (a group's spread then
+    holds the machines' difference as well as the runs')."""
+    cpus = {r["machine"]: r.get("machine_cpu", "") for r in rows if r.get("machine") and r["status"] == "complete"}
+    if not cpus:
+        return ""
+    said = "; ".join(f"{m} ({c or 'CPU not recorded'})" for m, c in sorted(cpus.items()))
+    differ = len(set(cpus.values())) > 1
+    return (f" The points ran on {len(cpus)} machine(s): {said}." + (
+        " Their CPUs differ: a group's spread holds the machines' difference too (summary.csv names each point's "
+        "machine; state loads as utilisation so that each is calibrated on its machine)." if differ else ""))
 
 
 def over_runs(values: Iterable[Any], fmt: str, centre: Callable[[list[float]], float]) -> str:

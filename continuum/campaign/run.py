@@ -10,11 +10,15 @@ or during one leaves finished points intact and nothing on the host."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
 import os
 import platform
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +27,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from continuum.campaign import aggregate, sweep
+from continuum.campaign import aggregate, machines, sweep
 from continuum.errors import ContinuumError, UsageError
 
 SETUP_S = 20.0  # a point's set-up, calibration from the cache, teardown and results, before one is measured here
@@ -34,19 +38,28 @@ def folder_of(spec: Any) -> Path:
 
 
 def run(path: Path, argv: list[str], console: Console, dry_run: bool = False, provider: str | None = None,
-        recalibrate: bool = False) -> int:
-    """Run (or resume) the campaign of `path`; 0 when every point completed, 1 when one failed."""
-    from continuum import experiment, runner
-
+        recalibrate: bool = False, hosts: Path | None = None) -> int:
+    """Run (or resume) the campaign of `path`; 0 when every point completed, 1 when one failed. `hosts`:
+    an Ansible inventory whose machines run the points, one point per machine at a time (machines.py)."""
     points = sweep.points(path)
-    specs = sweep.check(path, points, provider)
+    workers: list[machines.Worker] = []
+    if hosts is not None:
+        if provider is not None:
+            raise UsageError(f"--hosts {hosts} and --provider {provider}: --hosts runs every point through the hosts "
+                             "provider, one machine each; choose one")
+        machines.refuse_other_provider(path.read_text(), path)
+        workers = machines.read_inventory(hosts)
+        # each point checked as it will run: the hosts provider, one machine in every role
+        specs = sweep.check(path, [dataclasses.replace(p, text=machines.point_text(p.text, workers[0], False)) for p in points])
+    else:
+        specs = sweep.check(path, points, provider)
     folder = folder_of(specs[0])
     keys = list(dict.fromkeys(k for p in points for k in p.values))
     text = path.read_text()
     sha = hashlib.sha256(text.encode()).hexdigest()
     state = _load(folder, sha, path)
     if dry_run:
-        _plan(console, folder, points, specs, state)
+        _plan(console, folder, points, specs, state, workers)
         return 0
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "points").mkdir(exist_ok=True)
@@ -56,53 +69,204 @@ def run(path: Path, argv: list[str], console: Console, dry_run: bool = False, pr
              "argv": argv, "points": [{**{"index": p.index, "arm": p.arm, "values": p.values, "seed": p.seed,
                                           "slug": p.slug(), "status": "pending", "run": None},
                                        **{k: v for k, v in recorded.get(p.index, {}).items() if k in ("status", "run", "error",
-                                                                                                    "wall_s", "calibration")}}
+                                                                                                    "wall_s", "calibration",
+                                                                                                    "machine", "machine_facts")}}
                                       for p in points]}
+    if workers:
+        state["machines"] = [{"name": w.name, "address": w.address} for w in workers]
     todo = [p for p in points if not _done(folder, state["points"][p.index - 1])]
     if len(todo) < len(points):
         console.print(f"[bold]campaign {escape(str(folder))}[/]: {len(points) - len(todo)} of {len(points)} points done "
-                      f"before; {len(todo)} to run")
+                      f"before; {len(todo)} to run" + (f" on {len(workers)} machines" if workers else ""))
     else:
-        console.print(f"[bold]campaign {escape(str(folder))}[/]: {len(points)} points")
+        console.print(f"[bold]campaign {escape(str(folder))}[/]: {len(points)} points"
+                      + (f" on {len(workers)} machines ({', '.join(w.name for w in workers)})" if workers else ""))
     _save(folder, state)
-    walls: list[float] = []
-    failed = 0
-    for n, p in enumerate(todo, 1):
-        entry = state["points"][p.index - 1]
-        left = _left(walls, [specs[q.index - 1] for q in todo[n - 1:]])
-        console.rule(f"point {p.index} of {len(points)} ({n} of {len(todo)} to run, ~{left / 60:.0f} min left): {escape(p.label())}")
-        spec = experiment.load(path, materialize=True, provider=provider, text=p.text)
-        run_dir = folder / "points" / p.slug()
-        if run_dir.exists():  # a failed or interrupted attempt: kept, beside
+    book = _Book(folder, state, keys, console, len(points))
+    if workers:
+        _on_machines(path, book, todo, workers, recalibrate, [specs[p.index - 1] for p in todo])
+    else:
+        _in_turn(path, book, todo, specs, argv, provider, recalibrate)
+    _finish(folder, state, keys, console, redraw=bool(todo) or not (folder / "report.html").exists())
+    return 1 if book.failed or any(e["status"] != "complete" for e in state["points"]) else 0
+
+
+class _Book:
+    """The campaign's record while points run: each point's folder made ready, its start and its end
+    written to campaign.json, the table redrawn after each."""
+
+    def __init__(self, folder: Path, state: dict, keys: list[str], console: Console, total: int) -> None:
+        self.folder, self.state, self.keys, self.console, self.total = folder, state, keys, console, total
+        self.walls: list[float] = []
+        self.failed = 0
+
+    def entry(self, p: sweep.Point) -> dict:
+        return self.state["points"][p.index - 1]
+
+    def start(self, p: sweep.Point, pid: int, machine: str | None = None) -> Path:
+        """The point's run folder (a failed or interrupted attempt's kept beside, renamed), the point
+        recorded as running."""
+        run_dir = self.folder / "points" / p.slug()
+        if run_dir.exists():
             run_dir.rename(run_dir.with_name(f"{run_dir.name}.attempt-{dt.datetime.now():%Y%m%d-%H%M%S}"))
-        entry.update(status="running", run=str(run_dir.relative_to(folder)), error=None, pid=os.getpid())
-        _save(folder, state)
+        e = self.entry(p)
+        e.update(status="running", run=str(run_dir.relative_to(self.folder)), error=None, pid=pid)
+        for k in ("machine", "machine_facts"):  # of an earlier attempt elsewhere
+            e.pop(k, None)
+        if machine:
+            e["machine"] = machine
+        _save(self.folder, self.state)
+        return run_dir
+
+    def end(self, p: sweep.Point, t0: float, error: str | None = None) -> None:
+        """The point's status from its run folder (or its error), its wall time; the table redrawn."""
+        e = self.entry(p)
+        if error is None:
+            e.update(status=_status(self.folder / e["run"]), calibration=_calibration(self.folder / e["run"]))
+            if e.get("machine"):
+                e["machine_facts"] = _machine_facts(self.folder / e["run"], e["machine"])
+        else:
+            e.update(status="failed", error=error)
+            self.failed += 1
+        e.pop("pid", None)
+        e["wall_s"] = round(time.monotonic() - t0, 1)
+        self.walls.append(e["wall_s"])
+        _save(self.folder, self.state)
+        aggregate.write(self.folder, self.state["points"], self.keys)
+
+    def stopped(self, p: sweep.Point, why: str, status: str = "interrupted") -> None:
+        e = self.entry(p)
+        e.update(status=status, error=why)
+        e.pop("pid", None)
+
+    def finish(self) -> None:
+        _finish(self.folder, self.state, self.keys, self.console)
+
+
+def _in_turn(path: Path, book: _Book, todo: list[sweep.Point], specs: list, argv: list[str], provider: str | None,
+             recalibrate: bool) -> None:
+    """The points here, one after another, each an ordinary run in this process."""
+    from continuum import experiment, runner
+
+    console = book.console
+    for n, p in enumerate(todo, 1):
+        left = _left(book.walls, [specs[q.index - 1] for q in todo[n - 1:]])
+        console.rule(f"point {p.index} of {book.total} ({n} of {len(todo)} to run, {_eta(left)} left): {escape(p.label())}")
+        spec = experiment.load(path, materialize=True, provider=provider, text=p.text)
+        run_dir = book.start(p, os.getpid())
         t0 = time.monotonic()
         try:
             runner.run(spec, [*argv, f"(point {p.index})"], console, recalibrate=recalibrate, run_dir=run_dir)
         except (KeyboardInterrupt, runner.Interrupted) as e:
-            entry.update(status="interrupted", error=str(e) or "interrupted")
-            entry.pop("pid", None)
-            _finish(folder, state, keys, console)
+            book.stopped(p, str(e) or "interrupted")
+            book.finish()
             raise
         except ContinuumError as e:
-            entry.update(status="failed", error=str(e))
-            failed += 1
+            book.end(p, t0, str(e))
             console.print(f"[red]point {p.index} failed[/]: {escape(str(e))}; the campaign goes on (re-run it to retry)")
         except BaseException as e:
-            entry.update(status="failed", error=f"{type(e).__name__}: {e}")
-            entry.pop("pid", None)
-            _finish(folder, state, keys, console)
+            book.stopped(p, f"{type(e).__name__}: {e}", "failed")
+            book.finish()
             raise
         else:
-            entry.update(status=_status(run_dir), calibration=_calibration(run_dir))
-        entry.pop("pid", None)
-        entry["wall_s"] = round(time.monotonic() - t0, 1)
-        walls.append(entry["wall_s"])
-        _save(folder, state)
-        aggregate.write(folder, state["points"], keys)
-    _finish(folder, state, keys, console, redraw=bool(todo) or not (folder / "report.html").exists())
-    return 1 if failed or any(e["status"] != "complete" for e in state["points"]) else 0
+            book.end(p, t0)
+
+
+def _on_machines(path: Path, book: _Book, todo: list[sweep.Point], workers: list[machines.Worker], recalibrate: bool,
+                 specs: list) -> None:
+    """The points on the inventory's machines, one point per machine at a time, each a process of its own
+    (worker.py) whose console goes to logs/POINT.txt; a machine's first point of the campaign provisions it.
+    Ctrl-C or SIGTERM: each running point is sent SIGINT once and its teardown waited for."""
+    console, folder = book.console, book.folder
+    (folder / "logs").mkdir(exist_ok=True)
+    queue, free = list(todo), list(workers)
+    provisioned: set[str] = set()
+    running: dict[str, tuple[subprocess.Popen, sweep.Point, float, machines.Worker, Path]] = {}
+
+    def raise_interrupt(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    old = {s: signal.signal(s, raise_interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while queue or running:
+            while queue and free:
+                w, p = free.pop(0), queue.pop(0)
+                log = folder / "logs" / f"{p.slug()}.txt"
+                run_dir = book.start(p, 0, w.name)
+                provision = w.provision and w.name not in provisioned
+                with open(log, "w") as out:
+                    proc = subprocess.Popen([sys.executable, "-m", "continuum.campaign.worker", str(path), str(p.index),
+                                             w.as_json(), str(run_dir), "1" if provision else "0", "1" if recalibrate else "0"],
+                                            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            start_new_session=True)  # Ctrl-C reaches them from here, once
+                book.entry(p)["pid"] = proc.pid
+                _save(folder, book.state)
+                running[w.name] = (proc, p, time.monotonic(), w, log)
+                console.print(f"point {p.index} of {book.total} [bold]on {escape(w.name)}[/]"
+                              + (" (provisioning it first)" if provision else "") + f": {escape(p.label())}; "
+                              f"its console: {escape(str(log.relative_to(folder)))}")
+            _wait_any([r[0] for r in running.values()])
+            for name, (proc, p, t0, w, log) in list(running.items()):
+                rc = proc.poll()
+                if rc is None:
+                    continue
+                del running[name]
+                free.append(w)
+                error = None if rc == 0 else _last_error(log, rc)
+                book.end(p, t0, error)
+                ok = book.entry(p)["status"] == "complete"
+                if ok:
+                    provisioned.add(w.name)
+                done = len(todo) - len(queue) - len(running)
+                left = _left(book.walls, specs[done:]) / max(1, len(workers))
+                console.print(f"point {p.index} on {escape(w.name)}: "
+                              + ("[green]complete[/]" if ok else f"[red]{escape(book.entry(p)['status'])}[/]: {escape(error or '')}")
+                              + f" ({book.entry(p)['wall_s']:.0f} s; {done} of {len(todo)} done"
+                              + (f", {_eta(left)} left)" if queue or running else ")"))
+    except KeyboardInterrupt:
+        for s in old:
+            signal.signal(s, signal.SIG_IGN)  # the points' teardown is not cut short by a second Ctrl-C
+        console.print(f"[yellow]interrupted[/]: asking {len(running)} running point(s) to stop and tear down")
+        for proc, *_ in running.values():
+            proc.send_signal(signal.SIGINT)
+        for proc, p, _t0, w, log in running.values():
+            try:
+                proc.wait(timeout=TEARDOWN_WAIT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                book.stopped(p, f"killed after {TEARDOWN_WAIT_S:.0f} s of teardown on {w.name}: `continuum destroy --all` "
+                                "removes what it left (run it here)")
+                continue
+            book.stopped(p, f"interrupted on {w.name}; its console: {log.relative_to(folder)}")
+        book.finish()
+        raise
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+TEARDOWN_WAIT_S = 300.0  # a point asked to stop tears down on its machine within this, or is killed
+
+
+def _wait_any(procs: list[subprocess.Popen]) -> None:
+    """Until one of the points' processes has ended (any child: the campaign's own are the only ones)."""
+    if not procs or any(p.poll() is not None for p in procs):
+        return
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
+    except ChildProcessError:
+        pass
+
+
+def _last_error(log: Path, rc: int) -> str:
+    """What the point's console said last about why it ended."""
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        lines = []
+    said = [ln for ln in lines if ln.startswith(("error:", "interrupted"))]
+    return (said[-1] if said else f"exit {rc}") + f" (its console: logs/{log.name})"
 
 
 def _finish(folder: Path, state: dict, keys: list[str], console: Console, redraw: bool = True) -> None:
@@ -123,8 +287,10 @@ def _finish(folder: Path, state: dict, keys: list[str], console: Console, redraw
     console.print(f"campaign folder: {folder}")
 
 
-def _plan(console: Console, folder: Path, points: list[sweep.Point], specs: list, state: dict) -> None:
-    """--dry-run: the points, what each sets and the time each will take (measured time plus set-up)."""
+def _plan(console: Console, folder: Path, points: list[sweep.Point], specs: list, state: dict,
+          workers: list[machines.Worker]) -> None:
+    """--dry-run: the points, what each sets and the time each will take (measured time plus set-up; on
+    machines, divided among them)."""
     done = {e["index"] for e in state.get("points", []) if e.get("status") == "complete"}
     t = Table(title=f"campaign {folder}: {len(points)} points" + (f", {len(done)} done before" if done else ""))
     for col in ("point", "sets", "measured", "folder"):
@@ -137,8 +303,10 @@ def _plan(console: Console, folder: Path, points: list[sweep.Point], specs: list
         t.add_row(str(p.index), escape(p.label()), f"{measured:g} s" + (" (done)" if p.index in done else ""),
                   escape(f"points/{p.slug()}"))
     console.print(t)
-    console.print(f"to run: about {total / 60:.1f} min ({SETUP_S:g} s of set-up, calibration from the cache and teardown "
-                  "taken per point; a first calibration of an app on this machine adds its own)")
+    on = (f" on {len(workers)} machines ({', '.join(w.name for w in workers)}), one point each at a time; their first "
+          "points provision them first" if workers else "")
+    console.print(f"to run: about {total / max(1, len(workers)) / 60:.1f} min{on} ({SETUP_S:g} s of set-up, calibration "
+                  "from the cache and teardown taken per point; a first calibration of an app on a machine adds its own)")
 
 
 def _left(walls: list[float], specs: list) -> float:
@@ -147,6 +315,10 @@ def _left(walls: list[float], specs: list) -> float:
     if walls:
         return sum(walls) / len(walls) * len(specs)
     return sum(s.repetitions * (s.warmup_s + s.duration_s) + SETUP_S for s in specs)
+
+
+def _eta(seconds: float) -> str:
+    return f"~{seconds:.0f} s" if seconds < 120 else f"~{seconds / 60:.0f} min"
 
 
 def _load(folder: Path, sha: str, path: Path) -> dict:
@@ -187,6 +359,15 @@ def _calibration(run_dir: Path) -> Any:
         return json.loads((run_dir / "manifest.json").read_text()).get("calibration")
     except (OSError, json.JSONDecodeError):
         return None
+
+
+def _machine_facts(run_dir: Path, machine: str) -> Any:
+    """The CPU, cores, memory and OS of the machine a point ran on, as its run recorded them."""
+    try:
+        facts = json.loads((run_dir / "manifest.json").read_text()).get("provider_facts") or {}
+    except (OSError, json.JSONDecodeError):
+        return None
+    return ((facts.get("hosts") or {}).get(machine) or {}).get("machine")
 
 
 def _host() -> dict[str, Any]:

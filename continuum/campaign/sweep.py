@@ -99,9 +99,7 @@ def points(path: Path) -> list[Point]:
                     why = _set(doc, key, value)
                     if why:
                         problems.append(ConfigIssue(file, f"sweep: {key}", why))
-                head = f"# point {point_no} of the campaign {path.name}: " + (
-                    ", ".join([f"arm {arm}"] if arm else []) + (", " if arm and values else "")
-                    + ", ".join(f"{k} = {_show(v)}" for k, v in values.items())) + "\n"
+                head = f"# point {point_no} of the campaign {path.name}: {Point(point_no, arm, values, seed, '').label()}\n"
                 out.append(Point(point_no, arm, values, seed, head + tomli_w.dumps(doc)))
     if problems:
         raise ConfigError(list({(i.key, i.message): i for i in problems}.values()))

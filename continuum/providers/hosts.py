@@ -34,6 +34,7 @@ from continuum.errors import CommandError, ProviderError
 from continuum.network.plan import Plan
 from continuum.providers.base import Deployment, Provider, register
 from continuum.network.configure import configure
+from continuum.results import manifest
 from continuum.providers.remote import clock_offset, hostside, remote_cgroups, remote_problems, share_folder
 from continuum.remote import SshHost
 from continuum.runtime import Node
@@ -113,8 +114,11 @@ class HostsProvider(Provider):
         undo.callback(_forget, run_id)
         for h in hosts.values():
             undo.callback(h.close)
+        # each machine's CPU, cores, memory and OS: what decides its service times (a campaign on several
+        # machines compares its points' machines by these)
         facts: dict = {"hosts": {m.name: {"address": m.address, "roles": list(m.roles),
-                                          "nodes": sorted(n for n, w in plan.placement.items() if w == m.name)}
+                                          "nodes": sorted(n for n, w in plan.placement.items() if w == m.name),
+                                          "machine": manifest.host(hosts[m.name].read_text)}
                                  for m in plan.machines}}
         if plan.provision:
             say(f"provisioning {len(hosts)} machine(s) with playbooks/site.yml")

@@ -12,7 +12,7 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -32,9 +32,9 @@ def _out(argv: list[str]) -> str:
         return "unknown"
 
 
-def _os_release() -> str:
+def _os_release(read: Callable[[Path], str] = Path.read_text) -> str:
     try:
-        for line in Path("/etc/os-release").read_text().splitlines():
+        for line in read(Path("/etc/os-release")).splitlines():
             if line.startswith("PRETTY_NAME="):
                 return line.split("=", 1)[1].strip('"')
     except OSError:
@@ -102,18 +102,30 @@ def _read(path: Path) -> str:
         return "unknown (not installed by playbooks/srsran.yml)"
 
 
-def host() -> dict:
+def host(read: Callable[[Path], str] | None = None) -> dict:
+    """The machine's facts a result depends on: this one's, or (`read`: its files) a machine a run used
+    over SSH, whose CPUs are counted from its /proc/cpuinfo."""
+    reader = read or Path.read_text
     mem = 0
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
+        for line in reader(Path("/proc/meminfo")).splitlines():
             if line.startswith("MemTotal:"):
                 mem = int(line.split()[1]) * 1024
     except OSError:
         pass
     from continuum.calibration import cpu_model
 
-    return {"hostname": platform.node(), "os": _os_release(), "machine": platform.machine(),
-            "cpu_model": cpu_model(), "cpus": os.cpu_count(), "memory_bytes": mem}
+    if read is None:
+        name, machine, cpus = platform.node(), platform.machine(), os.cpu_count()
+    else:
+        name = reader(Path("/proc/sys/kernel/hostname")).strip()
+        try:
+            machine = reader(Path("/proc/sys/kernel/arch")).strip()
+        except OSError:  # before Linux 6.1
+            machine = "unknown"
+        cpus = sum(1 for line in reader(Path("/proc/cpuinfo")).splitlines() if line.startswith("processor"))
+    return {"hostname": name, "os": _os_release(reader), "machine": machine,
+            "cpu_model": cpu_model(read), "cpus": cpus, "memory_bytes": mem}
 
 
 class Teardown(BaseModel):

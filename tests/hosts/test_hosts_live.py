@@ -15,6 +15,7 @@ import re
 import secrets
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -430,3 +431,89 @@ def test_container_workloads_run_in_their_nodes_namespaces_and_cgroups_on_the_ma
         assert st["namespaces"] == [] and st["cgroups"] == [], (name, st)
         left = _docker("exec", container, "sh", "-c", "command -v docker >/dev/null && docker ps -aq || true").stdout.split()
         assert left == [], (name, left)
+
+
+def _inventory(machines: dict, names: list[str], path: Path) -> Path:
+    """An Ansible inventory of these test machines, as a lab would keep one for its own."""
+    hosts = "".join(f"    {n}: {{ansible_host: {machines['hosts'][n].address}}}\n" for n in names)
+    path.write_text(f"all:\n  vars:\n    ansible_user: root\n    ansible_ssh_private_key_file: {machines['key']}\n"
+                    f"    continuum_host_keys: first-use\n  hosts:\n{hosts}")
+    return path
+
+
+@pytest.fixture(scope="module")
+def campaign_on_machines(machines, tmp_path_factory):
+    """The quickstart as a campaign of three seeds, short windows, on two of the machines, ue and mec:
+    interrupted (SIGINT, as Ctrl-C) once both machines are running a point's workload, then run again."""
+    import signal
+
+    tmp = tmp_path_factory.mktemp("campaign-hosts")
+    text = (ROOT / "configs" / "quickstart.toml").read_text()
+    text = re.sub(r"duration_s = \d+", "duration_s = 3", text)
+    text = re.sub(r"warmup_s = \d+", "warmup_s = 1", text)
+    text = text.replace('name = "quickstart"', 'name = "qs-hosts"') + "\n[sweep]\nseeds = [1, 2, 3]\n"
+    (tmp / "qs-hosts.toml").write_text(text)
+    inventory = _inventory(machines, ["ue", "mec"], tmp / "lab.yml")
+    argv = [sys.executable, "-m", "continuum", "run", "qs-hosts.toml", "--hosts", str(inventory)]
+    folder = tmp / "runs" / "campaign-qs-hosts"
+    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp)
+    consoles = [folder / "logs" / "001-seed=1.txt", folder / "logs" / "002-seed=2.txt"]
+    deadline = time.monotonic() + 300
+    while not all(c.exists() and "workload image_classification" in c.read_text() for c in consoles):
+        assert first.poll() is None and time.monotonic() < deadline, "the two points never both reached their workload"
+        time.sleep(0.1)
+    first.send_signal(signal.SIGINT)
+    out, _ = first.communicate(timeout=600)
+    interrupted = (first.returncode, json.loads((folder / "campaign.json").read_text()), out,
+                   {n: _state(machines["containers"][n], folder / "points" / "001-seed=1") for n in ("ue", "mec")})
+    p = subprocess.run(argv, capture_output=True, text=True, cwd=tmp, timeout=900)
+    (tmp / "console.txt").write_text(p.stdout + p.stderr)
+    assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
+    return folder, p.stdout, interrupted
+
+
+def test_an_interrupted_campaign_on_machines_stops_its_points_there_and_leaves_nothing(campaign_on_machines):
+    rc, state, out, left = campaign_on_machines[2]
+    assert rc == 130, out[-3000:]
+    assert [e["status"] for e in state["points"]] == ["interrupted", "interrupted", "pending"], state["points"]
+    assert "asking 2 running point(s) to stop and tear down" in out
+    for name, st in left.items():
+        assert st["namespaces"] == [] and st["cgroups"] == [] and st["processes"] == ["sshd"], (name, st)
+
+
+def test_a_campaign_runs_its_points_on_two_machines_at_once_and_gathers_them(campaign_on_machines, machines):
+    """The run after the interrupt: every point again (none had completed), points 1 and 2 at once."""
+    folder, out, _ = campaign_on_machines
+    state = json.loads((folder / "campaign.json").read_text())
+    points = state["points"]
+    assert [e["status"] for e in points] == ["complete"] * 3, points
+    assert {e["machine"] for e in points} == {"ue", "mec"}, points
+    spans = {}
+    for e in points:
+        run = folder / e["run"]
+        man = json.loads((run / "manifest.json").read_text())
+        s = json.loads((run / "summary.json").read_text())
+        assert s["requests"] >= 3 and s["answered"] == s["requests"], (e, s["requests"], s["answered"])
+        # the whole point on its machine: every node there, every role, no tunnel
+        facts = man["provider_facts"]
+        assert man["provider"] == "hosts" and list(facts["hosts"]) == [e["machine"]], facts["hosts"]
+        assert set(facts["hosts"][e["machine"]]["nodes"]) >= {"endpoint0", "edge0"} and "tunnel_mtu" not in facts
+        assert man["teardown"]["complete"] and man["calibration"] == e["calibration"]
+        assert (run / "experiment.toml").read_text().startswith(
+            f"# point {e['index']} of the campaign qs-hosts.toml: seed {e['seed']}, on {e['machine']}\n")
+        assert e["machine_facts"] == facts["hosts"][e["machine"]]["machine"] and e["machine_facts"]["cpus"] >= 1
+        spans[e["index"]] = (man["started"], man["finished"], "provisioning" in facts)
+    # points 1 and 2 ran at once, one on each machine, each provisioning its machine; point 3 waited for a
+    # free machine and, that machine provisioned by the campaign already, did not provision it again
+    (s1, f1, p1), (s2, f2, p2), (s3, _f3, p3) = spans[1], spans[2], spans[3]
+    assert max(s1, s2) < min(f1, f2), spans
+    assert s3 >= min(f1, f2) and p1 and p2 and not p3, spans
+    assert (folder / "report.html").is_file()
+    assert "The points ran on 2 machine(s): mec (" in (folder / "table.md").read_text()
+    assert sorted(pd.read_csv(folder / "summary.csv")["machine"]) == sorted(e["machine"] for e in points)
+    assert "on 2 machines" in out and "on ue" in out and "on mec" in out
+    kept = sorted(d.name.split(".attempt-")[0] for d in (folder / "points").iterdir() if ".attempt-" in d.name)
+    assert kept == ["001-seed=1", "002-seed=2"], kept  # the interrupted attempts, kept beside
+    for name in ("ue", "mec"):
+        st = _state(machines["containers"][name], folder / points[0]["run"])
+        assert st["namespaces"] == [] and st["cgroups"] == [] and st["processes"] == ["sshd"], (name, st)
