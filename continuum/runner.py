@@ -371,6 +371,12 @@ def _srsran(ctx: Run) -> None:
     stack.route_endpoint(endpoint, netplan.ALL_NETS)
 
 
+def host_problems(spec: ExperimentSpec) -> list[str]:
+    """What the host (or the machines) lack for this experiment: nothing is made (a campaign asks this of
+    every point before the first runs)."""
+    return _host_problems(REGISTRY[spec.provider](), spec)
+
+
 def _host_problems(provider: Provider, spec: ExperimentSpec) -> list[str]:
     """What the host lacks: the provider's own check, and what the running edge systems need of it."""
     return provider.check(spec) + edge_registry.problems(spec, provider.kind, provider.node_verbs)

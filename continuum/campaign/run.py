@@ -28,7 +28,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from continuum.campaign import aggregate, machines, sweep
-from continuum.errors import ContinuumError, UsageError
+from continuum.errors import ContinuumError, ProviderError, UsageError
 
 SETUP_S = 20.0  # a point's set-up, calibration from the cache, teardown and results, before one is measured here
 
@@ -58,9 +58,14 @@ def run(path: Path, argv: list[str], console: Console, dry_run: bool = False, pr
     text = path.read_text()
     sha = hashlib.sha256(text.encode()).hexdigest()
     state = _load(folder, sha, path)
+    unready = _machines_ready(path, points, specs, workers) if workers else []
     if dry_run:
         _plan(console, folder, points, specs, state, workers)
+        for line in unready:
+            console.print(f"[yellow]not ready:[/] {escape(line)}")
         return 0
+    if unready:
+        raise ProviderError("the machines are not ready for the campaign (nothing has run):\n  - " + "\n  - ".join(unready))
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "points").mkdir(exist_ok=True)
     (folder / "campaign.toml").write_text(text)
@@ -247,6 +252,25 @@ def _on_machines(path: Path, book: _Book, todo: list[sweep.Point], workers: list
 
 
 TEARDOWN_WAIT_S = 300.0  # a point asked to stop tears down on its machine within this, or is killed
+
+
+def _machines_ready(path: Path, points: list[sweep.Point], specs: list, workers: list[machines.Worker]) -> list[str]:
+    """Before any point runs on the machines: whether each machine answers (the hosts provider's check of
+    the first point there), then what it would refuse of each point (checked on the first machine); the
+    problems, each naming its machines or points."""
+    from continuum import experiment, runner
+
+    found: dict[str, list[str]] = {}
+    for w in workers:
+        spec = experiment.load(path, materialize=False, text=machines.point_text(points[0].text, w, False))
+        for problem in runner.host_problems(spec):
+            found.setdefault(problem, []).append(f"machine {w.name}")
+    if not found:  # a machine that does not answer would make every point say so
+        for p, spec in zip(points, specs):
+            for problem in runner.host_problems(spec):
+                found.setdefault(problem, []).append(f"point {p.index}")
+    return [f"{'every point' if len(who) == len(points) and who[0].startswith('point') else ', '.join(who)}: {problem}"
+            for problem, who in found.items()]
 
 
 def _wait_any(procs: list[subprocess.Popen]) -> None:

@@ -140,3 +140,52 @@ def test_the_table_gives_each_groups_runs_as_median_and_range(tmp_path):
     assert "92.0% [91.0%-93.0%]" in row1, row1  # answered 91, 92, 93 of 100: the mean and range
     assert len(csv_path.read_text().splitlines()) == 1 + 6
     assert "The smallest run answered 91 requests: a P99 over fewer than 100" in md.read_text()  # the failed run not counted
+
+
+def test_hosts_inventories_and_the_points_they_run_are_checked_before_anything_runs(tmp_path, capsys, monkeypatch):
+    """--hosts: the inventory read by Ansible's own reader, each point checked as it will run there (the
+    hosts provider, the one machine in every role), and what cannot be used named by file and machine."""
+    from continuum.campaign import machines
+    from continuum.errors import UsageError
+
+    monkeypatch.chdir(tmp_path)
+    inv = tmp_path / "lab.yml"
+    # machines that refuse at once: nothing leaves this computer (port 9 and 2222 of the loopback, closed)
+    inv.write_text("all:\n  vars:\n    continuum_host_keys: first-use\n  children:\n    edge:\n      hosts:\n"
+                   "        a: {ansible_host: 127.0.0.1, ansible_port: 2222}\n  hosts:\n    b: {ansible_host: 127.0.0.1, ansible_port: 9}\n")
+    workers = machines.read_inventory(inv)
+    assert [(w.name, w.address, w.port, w.host_keys) for w in workers] == [("b", "127.0.0.1", 9, "first-use"),
+                                                                          ("a", "127.0.0.1", 2222, "first-use")]
+    point = sweep.points(SHIPPED)[0]
+    doc = tomllib.loads(machines.point_text(point.text, workers[1], provision=False))
+    assert doc["provider"] == {"kind": "hosts", "host_keys": "first-use", "provision": False,
+                               "hosts": {"a": {"address": "127.0.0.1", "user": "root", "port": 2222,
+                                               "role": ["endpoint", "edge", "cloud", "link"]}}}
+    # the dry run lists the points and what is not ready; the run itself refuses before any point starts
+    assert cli.main(["run", "--dry-run", str(SHIPPED), "--hosts", str(inv)]) == 0
+    out = capsys.readouterr().out
+    assert "on 2 machines (b, a)" in out and "not ready: machine b: cannot reach b" in out and "not ready: machine a: cannot reach a" in out, out
+    copy = tmp_path / "campaign.toml"
+    copy.write_text(SHIPPED.read_text())
+    assert cli.main(["run", str(copy), "--hosts", str(inv)]) == 1
+    assert "not ready for the campaign (nothing has run)" in capsys.readouterr().err
+    assert not list(tmp_path.rglob("campaign.json")), list(tmp_path.rglob("*"))
+    bad = tmp_path / "bad.yml"
+    for text, said in [("all:\n  hosts:\n    a: {continuum_host_keys: sometimes}\n", "a: continuum_host_keys = 'sometimes'"),
+                       ("all:\n  hosts:\n    a: {ansible_become: true, ansible_user: me}\n", "a: ansible_become"),
+                       ("all:\n  hosts: {}\n", "no machines in it"),
+                       ("[edge\nnot = an inventory {\n", "bad.yml")]:
+        bad.write_text(text)
+        with pytest.raises(UsageError) as e:
+            machines.read_inventory(bad)
+        assert said in str(e.value) and str(bad) in str(e.value), (text, str(e.value))
+    assert cli.main(["run", str(SHIPPED), "--hosts", str(tmp_path / "none.yml")]) == 2
+    assert cli.main(["run", str(SHIPPED), "--hosts", str(inv), "--provider", "qemu"]) == 2
+    single = tmp_path / "one.toml"
+    single.write_text(BASE)
+    assert cli.main(["run", str(single), "--hosts", str(inv)]) == 2
+    qemu = _file(tmp_path, '[sweep]\nseeds = [1, 2]\n', "q.toml")
+    qemu.write_text(qemu.read_text().replace('kind = "netns"', 'kind = "qemu"'))
+    assert cli.main(["run", str(qemu), "--hosts", str(inv)]) == 2
+    err = capsys.readouterr().err
+    assert "none.yml: no such file" in err and "choose one" in err and "has no [sweep]" in err and "kind = 'qemu'" in err
