@@ -27,6 +27,17 @@ RESERVED = ("seeds", "zip", "arms")
 MAX_POINTS = 1000
 
 
+class _Unset:
+    """An arm's `unset = [KEYS]`: these keys removed from its points' file (a key the base file sets that
+    means nothing in the arm, such as the CU's buffer where the transport is TCP)."""
+
+    def __repr__(self) -> str:
+        return "(unset)"
+
+
+UNSET = _Unset()
+
+
 @dataclass(frozen=True)
 class Point:
     """One point of a campaign: its number (from 1), its arm (None: the file has none), the values it
@@ -165,9 +176,19 @@ def parse(table: Any, file: str) -> Sweep:
             if not isinstance(t, dict) or not t:
                 say(f"sweep.arms.{name}", "expected a table of the keys this arm sets (\"cell.uplink\" = \"smec\")")
                 continue
+            t = dict(t)
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
                 say(f"sweep.arms.{name}", "an arm's name: letters, digits, '_', '.', '-' (it names folders and table rows)")
+            unset = t.pop("unset", [])
+            if not isinstance(unset, list) or not all(isinstance(k, str) and k for k in unset):
+                say(f"sweep.arms.{name}.unset", "expected a list of dotted keys the arm removes from the file "
+                                                "(unset = [\"transport.buffer_kb\"])")
+                unset = []
             flat = _flatten(t)
+            for k in unset:
+                if k in flat:
+                    say(f"sweep.arms.{name}.unset", f"{k} is both set and unset by the arm: choose one")
+                flat[k] = UNSET
             both = sorted(set(flat) & set(lists))
             if both:
                 say(f"sweep.arms.{name}", f"{', '.join(both)} both swept and set by the arm: choose one")
@@ -228,6 +249,11 @@ def _set(doc: dict, key: str, value: Any) -> str | None:
         if not isinstance(nxt, dict):
             return f"{'.'.join(parts[:i + 1])} is a value, not a table: no key under it"
         here = nxt
+    if value is UNSET:
+        if parts[-1] not in here:
+            return f"unset {key}: the file does not set it (nothing to remove)"
+        del here[parts[-1]]
+        return None
     if isinstance(here.get(parts[-1]), dict):
         return f"{key} is a table: sweep its keys one by one"
     here[parts[-1]] = value
@@ -235,6 +261,8 @@ def _set(doc: dict, key: str, value: Any) -> str | None:
 
 
 def _show(v: Any) -> str:
+    if v is UNSET:
+        return "(unset)"
     if isinstance(v, bool):
         return str(v).lower()
     return v if isinstance(v, str) else f"{v:g}" if isinstance(v, (int, float)) else repr(v)

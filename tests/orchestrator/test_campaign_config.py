@@ -65,6 +65,19 @@ def test_zip_arms_and_seeds_make_the_points_asked_for(tmp_path):
     assert {(s.cell.uplink, s.workload.rate, s.seed) for s in specs} == {
         *(("rr", 2.0, s) for s in (3, 4, 5)), *(("pf", 1.5, s) for s in (3, 4, 5))}
     assert pts[0].slug() == "001-round-robin-seed=3"
+    # an arm removes keys (a table too) the base file sets: unset
+    unset = _file(tmp_path, '[sweep]\n[sweep.arms.plain]\nunset = ["cell"]\n[sweep.arms.cell]\n"cell.uplink" = "rr"\n'
+                            '[sweep.arms.bad]\nunset = ["cell.nothing", "workload.rate"]\n"workload.rate" = 1.0\n', name="unset.toml")
+    with pytest.raises(ConfigError) as e:
+        sweep.points(unset)
+    assert any("workload.rate is both set and unset" in str(i) for i in e.value.issues), e.value.issues
+    unset.write_text(unset.read_text().split("[sweep.arms.bad]")[0])
+    specs = sweep.check(unset, sweep.points(unset))
+    assert [s.cell is None for s in specs] == [True, False] and "[cell]" not in sweep.points(unset)[0].text
+    missing = _file(tmp_path, '[sweep]\n[sweep.arms.a]\nunset = ["transport.buffer_kb"]\n', name="missing.toml")
+    with pytest.raises(ConfigError) as e:
+        sweep.points(missing)
+    assert "unset transport.buffer_kb: the file does not set it" in str(e.value)
 
 
 def test_every_problem_of_a_sweep_is_named_at_once(tmp_path):

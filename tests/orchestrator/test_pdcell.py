@@ -87,6 +87,8 @@ def test_every_transport_problem_is_named_by_key(tmp_path):
     # MRFS hears the flow sizes from the CU only
     got = problems(_file(tmp_path, SHORT.replace('kind = "pdcell"', 'kind = "tcp"')))
     assert "only pDCell's CU tells the MAC" in got["cell.downlink"]
+    # and the CU's settings without a CU are refused, not ignored
+    assert "which kind \"tcp\" has none of" in got["transport.buffer_kb"], got
     # the CU bounds the queues and leaves radio losses to the radio
     got = problems(_file(tmp_path, SHORT.replace('downlink = "const-48mbps"\n', 'downlink = "const-48mbps"\ndownlink_queue = "droptail"\n'
                                                                                  'downlink_queue_args = "packets=100"\n')))

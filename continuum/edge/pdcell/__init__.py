@@ -57,6 +57,9 @@ class Transport(Strict):
     servers: list[str] | None = Field(default=None, min_length=1)
 
 
+CU_KEYS = ("buffer_kb", "unscheduled", "window_us", "alpha_ms", "lowest_rate_mbit", "fronthaul_gbit")  # kinds pdcell, phost
+
+
 @dataclass(frozen=True)
 class Settings:
     kind: str  # "pdcell" | "phost" | "tcp" (only the servers' congestion control: no CU, no shims)
@@ -105,6 +108,10 @@ class Pdcell(EdgeSystem):
                 ctx.bad("transport.servers", f"the offload node {first} takes the requests and serves too: list it first")
             servers = tuple(dict.fromkeys(t.servers))
         if t.kind == "tcp":
+            cu_only = sorted(set(t.model_fields_set) & set(CU_KEYS))
+            for k in cu_only:  # the CU's settings mean nothing without a CU: said, not ignored
+                ctx.bad(f"transport.{k}", "sets pDCell's CU, which kind \"tcp\" has none of: remove it, or set kind "
+                                          "\"pdcell\" or \"phost\"")
             return Settings("tcp", None, 0, 0, None, 0, 0, t.congestion_control, servers)
         if c is None or not downlink:
             ctx.bad("transport.kind", f"{t.kind!r}: the CU sits at a shared cell's downlink: add [cell] with a downlink "
