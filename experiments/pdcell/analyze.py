@@ -1,5 +1,5 @@
-"""The pDCell experiment's figures and table, from the runs in results/runs
-(experiments/pdcell/run): each ARM-loadL folder holds one `continuum run`.
+"""The pDCell experiment's figures and table, from the points of its two
+campaigns in results/runs (experiments/pdcell/run, campaign.py).
     analyze.py RESULTS_FOLDER
 Writes summary.csv (one row per run: the flows' FCT and slowdown by size and
 channel, the CU's buffer and credits), fig9_fct.png (the FCT distributions at
@@ -22,6 +22,9 @@ import pandas as pd  # noqa: E402
 
 from continuum.edge.pdcell import results as flows_results  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import campaign  # noqa: E402
+
 LABELS = {"mrfs": "pDCell, MRFS", "pfs": "pDCell, PF", "phost-inf": "pHost-like, unbounded CU buffer",
           "phost-3mb": "pHost-like, 3 MB CU buffer", "tcp": "TCP CUBIC, PF", "tcp-reno": "TCP NewReno, PF", "tcp-bbr": "TCP BBR, PF"}
 COLOURS = {"mrfs": "C0", "pfs": "C1", "phost-inf": "C2", "phost-3mb": "C4", "tcp": "C3", "tcp-reno": "C5", "tcp-bbr": "C7"}
@@ -29,13 +32,12 @@ CLASSES = [(name, lo, hi) for name, lo, hi in flows_results.SIZE_CLASSES if lo <
 
 
 def runs(folder: Path) -> list[dict]:
+    """The complete points of the two campaigns (campaign.py) under FOLDER/runs."""
     out = []
-    for d in sorted((folder / "runs").glob("*-load*")):
-        run = max(d.glob("*-pdcell-*"), default=None, key=lambda p: p.name)
-        if run is None or not (run / "summary.json").exists():
-            continue
-        arm, load = d.name.rsplit("-load", 1)
-        out.append({"arm": arm, "load": float(load), "dir": run})
+    for part in campaign.PARTS:
+        c = folder / "runs" / f"campaign-pdcell-{part}"
+        if (c / "campaign.json").exists():
+            out += campaign.points(c)
     return out
 
 
