@@ -25,9 +25,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import campaign  # noqa: E402
+from campaign import ARMS  # noqa: E402
 from lab import HIGH, LOW, PPS  # noqa: E402
-
-ARMS = ("host", "nic", "host-stress", "nic-stress")
 
 
 def rx(path: Path) -> pd.DataFrame:
@@ -114,12 +114,10 @@ def matching_figure(res: Path, out: Path) -> pd.DataFrame:
 
 
 def cache_runs(res: Path) -> dict[str, Path]:
-    out = {}
-    for arm in ARMS:
-        runs = sorted((res / "runs" / "cache" / arm).glob("*/summary.json"))
-        if runs:
-            out[arm] = runs[-1].parent
-    return out
+    """The cache campaign's complete points, by arm, in ARMS' order."""
+    folder = res / "runs" / "campaign-mecanic-cache"
+    got = campaign.runs(folder) if (folder / "campaign.json").exists() else {}
+    return {arm: got[arm] for arm in ARMS if arm in got}
 
 
 def cache_figure(runs: dict[str, Path], out: Path) -> list[dict]:

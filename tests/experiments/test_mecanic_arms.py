@@ -1,5 +1,6 @@
-"""The MECaNIC experiment's caching arms are configs/mecanic-cache.toml with
-only their difference changed, each a valid experiment file; lab.py's
+"""The MECaNIC experiment's caching arms (one campaign) are
+configs/mecanic-cache.toml with only their difference changed, each a valid
+experiment file; lab.py's
 per-phase figures come out of receive logs as worked out here by hand."""
 
 from __future__ import annotations
@@ -9,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from continuum import experiment
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _load(name: str):
-    """experiments/mecanic/NAME.py under a name of its own (the mobility experiment has an arms.py too)."""
+    """experiments/mecanic/NAME.py under a name of its own (the pDCell experiment has a campaign.py too)."""
     spec = importlib.util.spec_from_file_location(f"mecanic_experiment_{name}", REPO / "experiments" / "mecanic" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -23,29 +23,39 @@ def _load(name: str):
     return module
 
 
-arms, lab = _load("arms"), _load("lab")
+campaign, lab = _load("campaign"), _load("lab")
 
 LUMOS = REPO.parent / "shared" / "traces" / "lumos5g-per-second"
 
 
-@pytest.mark.parametrize("arm", arms.ARMS)
-def test_each_caching_arm_is_the_download_with_only_its_difference(tmp_path, arm):
+def test_each_caching_arm_is_the_download_with_only_its_difference(tmp_path):
+    """The cache campaign's four arms: each point a valid file, the shipped one but for its arm's change
+    (campaign.check), and the change the arm is."""
     if not LUMOS.is_dir():
         pytest.skip(f"the Lumos5G traces are not at {LUMOS} (clone the repository beside ../shared)")
-    f = tmp_path / f"{arm}.toml"
-    f.write_text(arms.arm((REPO / "configs" / "mecanic-cache.toml").read_text(), arm, tmp_path / "runs"))
-    spec = experiment.load(f, materialize=False)
-    nic = spec.edge["mecanic"]
-    assert spec.output == tmp_path / "runs" and spec.duration_s == 60 and nic.kind == "plain"
-    assert (nic.cache_mb is not None) == arm.startswith("nic")
-    apps = {a.name: a for a in spec.apps}
-    if arm.endswith("stress"):
-        assert set(apps) == {"dl", "stress"} and apps["dl"].endpoints == ("endpoint0",)
-        assert apps["dl"].workload.params == apps["stress"].workload.params | {"bank_size": 2}
-        assert apps["stress"].workload.app == "file_download" and len(apps["stress"].endpoints) == arms.STRESS_ENDPOINTS
-        assert nic.cache_endpoints == (("endpoint0",) if arm.startswith("nic") else ())
-    else:
-        assert list(apps) == ["file_download"] and apps["file_download"].workload.params == {"bank_size": 2, "file_bytes": 4_000_000}
+    from continuum.campaign import sweep
+
+    f = tmp_path / "cache.toml"
+    f.write_text(campaign.text(tmp_path))
+    campaign.check(f)
+    pts = sweep.points(f)
+    for p, spec in zip(pts, sweep.check(f, pts)):
+        arm = p.arm
+        nic = spec.edge["mecanic"]
+        assert spec.output == tmp_path / "runs" and spec.duration_s == 60 and nic.kind == "plain"
+        assert (nic.cache_mb is not None) == arm.startswith("nic")
+        apps = {a.name: a for a in spec.apps}
+        if arm.endswith("stress"):
+            assert set(apps) == {"dl", "stress"} and apps["dl"].endpoints == ("endpoint0",)
+            assert apps["dl"].workload.params == apps["stress"].workload.params | {"bank_size": 2}
+            assert apps["stress"].workload.app == "file_download" and len(apps["stress"].endpoints) == campaign.STRESS_ENDPOINTS
+            assert nic.cache_endpoints == (("endpoint0",) if arm.startswith("nic") else ())
+        else:
+            assert list(apps) == ["file_download"] and apps["file_download"].workload.params == {"bank_size": 2, "file_bytes": 4_000_000}
+    # an arm that changes more than its difference is caught
+    f.write_text(f.read_text().replace('[sweep.arms.nic]\n', '[sweep.arms.nic]\n"mobile.uplink" = "const-12mbps"\n'))
+    with pytest.raises(AssertionError, match="arm nic"):
+        campaign.check(f)
 
 
 def test_the_priority_figures_per_phase_from_receive_logs(tmp_path):
