@@ -1,6 +1,6 @@
-"""The mahimahi A/B's arms are the quickstart with only the scenario's traces and
-the emulator changed, each a valid file, the two emulators' files differing in
-that one line; its analysis turns link.csv rows into the shares and ranges
+"""The mahimahi A/B's campaign: the quickstart with only the scenario's traces
+and the emulator changed, each point a valid file, the two emulators' points
+differing in that one line; its analysis turns link.csv rows into the shares and ranges
 worked out here by hand; the lab's trace capacity per second is the trace's."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from continuum import experiment
 
 REPO = Path(__file__).resolve().parents[2]
 AB = REPO / "experiments" / "mahimahi-ab"
@@ -25,25 +24,32 @@ def _module(name: str):
     return mod
 
 
-arms = _module("arms")
+campaign = _module("campaign")
 
 
-@pytest.mark.parametrize("scenario", list(arms.TRACES))
-def test_the_two_emulators_files_differ_in_one_line(tmp_path, scenario):
-    if scenario == "lte" and not SHARED.is_dir():
+def test_the_campaign_is_the_quickstart_per_scenario_and_emulator(tmp_path):
+    """Six points, each the quickstart but for the scenario's traces, the emulator and the window (checked
+    key for key by campaign.check), every one a valid file; the two emulators' points of a scenario differ
+    in the emulator alone; a point that drifts is caught."""
+    if not SHARED.is_dir():
         pytest.skip(f"the Verizon LTE trace is not at {SHARED} (clone the repository beside ../shared)")
-    texts = {e: arms.text(scenario, e, str(tmp_path / "runs")) for e in arms.EMULATORS}
-    a, b = (t.splitlines() for t in texts.values())
-    assert [x for x in b if x not in a] == ['emulator = "mahimahi"'] and [x for x in a if x not in b] == ['emulator = "mahimahi-link"']
-    for e, t in texts.items():
-        f = tmp_path / f"{e}.toml"
-        f.write_text(t)
-        spec = experiment.load(f, materialize=False)
-        assert spec.mobile.emulator == e and spec.repetitions == 3 and spec.duration_s == 20
-        assert spec.name == f"mahimahi-ab-{scenario}"
-        assert (spec.mobile.uplink.given, spec.mobile.downlink.given) == arms.TRACES[scenario]
-    with pytest.raises(SystemExit):
-        arms.text("nowhere", "mahimahi", "runs")
+    from continuum.campaign import sweep
+
+    f = tmp_path / "runs.toml"
+    f.write_text(campaign.text(tmp_path))
+    campaign.check(f)
+    pts = sweep.points(f)
+    specs = sweep.check(f, pts)
+    for p, spec in zip(pts, specs):
+        s = campaign.scenario(p.values)
+        assert spec.mobile.emulator == p.values["mobile.emulator"] and spec.repetitions == 3 and spec.duration_s == 20
+        assert (spec.mobile.uplink.given, spec.mobile.downlink.given) == campaign.TRACES[s]
+    for a, b in zip(pts[::2], pts[1::2]):
+        la, lb = a.text.splitlines()[1:], b.text.splitlines()[1:]  # the first line names the point
+        assert [x for x in lb if x not in la] == ['emulator = "mahimahi"'], (a.label(), b.label())
+    f.write_text(f.read_text().replace("repetitions = 3", "repetitions = 2"))
+    with pytest.raises(AssertionError):
+        campaign.check(f)
 
 
 def test_the_summary_is_the_hand_computed_shares_and_ranges(tmp_path):
