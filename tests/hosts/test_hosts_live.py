@@ -444,9 +444,15 @@ def _inventory(machines: dict, names: list[str], path: Path) -> Path:
 @pytest.fixture(scope="module")
 def campaign_on_machines(machines, tmp_path_factory):
     """The quickstart as a campaign of three seeds, short windows, on two of the machines, ue and mec:
-    interrupted (SIGINT, as Ctrl-C) once both machines are running a point's workload, then run again."""
+    interrupted (SIGINT, as Ctrl-C) once the third point, which waits for a free machine, runs its
+    workload, then run again. 55-66 s, two W1 runs at once beside the link lane's timing tests: outside
+    the test command's budget (its fresh clone took 23:20 with it on 2026-11-28, and a link-lane test saw
+    one TCP reordering at 9.6 Gbit/s beside it); CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)."""
     import signal
 
+    if os.environ.get("CONTINUUM_TEST_SLOW") != "1":
+        pytest.skip("a campaign on two of the machines (~60 s), outside the test command's budget; "
+                    "CONTINUUM_TEST_SLOW=1 runs it (tests/README.md)")
     tmp = tmp_path_factory.mktemp("campaign-hosts")
     text = (ROOT / "configs" / "quickstart.toml").read_text()
     text = re.sub(r"duration_s = \d+", "duration_s = 3", text)
@@ -457,38 +463,50 @@ def campaign_on_machines(machines, tmp_path_factory):
     argv = [sys.executable, "-m", "continuum", "run", "qs-hosts.toml", "--hosts", str(inventory)]
     folder = tmp / "runs" / "campaign-qs-hosts"
     first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp)
-    consoles = [folder / "logs" / "001-seed=1.txt", folder / "logs" / "002-seed=2.txt"]
+    third = folder / "logs" / "003-seed=3.txt"
     deadline = time.monotonic() + 300
-    while not all(c.exists() and "workload image_classification" in c.read_text() for c in consoles):
-        assert first.poll() is None and time.monotonic() < deadline, "the two points never both reached their workload"
+    while not (third.exists() and "workload image_classification" in third.read_text()):
+        assert first.poll() is None and time.monotonic() < deadline, "the third point never reached its workload"
         time.sleep(0.1)
     first.send_signal(signal.SIGINT)
     out, _ = first.communicate(timeout=600)
-    interrupted = (first.returncode, json.loads((folder / "campaign.json").read_text()), out,
-                   {n: _state(machines["containers"][n], folder / "points" / "001-seed=1") for n in ("ue", "mec")})
+    state = json.loads((folder / "campaign.json").read_text())
+    spans = {}  # each point's first attempt: its start, end and whether it provisioned its machine
+    for e in state["points"]:
+        man = json.loads((folder / e["run"] / "manifest.json").read_text())
+        spans[e["index"]] = (man["started"], man["finished"], "provisioning" in man.get("provider_facts", {}))
+    interrupted = (first.returncode, state, out, spans,
+                   {n: _state(machines["containers"][n], folder / "points" / "003-seed=3") for n in ("ue", "mec")})
     p = subprocess.run(argv, capture_output=True, text=True, cwd=tmp, timeout=900)
     (tmp / "console.txt").write_text(p.stdout + p.stderr)
     assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
     return folder, p.stdout, interrupted
 
 
-def test_an_interrupted_campaign_on_machines_stops_its_points_there_and_leaves_nothing(campaign_on_machines):
-    rc, state, out, left = campaign_on_machines[2]
+def test_a_campaign_runs_one_point_per_machine_at_once_and_is_interrupted_leaving_nothing(campaign_on_machines):
+    """The first attempt: points 1 and 2 at once, one on each machine, each provisioning it; point 3 on
+    the first machine free, not provisioning it again; Ctrl-C while point 3 runs stops it there."""
+    rc, state, out, spans, left = campaign_on_machines[2]
     assert rc == 130, out[-3000:]
-    assert [e["status"] for e in state["points"]] == ["interrupted", "interrupted", "pending"], state["points"]
-    assert "asking 2 running point(s) to stop and tear down" in out
+    statuses = [e["status"] for e in state["points"]]
+    assert statuses[2] == "interrupted" and "complete" in statuses[:2] and set(statuses[:2]) <= {"complete", "interrupted"}, statuses
+    assert f"asking {statuses.count('interrupted')} running point(s) to stop and tear down" in out, out[-3000:]
+    (s1, f1, p1), (s2, f2, p2), (s3, _f3, p3) = spans[1], spans[2], spans[3]
+    assert max(s1, s2) < min(f1, f2), spans
+    assert s3 >= min(f1, f2) and p1 and p2 and not p3, spans
     for name, st in left.items():
         assert st["namespaces"] == [] and st["cgroups"] == [] and st["processes"] == ["sshd"], (name, st)
 
 
-def test_a_campaign_runs_its_points_on_two_machines_at_once_and_gathers_them(campaign_on_machines, machines):
-    """The run after the interrupt: every point again (none had completed), points 1 and 2 at once."""
-    folder, out, _ = campaign_on_machines
+def test_the_campaign_resumes_on_the_machines_and_gathers_every_point(campaign_on_machines, machines):
+    """The run after the interrupt runs only the points not complete, and the folder has them all."""
+    folder, out, (_, first, _, _, _) = campaign_on_machines
+    done = [e["index"] for e in first["points"] if e["status"] == "complete"]
+    assert f"{len(done)} of 3 points done before; {3 - len(done)} to run" in out, out[:2000]
     state = json.loads((folder / "campaign.json").read_text())
     points = state["points"]
     assert [e["status"] for e in points] == ["complete"] * 3, points
-    assert {e["machine"] for e in points} == {"ue", "mec"}, points
-    spans = {}
+    assert {e["machine"] for e in points} <= {"ue", "mec"} and {first["points"][i - 1]["machine"] for i in (1, 2)} == {"ue", "mec"}
     for e in points:
         run = folder / e["run"]
         man = json.loads((run / "manifest.json").read_text())
@@ -502,18 +520,11 @@ def test_a_campaign_runs_its_points_on_two_machines_at_once_and_gathers_them(cam
         assert (run / "experiment.toml").read_text().startswith(
             f"# point {e['index']} of the campaign qs-hosts.toml: seed {e['seed']}, on {e['machine']}\n")
         assert e["machine_facts"] == facts["hosts"][e["machine"]]["machine"] and e["machine_facts"]["cpus"] >= 1
-        spans[e["index"]] = (man["started"], man["finished"], "provisioning" in facts)
-    # points 1 and 2 ran at once, one on each machine, each provisioning its machine; point 3 waited for a
-    # free machine and, that machine provisioned by the campaign already, did not provision it again
-    (s1, f1, p1), (s2, f2, p2), (s3, _f3, p3) = spans[1], spans[2], spans[3]
-    assert max(s1, s2) < min(f1, f2), spans
-    assert s3 >= min(f1, f2) and p1 and p2 and not p3, spans
     assert (folder / "report.html").is_file()
-    assert "The points ran on 2 machine(s): mec (" in (folder / "table.md").read_text()
+    assert "The points ran on " in (folder / "table.md").read_text()
     assert sorted(pd.read_csv(folder / "summary.csv")["machine"]) == sorted(e["machine"] for e in points)
-    assert "on 2 machines" in out and "on ue" in out and "on mec" in out
     kept = sorted(d.name.split(".attempt-")[0] for d in (folder / "points").iterdir() if ".attempt-" in d.name)
-    assert kept == ["001-seed=1", "002-seed=2"], kept  # the interrupted attempts, kept beside
+    assert kept == sorted(p["slug"] for p in first["points"] if p["status"] != "complete"), kept  # the interrupted attempts
     for name in ("ue", "mec"):
         st = _state(machines["containers"][name], folder / points[0]["run"])
         assert st["namespaces"] == [] and st["cgroups"] == [] and st["processes"] == ["sshd"], (name, st)
