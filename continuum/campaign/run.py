@@ -200,7 +200,8 @@ def _on_machines(path: Path, book: _Book, todo: list[sweep.Point], workers: list
                 run_dir = book.start(p, 0, w.name)
                 provision = w.provision and w.name not in provisioned
                 with open(log, "w") as out:
-                    proc = subprocess.Popen([sys.executable, "-m", "continuum.campaign.worker", str(path), str(p.index),
+                    proc = subprocess.Popen([sys.executable, "-m", "continuum.campaign.worker", str(path), book.state["sha256"],
+                                             str(p.index),
                                              w.as_json(), str(run_dir), "1" if provision else "0", "1" if recalibrate else "0"],
                                             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                             start_new_session=True)  # Ctrl-C reaches them from here, once

@@ -1,6 +1,6 @@
 """One point of a campaign run on one machine of `--hosts`, as its own
 process (the campaign starts one per machine at a time):
-    python -m continuum.campaign.worker FILE INDEX MACHINE_JSON RUN_DIR PROVISION RECALIBRATE
+    python -m continuum.campaign.worker FILE SHA256 INDEX MACHINE_JSON RUN_DIR PROVISION RECALIBRATE
 
 Why a process per point and not a thread: a run owns its process's signal
 handlers (Ctrl-C and SIGTERM tear it down) and its console, and several run
@@ -10,6 +10,7 @@ point failed, 130 interrupted."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -24,9 +25,13 @@ def main(argv: list[str]) -> int:
     from continuum import experiment, runner
     from continuum.campaign import machines, sweep
 
-    file, index, machine, run_dir, provision, recalibrate = argv
+    file, sha, index, machine, run_dir, provision, recalibrate = argv
     console = Console(highlight=False, width=140)
     worker = machines.Worker(**json.loads(machine))
+    if hashlib.sha256(Path(file).read_text().encode()).hexdigest() != sha:  # its points would not be the campaign's
+        console.print(f"[red]error:[/] {escape(file)} changed since the campaign started: point {index} not run "
+                      "(run the campaign again: a changed file is refused, or starts a campaign of its own)")
+        return 1
     try:
         point = sweep.points(Path(file))[int(index) - 1]
         text = machines.point_text(point.text, worker, provision == "1")

@@ -202,3 +202,19 @@ def test_hosts_inventories_and_the_points_they_run_are_checked_before_anything_r
     assert cli.main(["run", str(qemu), "--hosts", str(inv)]) == 2
     err = capsys.readouterr().err
     assert "none.yml: no such file" in err and "choose one" in err and "has no [sweep]" in err and "kind = 'qemu'" in err
+
+
+def test_a_point_on_a_machine_is_not_run_from_a_file_changed_since_the_campaign_started(tmp_path, capsys):
+    """--hosts runs each point in a process of its own, which reads the file again: one edited since the
+    campaign started is refused there (its points would not be the recorded ones), before anything is made."""
+    import hashlib
+
+    from continuum.campaign import machines, worker
+
+    f = _file(tmp_path, '[sweep]\nseeds = [1, 2]\n')
+    sha = hashlib.sha256(f.read_text().encode()).hexdigest()
+    f.write_text(f.read_text().replace("seeds = [1, 2]", "seeds = [1, 3]"))
+    w = machines.Worker("m", "127.0.0.1", port=9)
+    assert worker.main([str(f), sha, "2", w.as_json(), str(tmp_path / "run"), "0", "0"]) == 1
+    assert "changed since the campaign started: point 2 not run" in capsys.readouterr().out
+    assert not (tmp_path / "run").exists()
