@@ -1,12 +1,13 @@
 """What the experiment scripts share: running one point (an ordinary
-`continuum run` of a config copy, its output kept in a log) and the finish
-of their CDF figures."""
+`continuum run` of a config copy, its output kept in a log), writing and
+reading an experiment's campaigns, and the finish of their CDF figures."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 CONTINUUM = REPO / ".venv" / "bin" / "continuum"
@@ -21,6 +22,27 @@ def run_point(cfg: Path, log: Path) -> Path:
     if p.returncode != 0 or not found:
         raise SystemExit(f"{cfg.name} failed ({p.returncode}); see {log}")
     return Path(found[-1].strip())
+
+
+def write_campaign(path: Path, text: str, check: Callable[[Path], None]) -> Path:
+    """An experiment's campaign file written, every point checked against what the experiment says it is
+    (an AssertionError names the point), and its path printed for the run script."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    check(path)
+    print(path)
+    return path
+
+
+def complete_points(folder: Path) -> list[dict]:
+    """A campaign folder's complete points: campaign.json's entries, each with its run folder as "dir"
+    (none: no campaign.json there yet)."""
+    import json
+
+    state_file = folder / "campaign.json"
+    if not state_file.exists():
+        return []
+    return [{**e, "dir": folder / e["run"]} for e in json.loads(state_file.read_text())["points"] if e["status"] == "complete"]
 
 
 def flat(d: dict, prefix: str = "") -> dict:

@@ -18,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
-from points import flat, set_timing  # noqa: E402
+from points import flat, set_timing, write_campaign  # noqa: E402
 
 BASE = REPO / "configs" / "quickstart.toml"
 TRACES = {  # scenario -> (uplink, downlink): archive names
@@ -74,8 +74,4 @@ if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit(__doc__)
     out = Path(sys.argv[1]).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "runs.toml"
-    path.write_text(text(out))
-    check(path)
-    print(path)
+    write_campaign(out / "runs.toml", text(out), check)

@@ -115,8 +115,7 @@ def matching_figure(res: Path, out: Path) -> pd.DataFrame:
 
 def cache_runs(res: Path) -> dict[str, Path]:
     """The cache campaign's complete points, by arm, in ARMS' order."""
-    folder = res / "runs" / "campaign-mecanic-cache"
-    got = campaign.runs(folder) if (folder / "campaign.json").exists() else {}
+    got = campaign.runs(res / "runs" / "campaign-mecanic-cache")
     return {arm: got[arm] for arm in ARMS if arm in got}
 
 

@@ -15,7 +15,6 @@ point differs from the shipped file only in those keys."""
 
 from __future__ import annotations
 
-import json
 import sys
 import tomllib
 from pathlib import Path
@@ -26,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
-from points import flat  # noqa: E402
+from points import complete_points, flat, write_campaign  # noqa: E402
 
 BASE = REPO / "configs" / "mecanic-cache.toml"
 STRESS_ENDPOINTS, STRESS_RATE = 2, 3.0  # other clients' downloads through edge0's broker: 2 x 3/s of 4 MB
@@ -87,16 +86,11 @@ def check(path: Path) -> None:
 
 def runs(folder: Path) -> dict[str, Path]:
     """The complete points of the campaign folder, by arm."""
-    state = json.loads((folder / "campaign.json").read_text())
-    return {e["arm"]: folder / e["run"] for e in state["points"] if e["status"] == "complete"}
+    return {e["arm"]: e["dir"] for e in complete_points(folder)}
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         raise SystemExit(__doc__)
     out = Path(sys.argv[1]).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "cache.toml"
-    path.write_text(text(out))
-    check(path)
-    print(path)
+    write_campaign(out / "cache.toml", text(out), check)

@@ -33,12 +33,7 @@ CLASSES = [(name, lo, hi) for name, lo, hi in flows_results.SIZE_CLASSES if lo <
 
 def runs(folder: Path) -> list[dict]:
     """The complete points of the two campaigns (campaign.py) under FOLDER/runs."""
-    out = []
-    for part in campaign.PARTS:
-        c = folder / "runs" / f"campaign-pdcell-{part}"
-        if (c / "campaign.json").exists():
-            out += campaign.points(c)
-    return out
+    return [p for part in campaign.PARTS for p in campaign.points(folder / "runs" / f"campaign-pdcell-{part}")]
 
 
 def table(rs: list[dict]) -> pd.DataFrame:

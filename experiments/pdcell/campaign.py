@@ -11,7 +11,6 @@ the arm is: NewReno or BBR for TCP's CUBIC, the 3 MB buffer for pHost)."""
 
 from __future__ import annotations
 
-import json
 import sys
 import tomllib
 from pathlib import Path
@@ -22,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
-from points import flat  # noqa: E402
+from points import complete_points, flat, write_campaign  # noqa: E402
 
 BASE = REPO / "configs" / "pdcell-mrfs.toml"
 TCP = {"cell.downlink": "pf", "transport.kind": "tcp", "mobile.downlink_queue": "droptail",
@@ -73,17 +72,12 @@ def check(part: str, path: Path) -> None:
 
 def points(folder: Path) -> list[dict]:
     """The complete points of a campaign folder: arm, load and run folder."""
-    state = json.loads((folder / "campaign.json").read_text())
-    return [{"arm": e["arm"], "load": float(e["values"].get("workload.params.load", CONFIG_LOAD)), "dir": folder / e["run"]}
-            for e in state["points"] if e["status"] == "complete"]
+    return [{"arm": e["arm"], "load": float(e["values"].get("workload.params.load", CONFIG_LOAD)), "dir": e["dir"]}
+            for e in complete_points(folder)]
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] not in PARTS:
         raise SystemExit(__doc__)
     part, out = sys.argv[1], Path(sys.argv[2]).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{part}.toml"
-    path.write_text(text(part, out))
-    check(part, path)
-    print(path)
+    write_campaign(out / f"{part}.toml", text(part, out), lambda path: check(part, path))

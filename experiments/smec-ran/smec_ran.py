@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
 from continuum.config.raw import ESTIMATING_SCHEDULERS, UPLINK_SCHEDULERS as SCHEDULERS  # noqa: E402  (one definition)
 from continuum.results import cell  # noqa: E402
-from points import CONTINUUM, chosen, log_cdf, med_range, seed_list, set_timing, spread  # noqa: E402
+from points import CONTINUUM, chosen, complete_points, log_cdf, med_range, seed_list, set_timing, spread  # noqa: E402
 
 BASE = REPO / "configs" / "smec-ran.toml"
 LABEL = {"pf": "proportional fair", "rr": "round robin", "smec": "SMEC", "tutti": "Tutti-like"}
@@ -188,12 +188,10 @@ def main() -> int:
                 return 2
             if p.returncode == 130:
                 return 130  # interrupted: the finished points are kept, the next run resumes; nothing redrawn
-        for e in json.loads((folder / "campaign.json").read_text())["points"]:
-            if e["status"] != "complete":
-                continue
+        for e in complete_points(folder):
             # Extracts beside the runs: the run folders (link and cell logs, tens of MB) are not committed.
             name = point_name(e["values"]["cell.uplink"], e["seed"])
-            summary, df = point_rows(folder / e["run"])
+            summary, df = point_rows(e["dir"])
             df.to_csv(out / f"lc-requests-{name}.csv.gz", index=False, float_format="%.3f")
             (out / f"cell-{name}.json").write_text(json.dumps(summary, indent=2) + "\n")
         for f in ("summary.csv", "table.md"):  # the campaign's own table, every point's M1-M4 (beside this script's)
