@@ -30,6 +30,7 @@ from rich.table import Table
 from continuum.campaign import aggregate, machines, sweep
 from continuum.errors import ContinuumError, ProviderError, UsageError
 
+TEARDOWN_WAIT_S = 300.0  # --hosts: a point asked to stop tears down on its machine within this, or is killed
 SETUP_S = 20.0  # a point's set-up, calibration from the cache, teardown and results, before one is measured here
 
 
@@ -250,9 +251,6 @@ def _on_machines(path: Path, book: _Book, todo: list[sweep.Point], workers: list
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-
-
-TEARDOWN_WAIT_S = 300.0  # a point asked to stop tears down on its machine within this, or is killed
 
 
 def _machines_ready(path: Path, points: list[sweep.Point], specs: list, workers: list[machines.Worker]) -> list[str]:
