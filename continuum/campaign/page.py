@@ -19,6 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from continuum.campaign.aggregate import METRICS  # noqa: E402
+from continuum.results.plots import latency_axis  # noqa: E402
 
 LABELS = {"uplink_ms": "M1 uplink", "downlink_ms": "M2 downlink", "preprocessing_ms": "M3 pre-processing",
           "server_ms": "M4 server", "e2e_ms": "end-to-end"}
@@ -66,12 +67,18 @@ def _cdfs(folder: Path, done: list[dict[str, Any]], keys: list[str], path: Path)
     metrics = [m for m in METRICS if any(m in d for ds in groups.values() for d in ds)]
     fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.6), squeeze=False)
     for ax, m in zip(axes[0], metrics):
+        drawn = []
         for i, (name, ds) in enumerate(groups.items()):
             x = np.sort(pd.concat([d[m] for d in ds if m in d]).dropna().to_numpy(dtype=float))
             if len(x):
-                ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", color=f"C{i}", label=f"{name} ({len(ds)} runs)")
+                drawn.append(x)
+                ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", color=f"C{i}",
+                        label=f"{name} ({len(ds)} run{'s' if len(ds) != 1 else ''})")
         ax.set_title(LABELS[m], fontsize=9)
-        ax.set_xlabel("ms")
+        if drawn:
+            latency_axis(ax, min(x[0] for x in drawn), max(x[-1] for x in drawn))
+        else:
+            ax.set_xlabel("ms")
         ax.set_ylabel("share of requests")
         ax.set_ylim(0, 1.01)
         ax.grid(alpha=0.3)

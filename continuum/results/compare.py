@@ -182,6 +182,8 @@ def figure(a: Side, b: Side, c: dict, out: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from continuum.results.plots import latency_axis
+
     rows = [r for r in c["metrics"] if r["group"] == "all" and (r["n_a"] or r["n_b"])]
     cols = min(3, max(1, len(rows)))
     nrows = max(1, -(-len(rows) // cols))
@@ -200,16 +202,16 @@ def figure(a: Side, b: Side, c: dict, out: Path) -> Path:
                         label=f"{name}: {side_name(me, other)} ({len(v)})")
             else:  # nothing answered on that side: said in the panel, not drawn as an empty curve
                 missing.append(f"{name} ({side_name(*((c['a'], c['b']) if side is a else (c['b'], c['a'])))}): no request answered")
-        low, high = min(v[0] for v in values), max(v[-1] for v in values)
-        if low > 0 and high / low > 30:  # one side 100x the other: both stay readable
-            ax.set_xscale("log")
+        if values:
+            latency_axis(ax, min(v[0] for v in values), max(v[-1] for v in values))
+        else:
+            ax.set_xlabel("ms")
         ks = "-" if r["ks"] is None else f"{r['ks']:.2f}"
         ratio = "-" if r["median_ratio"] is None else f"{r['median_ratio']:.2f}"
         ax.set_title(f"{r['label']}: KS {ks}, median ratio {ratio}", fontsize=9)
         if missing:
             ax.text(0.5, 0.5, "\n".join(missing), transform=ax.transAxes, ha="center", va="center", fontsize=8,
                     color="tab:red", bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none"})
-        ax.set_xlabel("ms" + (" (log)" if ax.get_xscale() == "log" else ""))
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
     for row in axes:

@@ -33,6 +33,14 @@ PARTS = [("preprocessing_ms", "pre-processing (M3)"), ("uplink_ms", "uplink (M1)
 TIME_LABEL = "time since the first measured request (s)"
 
 
+def latency_axis(ax, low: float, high: float) -> None:
+    """A CDF's latency axis: log where the curves span more than 30x (a 1.2 Gbit/s link's 2 ms beside an LTE
+    trace's 600: both stay readable), plain otherwise; labelled so."""
+    if low > 0 and high / low > 30:
+        ax.set_xscale("log")
+    ax.set_xlabel("ms" + (" (log)" if ax.get_xscale() == "log" else ""))
+
+
 def shade(ax, tl: Timeline, xlim: tuple[float, float], legend: bool = True) -> None:
     """The run's one x range, warm-up and wind-down, the same on every time axis."""
     x0, x1 = xlim
