@@ -201,9 +201,11 @@ class Lab:
             sh("ip", "netns", "del", ns, check=False)
 
     # --- emulator -----------------------------------------------------------
-    def start_emulator(self, up: Path, down: Path, *options: str, link_keys: str = "") -> None:
-        """`link_keys`: more of --link's keys, e.g. ",up-light=FILE"."""
-        argv = [str(self.mml), "forward", f"--link=name=ue1,ue=ue,core=core,up={up},down={down}{link_keys}",
+    def start_emulator(self, up: Path, down: Path, *options: str, link_keys: str = "", realtime: bool = False) -> None:
+        """`link_keys`: more of --link's keys, e.g. ",up-light=FILE". `realtime`: the emulator under SCHED_FIFO
+        (chrt), for a test that checks something else's millisecond timing through it: a busy loop on the
+        emulator's pinned CPU then cannot hold its releases up for a scheduler slice."""
+        argv = [*(["chrt", "-f", "10"] if realtime else []), str(self.mml), "forward", f"--link=name=ue1,ue=ue,core=core,up={up},down={down}{link_keys}",
                 f"--stats={self.stats}", "--cpu=0", *options]
         self.stats.unlink(missing_ok=True)  # its reappearance means "forwarding now"
         self.emulator = subprocess.Popen(["ip", "netns", "exec", self.ran, *argv], stderr=subprocess.PIPE, text=True)
