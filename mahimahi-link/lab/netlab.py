@@ -205,7 +205,8 @@ class Lab:
         """`link_keys`: more of --link's keys, e.g. ",up-light=FILE". `realtime`: the emulator under SCHED_FIFO
         (chrt), for a test that checks something else's millisecond timing through it: a busy loop on the
         emulator's pinned CPU then cannot hold its releases up for a scheduler slice."""
-        argv = [*(["chrt", "-f", "10"] if realtime else []), str(self.mml), "forward", f"--link=name=ue1,ue=ue,core=core,up={up},down={down}{link_keys}",
+        rt = realtime and subprocess.run(["chrt", "-f", "10", "true"], capture_output=True).returncode == 0  # RT may be refused
+        argv = [*(["chrt", "-f", "10"] if rt else []), str(self.mml), "forward", f"--link=name=ue1,ue=ue,core=core,up={up},down={down}{link_keys}",
                 f"--stats={self.stats}", "--cpu=0", *options]
         self.stats.unlink(missing_ok=True)  # its reappearance means "forwarding now"
         self.emulator = subprocess.Popen(["ip", "netns", "exec", self.ran, *argv], stderr=subprocess.PIPE, text=True)
