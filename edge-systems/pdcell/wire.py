@@ -14,6 +14,8 @@ MAGIC = b"PD"
 PAYLOAD = 1500 - 20 - 8 - HEADER.size
 #: The CU's UDP port unless the experiment names another ([transport] port).
 PORT = 47200
+#: The offload node's shim (TCP): where its nat table sends the servers' connections to the UEs.
+SHIM_PORT = 47201
 
 RTS, DATA, CREDIT, DONE = 1, 2, 3, 4
 

@@ -16,7 +16,7 @@ from netlab import constant_trace, wait_stats
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "edge-systems"))
-from pdcell.wire import PORT  # noqa: E402
+from pdcell.wire import PORT, SHIM_PORT  # noqa: E402
 ENV = {"PYTHONPATH": str(ROOT / "edge-systems")}
 
 
@@ -151,9 +151,6 @@ def run_flows(mml: Path, lab: tuple, folder: Path, arm: Arm, schedule: list[tupl
         flow, dst, size, start, _ = line.split()
         flows.append(FlowResult(int(flow), int(dst.split(".")[2]), int(size), int(start), last.get(int(flow), 0)))
     return Run(arm, flows, folder / "cu.log" if transport == "pdcell" else None)
-
-
-SHIM_PORT = 47201
 
 
 def _redirect(app_port: int) -> list[str]:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from continuum.network.plan import Plan
 
 CU_PORT = wire.PORT  # the transport's UDP port
-SHIM_PORT = 47201  # the offload node's shim: where its nat table sends the servers' connections to the UEs
+SHIM_PORT = wire.SHIM_PORT  # the offload node's shim: where its nat table sends the servers' connections to the UEs
 
 
 class Transport(Strict):
