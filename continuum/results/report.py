@@ -57,6 +57,11 @@ def _srsran(run_dir: Path, df) -> dict | None:
     m = df[df["phase"] == "measure"] if len(df) else df
     if not report.exists() or not len(m):
         return None
-    from srsran_integration import kpis
+    from srsran_integration import kpis, lte
 
-    return kpis.summarize(kpis.enb_report(report), int(m["t_drawn"].min()), int(m["t_received"].max()))
+    start, end = int(m["t_drawn"].min()), int(m["t_received"].max())
+    out = kpis.summarize(kpis.enb_report(report), start, end)
+    pace = kpis.pace(kpis.tti_samples(run_dir / "srsran", lte.PACE_PCAP), start, end)
+    if out is not None and pace is not None:
+        out["pace"] = pace
+    return out

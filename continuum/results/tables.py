@@ -191,7 +191,25 @@ def render(summary: dict):
         parts.append(f"srsRAN's cell (srsENB, {k['periods']} one-second reports while measuring): median MCS "
                      f"{m['dl_mcs']:g} down / {m['ul_mcs']:g} up, BLER {100 * m['dl_bler']:.1f}% / {100 * m['ul_bler']:.1f}%, "
                      f"CQI {m['dl_cqi']:g}; peak {k['max_dl_mbps']:g} Mbit/s down, {k['max_ul_mbps']:g} up")
+        if "pace" in k:
+            parts.append(srsran_pace(k["pace"]))
     return Group(*parts)
+
+
+# Below this pace every delay srsRAN adds in TTIs (SR period, grant pipeline, HARQ) is stretched by over
+# 10%. ZMQ's radio sleeps a subframe's time for each subframe, so even an idle stack runs a little behind.
+SRSRAN_PACE_FLOOR = 0.9
+
+
+def srsran_pace(p: dict) -> str:
+    """The stack's TTIs against the wall clock, with a warning when it fell behind: its ZMQ radio has no
+    clock, so on a machine without CPU to spare every delay srsRAN adds is stretched by the machine."""
+    text = (f"srsRAN's pace: {100 * p['pace']:.1f}% of real time, a TTI every {1 / p['pace']:.2f} ms ({p['seconds']:g} s "
+            f"of srsENB's TTIs against the wall clock, from its MAC pcap)")
+    if p["pace"] < SRSRAN_PACE_FLOOR:
+        text += ("\n[yellow]srsRAN fell behind real time: its delays here are stretched by this machine's CPU "
+                 "(give it more cores, or fewer other processes), not only the stack's[/]")
+    return text
 
 
 def _metrics_table(summary: dict):

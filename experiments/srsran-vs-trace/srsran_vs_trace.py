@@ -48,7 +48,8 @@ from continuum import commands  # noqa: E402
 from continuum.experiment import load  # noqa: E402
 from continuum.runtime import Node, stop_process  # noqa: E402
 from points import run_point  # noqa: E402
-from srsran_integration import environment, lte, stack  # noqa: E402
+from continuum.results import tables  # noqa: E402
+from srsran_integration import environment, kpis, lte, stack  # noqa: E402
 
 CONTINUUM = REPO / ".venv" / "bin" / "continuum"
 SRSRAN = REPO / "configs" / "srsran-zmq.toml"
@@ -75,6 +76,8 @@ UPLINK_ACTIVE_MS = 5.0
 # the plain capacity traces, the uplink's SR/BSR/k2 as srsENB sets them, and each direction's pipeline delay
 # fitted on the light recording (presets.py says how).
 SRSRAN_LABEL = "srsRAN 4G (ZMQ)"
+# srsRAN's runs and its recording at paces further apart than this: the comparison is not a fair one.
+PACE_MISMATCH = 0.05
 
 
 # What every run of the comparison shares beyond the shipped files: the endpoints' and edge's TCP (the
@@ -206,7 +209,42 @@ def record(out: Path, seconds: float, heavy: bool = True) -> tuple[Path, Path]:
                          "--up-packets", str(LIGHT_UP_PACKETS), "--down-packets", str(LIGHT_DOWN_PACKETS), "--sizes", "--sizes-count", str(SIZES_COUNT),
                          "--name", "srsran-zmq", "--out", str(traces)], timeout=4 * seconds + 300)
         (logs / "record-light.log").write_text(client.stdout + client.stderr)
-        return traces / "srsran-zmq.up", traces / "srsran-zmq.down"
+    samples = kpis.tti_samples(folder / "srsran", lte.PACE_PCAP)
+    if samples:  # the whole recording, heavy and light: the trains' delays are as true as its pace
+        keep_pace(out, "record", kpis.pace(samples, samples[0][0], samples[-1][0]))
+    return traces / "srsran-zmq.up", traces / "srsran-zmq.down"
+
+
+def keep_pace(out: Path, what: str, pace: dict | None) -> None:
+    """srsRAN's pace (its TTIs against the wall clock, srsran_integration.kpis.pace) while recording and in
+    each srsRAN run, kept in pace.json: the reference is only srsRAN's if it kept real time."""
+    if pace is None:
+        return
+    path = out / "pace.json"
+    known = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps({**known, what: pace}, indent=1, sort_keys=True) + "\n")
+    behind = pace["pace"] < tables.SRSRAN_PACE_FLOOR
+    print(f"    srsRAN's pace: {100 * pace['pace']:.1f}% of real time" + (" (behind: this machine's CPU stretches its delays)" if behind else ""), flush=True)
+
+
+def pace_note(out: Path) -> str:
+    """A line under the table: srsRAN's pace while recording and over its runs, and a warning if it fell behind."""
+    path = out / "pace.json"
+    if not path.exists():
+        return ""
+    known = json.loads(path.read_text())
+    runs = [v["pace"] for k, v in known.items() if k != "record"]
+    parts = ([f"while recording {100 * known['record']['pace']:.1f}%"] if "record" in known else []) + \
+            ([f"in its run {100 * runs[0]:.1f}%"] if len(runs) == 1 else
+             [f"in its {len(runs)} runs {100 * min(runs):.1f}-{100 * max(runs):.1f}%"] if runs else [])
+    text = f"srsRAN's pace (srsENB's TTIs against the wall clock, from its MAC pcap): {', '.join(parts)} of real time."
+    if any(v["pace"] < tables.SRSRAN_PACE_FLOOR for v in known.values()):
+        text += (f" **Below {100 * tables.SRSRAN_PACE_FLOOR:.0f}%: the stack fell behind real time on this machine, so its "
+                 "delays are stretched by the machine's CPU.**")
+    if "record" in known and runs and max(abs(r / known["record"]["pace"] - 1) for r in runs) > PACE_MISMATCH:
+        text += (f" **The runs' pace differs from the recording's by more than {100 * PACE_MISMATCH:.0f}%: the replay "
+                 "carries the stack's delays at one pace, srsRAN ran at another, so this is not a fair comparison.**")
+    return text
 
 
 def cleanup() -> None:
@@ -318,6 +356,8 @@ def cdf(points: dict[float, dict[str, list[pd.DataFrame]]], out: Path, shared: d
 def report(out: Path) -> None:
     points = _points(out)
     text = table(points)
+    if note := pace_note(out):
+        text += "\n\n" + note
     print(text)
     (out / "table.md").write_text(text + "\n")
     acc = {f"{rate:g}": {arm: {c: within(stats(sy[arm], c), stats(sy["srsran"], c)) for c, _ in PARTS}
@@ -387,6 +427,8 @@ def main() -> None:
                     run = run_point(cfg, out / "logs" / f"{system}-r{rate:g}-{rep}.log")
                 shutil.copy(run / "requests.csv", out / "requests" / f"{system}-r{rate:g}-{rep}.csv")
                 runs[f"{system}-r{rate:g}-{rep}"] = str(run)
+                if system == "srsran":
+                    keep_pace(out, f"srsran-r{rate:g}-{rep}", json.loads((run / "summary.json").read_text()).get("srsran", {}).get("pace"))
                 if system == "srsran" and rate == 2.0 and rep == 1:
                     shutil.copy(run / "plots" / "srsran.png", out / "srsran-kpis.png")
     meta = {f: json.loads((traces / f).read_text()) for f in ("metadata.json", "light-metadata.json") if (traces / f).exists()}

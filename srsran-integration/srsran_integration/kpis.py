@@ -11,6 +11,7 @@ are skipped here."""
 from __future__ import annotations
 
 import json
+import struct
 from pathlib import Path
 
 import pandas as pd
@@ -65,3 +66,77 @@ def summarize(kpis: pd.DataFrame, start_ns: int, end_ns: int) -> dict | None:
     return {"periods": len(w), "ues": int(w["rnti"].nunique()), "median": med,
             "max_dl_mbps": round(float(w["dl_bitrate"].astype(float).max()) / 1e6, 3),
             "max_ul_mbps": round(float(w["ul_bitrate"].astype(float).max()) / 1e6, 3)}
+
+
+# srsENB's MAC pcap (srsran/common/pcap.h, pcap.c): each record opens with the MAC-LTE context (radio
+# type, direction, RNTI type, then tagged fields: RNTI at 3, UE id at 6, the frame/subframe at 9); with
+# DLT 149 (UDP, what release 23.11 writes) behind a dummy UDP header and the string "mac-lte".
+MAC_LTE_DLT, UDP_DLT = 147, 149
+UDP_START = 8 + len(b"mac-lte")
+DOWNLINK = 1
+FRAME_SUBFRAME_TAG = 0x04
+TTI_WRAP = 10240  # 1024 frames of 10 subframes
+TTI_CSV = "tti-times.csv"
+
+
+def tti_times(path: Path) -> list[tuple[int, int]]:
+    """(wall-clock ns, TTI unwrapped) of each downlink PDU in srsENB's MAC pcap (its SIBs go out every
+    80 ms when the UE is idle, so the samples never run dry); empty when the file is absent or not one."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    if len(data) < 24 or struct.unpack_from("<I", data, 0)[0] != 0xA1B2C3D4:
+        return []
+    dlt = struct.unpack_from("<I", data, 20)[0]
+    if dlt not in (MAC_LTE_DLT, UDP_DLT):
+        return []
+    at = UDP_START if dlt == UDP_DLT else 0
+    out: list[tuple[int, int]] = []
+    i, last, base = 24, None, 0
+    while i + 16 <= len(data):
+        sec, usec, incl, _ = struct.unpack_from("<IIII", data, i)
+        rec = data[i + 16 + at:i + 16 + incl]
+        i += 16 + incl
+        if len(rec) < 12 or rec[1] != DOWNLINK or rec[9] != FRAME_SUBFRAME_TAG:
+            continue
+        sfn_sf = struct.unpack_from(">H", rec, 10)[0]
+        tti = (sfn_sf >> 4) * 10 + (sfn_sf & 0xF)
+        if last is not None and tti < last - TTI_WRAP // 2:
+            base += TTI_WRAP  # the frame number wrapped
+        last = tti
+        out.append((sec * 1_000_000_000 + usec * 1000, base + tti))
+    return out
+
+
+def tti_samples(folder: Path, pcap_name: str) -> list[tuple[int, int]]:
+    """The (wall-clock ns, TTI) samples of a run's srsRAN folder. The first call turns srsENB's MAC pcap
+    (about 10 MB for a minute of W1: every PDU whole) into tti-times.csv (tens of KB) and removes it."""
+    csv, pcap = folder / TTI_CSV, folder / pcap_name
+    if pcap.exists():
+        samples = tti_times(pcap)
+        csv.write_text("t_ns,tti\n" + "".join(f"{t},{k}\n" for t, k in samples))
+        pcap.unlink()
+        return samples
+    try:
+        rows = csv.read_text().splitlines()[1:]
+    except OSError:
+        return []
+    return [(int(a), int(b)) for a, b in (r.split(",") for r in rows)]
+
+
+def pace(samples: list[tuple[int, int]], start_ns: int, end_ns: int) -> dict | None:
+    """How fast the stack's TTIs went by against the wall clock over [start, end]: 1.0 is real time (a
+    TTI per ms). ZMQ's radio paces each subframe by a sleep, so a stack that lacks CPU falls behind and
+    every delay it adds stretches with it. The least-squares slope of TTI on time, and the most the
+    stack fell behind real time within the window (ms), from the window's downlink PDUs."""
+    w = [(t, k) for t, k in samples if start_ns <= t <= end_ns]
+    if len(w) < 10 or w[-1][0] - w[0][0] < 1_000_000_000:
+        return None
+    t0, k0 = w[0]
+    xs = [(t - t0) / 1e6 for t, _ in w]
+    ys = [k - k0 for _, k in w]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    behind = max(x - y for x, y in zip(xs, ys)) - min(x - y for x, y in zip(xs, ys))
+    return {"pace": round(slope, 4), "behind_ms": round(behind, 1), "seconds": round(xs[-1] / 1e3, 1)}

@@ -61,6 +61,7 @@ IMEI = "353490069873319"
 APN = "continuum"
 TAC = 0x0007
 UE_POOL = "172.16.0"  # the EPC's SGi network: .1 the gateway, .2 the UE (static, so the run knows it)
+PACE_PCAP = "enb-mac.pcap"  # srsENB's MAC pcap, read for the stack's pace (kpis.pace) and then removed
 UE_TUN = "tun_srsue"  # srsUE's tunnel, in the endpoint's namespace: the endpoint's way out
 MME_ADDR, ENB_ADDR = "127.0.1.100", "127.0.1.1"  # loopback addresses inside the namespace that runs them
 
@@ -155,6 +156,9 @@ def configs(cell: Cell, files: Files) -> dict[str, str]:
         "rf": {"dl_earfcn": cell.earfcn, "tx_gain": f"{cell.tx_gain:g}", "rx_gain": f"{cell.rx_gain:g}", **radio},
         "log": {"all_level": "warning", "filename": files.logs / "srsenb.log", "file_max_size": -1},
         "gui": {"enable": "false"},
+        # the MAC pcap: each PDU's TTI beside the wall-clock time it was written, i.e. whether the stack kept
+        # real time (kpis.pace; its ZMQ radio has no clock of its own, so a busy machine slows its TTIs)
+        "pcap": {"enable": "true", "filename": files.metrics / PACE_PCAP},
         # the CSV: the cell's bit rates; the JSON report: each UE's MCS, CQI, BLER, SNR per period
         "expert": {"metrics_period_secs": 1, "metrics_csv_enable": "true", "metrics_csv_filename": files.metrics / "enb.csv",
                    "report_json_enable": "true", "report_json_filename": files.metrics / "enb-report.json"},

@@ -157,3 +157,47 @@ def test_the_enb_report_gives_each_ues_kpis_on_the_wall_clock(tmp_path):
     assert s is not None and s["periods"] == 2 and s["median"]["dl_mcs"] == 26.5 and s["max_ul_mbps"] == 3.0
     assert kpis.summarize(k, 0, 1) is None
     assert kpis.enb_report(tmp_path / "absent.json").empty
+
+
+def _mac_pcap(path, records, dlt=149):
+    """A MAC pcap as srsRAN 4G's pcap.c writes it: (wall-clock s, direction, frame, subframe) per PDU; with
+    DLT 149 each record behind a dummy UDP header and "mac-lte", then the context (radio type, direction,
+    RNTI type, the RNTI, UE id and frame/subframe tags) and the PDU."""
+    import struct
+
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, dlt)]
+    for t, direction, sfn, sf in records:
+        ctx = bytes([1, direction, 3, 0x02]) + struct.pack(">H", 70) + b"\x03" + struct.pack(">H", 0) + b"\x04" \
+            + struct.pack(">H", (sfn << 4) | sf) + b"\x07\x01\x0a\x00\x0f\x00\x01"
+        data = (b"\xbe\xef\xde\xad\x00\x00\x00\x00mac-lte" if dlt == 149 else b"") + ctx + b"\x3f" * 20
+        out.append(struct.pack("<IIII", int(t), round((t % 1) * 1e6), len(data), len(data)) + data)
+    path.write_bytes(b"".join(out))
+
+
+@pytest.mark.parametrize("dlt", [149, 147])
+def test_the_stacks_pace_is_its_ttis_against_the_wall_clock(tmp_path, dlt):
+    """A stack whose TTIs go by at 0.8 per ms over 20 s (the frame number wraps at 10240 TTIs once): its
+    pace is 0.8, and it fell 4 s behind; uplink PDUs (their TTI is the reception's) are not used."""
+    t0, records = 1700000000.0, []
+    for i in range(400):  # a downlink PDU every 50 ms, an uplink one beside each with a wrong TTI
+        tti = (2000 + round(0.8 * 50 * i)) % 10240
+        records += [(t0 + 0.05 * i, 1, tti // 10, tti % 10), (t0 + 0.05 * i, 0, 0, 0)]
+    folder = tmp_path / "srsran"
+    folder.mkdir()
+    _mac_pcap(folder / lte.PACE_PCAP, records, dlt)
+    samples = kpis.tti_samples(folder, lte.PACE_PCAP)
+    assert len(samples) == 400 and samples[-1][1] - samples[0][1] == round(0.8 * 50 * 399)  # unwrapped
+    p = kpis.pace(samples, samples[0][0], samples[-1][0])
+    assert p is not None and p["pace"] == pytest.approx(0.8, abs=0.001) and p["behind_ms"] == pytest.approx(0.2 * 19950, abs=2)
+    # the pcap became a small CSV, read the same the next time (a report run again)
+    assert not (folder / lte.PACE_PCAP).exists() and kpis.tti_samples(folder, lte.PACE_PCAP) == samples
+    assert kpis.pace(samples, 0, samples[5][0]) is None  # under a second of samples: no pace
+    assert kpis.tti_samples(tmp_path / "absent", lte.PACE_PCAP) == []
+
+
+def test_a_stack_behind_real_time_is_said_so():
+    from continuum.results import tables
+
+    slow = tables.srsran_pace({"pace": 0.8, "behind_ms": 4000.0, "seconds": 20.0})
+    assert "80.0% of real time, a TTI every 1.25 ms" in slow and "fell behind real time" in slow
+    assert "fell behind" not in tables.srsran_pace({"pace": 0.95, "behind_ms": 1000.0, "seconds": 20.0})
