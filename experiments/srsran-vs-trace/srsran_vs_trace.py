@@ -183,6 +183,7 @@ def stack_alone(folder: Path):
         for p in reversed(procs):
             stop_process(p, 10.0)
         cleanup()
+        kpis.tti_samples(folder / "srsran", lte.PACE_PCAP)  # srsENB's MAC pcap (every PDU whole) to its TTI times
 
 
 def record(out: Path, seconds: float, heavy: bool = True) -> tuple[Path, Path]:
