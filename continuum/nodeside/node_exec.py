@@ -136,6 +136,14 @@ def _view(expose: list[tuple[str, bool]], uid: int, gid: int) -> None:
     for c in _covers([p for p, _ in expose], uid, gid):
         mode = "1777" if c == "/tmp" else "0755"
         _mount("tmpfs", c, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode}")
+    if "/tmp" in fds:  # /tmp itself exposed (an experiment file directly in /tmp): its files, but writes stay private
+        _private_tmp(fds["/tmp"])
+        existing = [(p, rw) for p, rw in existing if p != "/tmp"]
+        for p, _ in existing:  # a results folder in a private folder there (/tmp/pytest-of-root/...): its way in
+            parts = p.split("/")
+            for a in ("/".join(parts[:i]) for i in range(3, len(parts)) if p.startswith("/tmp/")):
+                if os.path.isdir(a) and not _can_enter(a, uid, gid):
+                    os.chmod(a, stat.S_IMODE(os.stat(a).st_mode) | 0o011)  # in the private layer only
     for p, rw in sorted(existing, key=lambda e: e[0].count("/")):
         if not os.path.lexists(p):  # covered, or on a mount a parent's bind left behind: make the mount point
             _mount_point(p, os.path.isdir(f"/proc/self/fd/{fds[p]}"))
@@ -145,6 +153,17 @@ def _view(expose: list[tuple[str, bool]], uid: int, gid: int) -> None:
             _mount(None, p, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
     for fd in fds.values():
         os.close(fd)
+
+
+def _private_tmp(host_tmp: int) -> None:
+    """/tmp as the host's /tmp below a private writable layer (overlayfs, its upper layer on the tmpfs that
+    covers /tmp, gone with the namespace): the workload reads the experiment's files there, and what it
+    writes to /tmp (its HOME too) stays its own, as a covered /tmp would, and the host's /tmp is not touched."""
+    for d in ("/tmp/.continuum/upper", "/tmp/.continuum/work"):
+        os.makedirs(d, mode=0o755)
+    os.chmod("/tmp/.continuum/upper", 0o1777)
+    _mount("overlay", "/tmp", "overlay", MS_NOSUID | MS_NODEV,
+           f"lowerdir=/proc/self/fd/{host_tmp},upperdir=/tmp/.continuum/upper,workdir=/tmp/.continuum/work")
 
 
 def _mount_point(p: str, is_dir: bool) -> None:

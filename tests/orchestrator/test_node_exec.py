@@ -130,3 +130,28 @@ def test_the_manifest_says_whom_each_side_ran_as(tmp_path):
     assert launch.sandbox(spec, tmp_path) is None
     assert launch.user_note(spec) == {"endpoint": "root (workload.run_as_root = true)",
                                       "server": "root (workload.run_as_root = true)"}
+
+
+def test_an_experiment_folder_of_tmp_itself_is_read_and_tmp_stays_the_workloads_own(node, tmp_path):
+    """An experiment file directly in /tmp exposes /tmp itself (a custom app's folder): the workload reads the
+    host's files there and writes to /tmp (its HOME) into a layer of its own, which leaves nothing on the host;
+    the results folder below /tmp is still the host's."""
+    host_file = Path("/tmp") / f"continuum-probe-app-{os.getpid()}"
+    host_file.write_text("app")
+    written = Path("/tmp") / f"continuum-probe-written-{os.getpid()}"
+    rw = tmp_path / "results"
+    rw.mkdir()
+    os.chown(rw, 65534, 65534)
+    probe = ("import os, sys; print('PROBE', open(sys.argv[1]).read(), flush=True); open(sys.argv[2], 'w').write('w'); "
+             "open(sys.argv[3] + '/out.txt', 'w').write('r'); print('PROBE', open(sys.argv[2]).read())")
+    log = tmp_path / "probe.log"
+    try:
+        p = node.start([sys.executable, "-c", probe, str(host_file), str(written), str(rw)], log, cwd=Path("/tmp"),
+                       sandbox=Sandbox("nobody", ro=(REPO, Path("/tmp")), rw=(rw,)))
+        assert p.wait(30) == 0, log.read_text()
+        assert [x for x in log.read_text().splitlines() if x.startswith("PROBE")] == ["PROBE app", "PROBE w"]
+        assert not written.exists(), "what the workload wrote to /tmp stays in its own layer"
+        assert (rw / "out.txt").read_text() == "r"
+    finally:
+        host_file.unlink()
+        written.unlink(missing_ok=True)
