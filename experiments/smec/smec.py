@@ -31,19 +31,25 @@ machine the file was written on, its 100-ms SLO cannot be met at any load.
 calibrated here over the reference machine's (REFERENCE_MS), so each leaves
 the slack it left there (into results/scaled-slo/).
 
-Each point is an ordinary `continuum run` of a copy of that file with only
-cell.uplink, edge.manager.kind, early_drop, the arrivals, the seed, the
-utilisation (and the timing) changed; the copies are kept with the
-results, so any point can be re-run by hand."""
+Each part is one campaign (docs/campaigns.md): the file with a [sweep] of
+the points as named arms (cell.uplink, edge.manager.kind, early_drop) and
+the seeds, with only the arrivals, the utilisation, the SLOs and the timing
+changed as the part asks (`check` holds every point to that, key for key);
+its file is kept with the results (OUT/smec-PART.toml), `continuum run` of
+it resumes where it stopped, and each point's run folder is an ordinary one
+under OUT/runs/campaign-smec-PART/points/."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import re
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
+
+import tomli_w
 
 import matplotlib
 
@@ -58,7 +64,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
 from continuum import calibration  # noqa: E402
 from continuum import experiment  # noqa: E402
-from points import chosen, log_cdf, med_range, plain_log_ticks, run_point, seed_list, set_timing, spread  # noqa: E402
+from points import chosen, complete_points, flat, log_cdf, med_range, plain_log_ticks, seed_list, set_timing, spread, write_campaign  # noqa: E402
 
 BASE = REPO / "configs" / "smec-mix.toml"
 POINTS = {  # name: (uplink scheduler, edge manager, label)
@@ -107,37 +113,70 @@ def scaled_slos(out: Path) -> dict[str, float]:
     return scaled
 
 
-def point_config(out: Path, point: str, seed: int, duration_s: int, warmup_s: int,
-                 workload: str = "dynamic", load: float = FILE_LOAD, slos: dict[str, float] | None = None) -> Path:
-    """A copy of the shipped file with only this point's scheduler, manager, early drop, arrivals, seed,
-    load, timing (and with --scale-slo the latency-critical apps' SLOs) changed."""
+def campaign_name(workload: str, loads: list[float], scaled: bool) -> str:
+    return "smec-" + ("sweep" if loads != [FILE_LOAD] else workload) + ("-scaled" if scaled else "")
+
+
+def arm(point: str) -> dict:
+    """What a point of the comparison sets: its uplink scheduler, edge manager and early drop."""
     uplink, manager, _ = POINTS[point]
-    name = point_name(point, seed, load)
+    return {"cell.uplink": uplink, "edge.manager.kind": manager, "edge.manager.early_drop": point != "smec-nodrop"}
+
+
+def campaign_text(out: Path, picked: list[str], seeds: list[int], duration_s: int, warmup_s: int,
+                  workload: str = "dynamic", loads: list[float] | None = None, slos: dict[str, float] | None = None) -> str:
+    """The shipped file with the part's arrivals, SLOs, timing and output, and a [sweep] of the points as
+    arms, the seeds and (for a load sweep) the three latency-critical apps' utilisations moving together."""
+    loads = loads or [FILE_LOAD]
     text = BASE.read_text()
     if workload == "static":
         text = re.sub(r'(?m)^arrivals = "poisson"(.*)$', 'arrivals = "constant"   # SMEC\'s static workload', text, count=1)
-    text = re.sub(r'(?m)^uplink = "smec"( +#.*)?$', f'uplink = "{uplink}"', text, count=1)
-    text = re.sub(r'(?m)^kind = "smec"$', f'kind = "{manager}"', text)
-    text = re.sub(r'(?m)^name = "smec-mix"$', f'name = "smec-{name}{"-static" if workload == "static" else ""}"', text)
-    text = re.sub(r"(?m)^seed = \d+$", f"seed = {seed}", text, count=1)
-    text = re.sub(r"(?m)^utilisation = 0\.2$", f"utilisation = {load / len(LC):.6g}", text)
-    if point == "smec-nodrop":
-        text = re.sub(r"(?m)^early_drop = true$", "early_drop = false", text)
     for app, slo in (slos or {}).items():
         text = re.sub(rf"(?ms)^(\[workload\.apps\.{app}\]\n(?:[^\[\n][^\n]*\n|\n)*?)slo_ms = \d+$", rf"\g<1>slo_ms = {slo:g}", text, count=1)
-    text = text.replace("[experiment]\n", f'[experiment]\noutput = "{out / "runs"}"\n', 1)
+    name = campaign_name(workload, loads, bool(slos))
+    text = text.replace('name = "smec-mix"', f'name = "{name}"\noutput = "{out / "runs"}"', 1)
     text = set_timing(text, duration_s, warmup_s)
-    parsed = tomllib.loads(text)
-    assert (parsed["cell"]["uplink"], parsed["edge"]["manager"]["kind"]) == (uplink, manager), point
-    assert parsed["edge"]["manager"]["early_drop"] == (point != "smec-nodrop"), point
-    assert parsed["workload"]["arrivals"] == ("constant" if workload == "static" else "poisson"), workload
-    assert parsed["experiment"]["seed"] == seed, seed
-    assert all(abs(parsed["workload"]["apps"][a]["utilisation"] - load / len(LC)) < 1e-6 for a in LC), load
-    assert all(parsed["workload"]["apps"][a]["slo_ms"] == slo for a, slo in (slos or {}).items()), slos
-    path = out / "configs" / f"smec-{name}.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
+    sweep: dict = {"seeds": seeds, "arms": {p: arm(p) for p in picked}}
+    if loads != [FILE_LOAD]:
+        for app in LC:
+            sweep[f"workload.apps.{app}.utilisation"] = [round(u / len(LC), 6) for u in loads]
+        sweep["zip"] = [[f"workload.apps.{app}.utilisation" for app in LC]]
+    return text + "\n" + tomli_w.dumps({"sweep": sweep})
+
+
+def check(path: Path, workload: str, slos: dict[str, float] | None) -> None:
+    """Every point of the campaign is the shipped file but for its arm's keys, its seed, its load, the part's
+    arrivals and SLOs, and the timing and names a campaign sets."""
+    from continuum.campaign import sweep
+
+    base = flat(tomllib.loads(BASE.read_text()))
+    ignore = {"experiment.name", "experiment.output", "experiment.duration_s", "experiment.warmup_s"}
+    for p in sweep.points(path):
+        want = {**base, **arm(p.arm or ""), "experiment.seed": p.seed,
+                **{f"workload.apps.{a}.slo_ms": v for a, v in (slos or {}).items()}, **p.values}
+        if workload == "static":
+            want["workload.arrivals"] = "constant"
+        got = flat(tomllib.loads(p.text))
+        diff = {k for k in set(want) | set(got) if k not in ignore and want.get(k) != got.get(k)}
+        assert not diff, f"{path} point {p.index} ({p.label()}) differs from {BASE.name} in {sorted(diff)}"
+
+
+def run_campaign(where: Path, text: str, workload: str, slos: dict[str, float] | None) -> list[dict]:
+    """The campaign written (and checked) into WHERE and run (resuming: its complete points are kept); its
+    complete points (arm, seed, LC load, run folder)."""
+    name = re.search(r'(?m)^name = "(.+)"$', text)
+    assert name
+    path = write_campaign(where / f"{name[1]}.toml", text, lambda p: check(p, workload, slos))
+    p = subprocess.run([str(REPO / ".venv" / "bin" / "continuum"), "run", str(path)])
+    folder = where / "runs" / f"campaign-{name[1]}"
+    if (folder / "table.md").exists():  # the campaign's own table (M1-M4 per arm and seed's runs) beside this one
+        (where / "campaign-table.md").write_text((folder / "table.md").read_text())
+    if p.returncode != 0:
+        print(f"smec: {path.name}: some points did not complete (see {folder / 'campaign.json'}); "
+              "the analysis uses those that did, and running this again runs the rest", file=sys.stderr)
+    return [{"arm": e["arm"], "seed": e["seed"],
+             "load": len(LC) * float(e["values"].get("workload.apps.ss.utilisation", FILE_LOAD / len(LC))), "dir": e["dir"]}
+            for e in complete_points(folder)]
 
 
 def extract(run_dir: Path, out: Path, name: str) -> None:
@@ -335,14 +374,12 @@ def main() -> int:
         slos = scaled_slos(out) if a.scale_slo else None
         if slos:
             print("smec: SLOs scaled to this machine: " + ", ".join(f"{k} {v:g} ms" for k, v in slos.items()), flush=True)
-        todo = [(p, s, FILE_LOAD, out) for s in seeds for p in picked]
-        todo += [(p, s, u, out / "sweep") for u in sweep for s in seeds for p in SWEPT]
-        for i, (p, s, u, where) in enumerate(todo, 1):
-            name = point_name(p, s, u)
-            print(f"smec [{i}/{len(todo)}]: {POINTS[p][2]}, seed {s}, LC utilisation {u:g} ...", flush=True)
-            (where / "logs").mkdir(parents=True, exist_ok=True)
-            cfg = point_config(where, p, s, duration, warmup, a.workload, u, slos)
-            extract(run_point(cfg, where / "logs" / f"{name}.log"), where, name)
+        parts = [(out, campaign_text(out, picked, seeds, duration, warmup, a.workload, None, slos))] if picked else []
+        if sweep:
+            parts.append((out / "sweep", campaign_text(out / "sweep", list(SWEPT), seeds, duration, warmup, a.workload, sweep, slos)))
+        for where, text in parts:
+            for pt in run_campaign(where, text, a.workload, slos):
+                extract(Path(pt["dir"]), where, point_name(pt["arm"], pt["seed"], round(pt["load"], 6)))
     points = collect(out)
     if not points:
         print(f"smec: no extracts in {out}: run without --analyze-only first", file=sys.stderr)
