@@ -77,11 +77,15 @@ DOWNLINK = 1
 FRAME_SUBFRAME_TAG = 0x04
 TTI_WRAP = 10240  # 1024 frames of 10 subframes
 TTI_CSV = "tti-times.csv"
+REORDER_TTIS = 50
 
 
 def tti_times(path: Path) -> list[tuple[int, int]]:
-    """(wall-clock ns, TTI unwrapped) of each downlink PDU in srsENB's MAC pcap (its SIBs go out every
-    80 ms when the UE is idle, so the samples never run dry); empty when the file is absent or not one."""
+    """(wall-clock ns, TTI unwrapped) of each downlink PDU in srsENB's MAC pcap; empty when the file is
+    absent or not one. Only the UE's PDUs are written, so a quiet stretch leaves a gap, which may hold
+    wraps of the frame number (every 10.24 s of TTIs): the TTIs gone by are unwrapped with the wall clock,
+    the most that fit the time gone by (ZMQ's radio never runs ahead of real time). Parallel workers write
+    a few PDUs out of TTI order: a step back of under 50 TTIs is one."""
     try:
         data = path.read_bytes()
     except OSError:
@@ -93,7 +97,7 @@ def tti_times(path: Path) -> list[tuple[int, int]]:
         return []
     at = UDP_START if dlt == UDP_DLT else 0
     out: list[tuple[int, int]] = []
-    i, last, base = 24, None, 0
+    i = 24
     while i + 16 <= len(data):
         sec, usec, incl, _ = struct.unpack_from("<IIII", data, i)
         rec = data[i + 16 + at:i + 16 + incl]
@@ -101,11 +105,16 @@ def tti_times(path: Path) -> list[tuple[int, int]]:
         if len(rec) < 12 or rec[1] != DOWNLINK or rec[9] != FRAME_SUBFRAME_TAG:
             continue
         sfn_sf = struct.unpack_from(">H", rec, 10)[0]
-        tti = (sfn_sf >> 4) * 10 + (sfn_sf & 0xF)
-        if last is not None and tti < last - TTI_WRAP // 2:
-            base += TTI_WRAP  # the frame number wrapped
-        last = tti
-        out.append((sec * 1_000_000_000 + usec * 1000, base + tti))
+        tti, t = (sfn_sf >> 4) * 10 + (sfn_sf & 0xF), sec * 1_000_000_000 + usec * 1000
+        if not out:
+            out.append((t, tti))
+            continue
+        last_t, last = out[-1]
+        step = (tti - last) % TTI_WRAP
+        if step > TTI_WRAP - REORDER_TTIS:
+            step -= TTI_WRAP  # written out of order
+        step += TTI_WRAP * max(0, int(((t - last_t) / 1e6 + REORDER_TTIS - step) // TTI_WRAP))
+        out.append((t, last + step))
     return out
 
 

@@ -192,6 +192,16 @@ def test_the_stacks_pace_is_its_ttis_against_the_wall_clock(tmp_path, dlt):
     # the pcap became a small CSV, read the same the next time (a report run again)
     assert not (folder / lte.PACE_PCAP).exists() and kpis.tti_samples(folder, lte.PACE_PCAP) == samples
     assert kpis.pace(samples, 0, samples[5][0]) is None  # under a second of samples: no pace
+    # a quiet stretch of 12 s (the UE idle: no PDUs), over a wrap of the frame number, and a PDU written a TTI
+    # out of order: unwrapped by the wall clock
+    quiet = [r for r in records if not t0 + 1.0 < r[0] < t0 + 13.0]
+    quiet.insert(5, (quiet[4][0], 1, quiet[2][2], quiet[2][3]))  # the downlink PDU two before, 40 TTIs back
+    _mac_pcap(folder / lte.PACE_PCAP, quiet, dlt)
+    gap = kpis.tti_samples(folder, lte.PACE_PCAP)
+    assert len(gap) == sum(r[1] == 1 for r in quiet) and gap[-1][1] - gap[0][1] == round(0.8 * 50 * 399)
+    assert gap[3][1] == gap[1][1]  # the one out of order: a step back, not a wrap forward
+    g = kpis.pace(gap, gap[0][0], gap[-1][0])
+    assert g is not None and g["pace"] == pytest.approx(0.8, abs=0.002)
     assert kpis.tti_samples(tmp_path / "absent", lte.PACE_PCAP) == []
 
 
