@@ -47,7 +47,7 @@
 //!   MRFS's metadata is the fewest bytes left of a UE's flows.
 
 use crate::Nanos;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::Hash;
 
 /// How a UE's credits are delayed after one brought no data.
@@ -210,6 +210,9 @@ pub struct Cu<K> {
     pub cfg: Config,
     pub ues: Vec<Ue>,
     flows: HashMap<K, Flow>,
+    /// Flows sent whole and forgotten: a late copy of one of their packets (its credit given up on, the
+    /// packet credited and sent again, then the first copy came) is a duplicate, not a new flow to credit.
+    finished: HashSet<K>,
     registered: u64,
     /// The credit loop to each source (the caller's number for it: its address).
     loops: HashMap<u64, Loop>,
@@ -232,7 +235,8 @@ const PEAK_DECAY: f64 = 1.0 / 16.0;
 impl<K: Hash + Eq + Clone + Ord> Cu<K> {
     pub fn new(cfg: Config, ues: usize) -> Self {
         let threshold = if cfg.coupled { cfg.mtu as u64 } else { cfg.buffer_bytes };
-        Cu { cfg, ues: vec![Ue { threshold, ..Ue::default() }; ues], flows: HashMap::new(), registered: 0, loops: HashMap::new(),
+        Cu { cfg, ues: vec![Ue { threshold, ..Ue::default() }; ues], flows: HashMap::new(), finished: HashSet::new(), registered: 0,
+             loops: HashMap::new(),
              total: 0, peak_total: 0, first: 0 }
     }
 
@@ -255,6 +259,10 @@ impl<K: Hash + Eq + Clone + Ord> Cu<K> {
     #[allow(clippy::too_many_arguments)]
     pub fn arrive(&mut self, now: Nanos, flow: &K, source: u64, ue: usize, size: u64, last: bool, payload: u32,
                   data: Option<(u32, u32)>) -> Option<Arrival> {
+        if self.finished.contains(flow) {
+            self.ues[ue].duplicates += u64::from(data.is_some());
+            return data.map(|_| Arrival::Duplicate);
+        }
         let order = self.registered;
         let f = self.flows.entry(flow.clone()).or_insert_with(|| Flow {
             ue, source, order, size, last, payload: payload.max(1), received: Vec::new(), received_count: 0, missing: BTreeSet::new(),
@@ -325,6 +333,7 @@ impl<K: Hash + Eq + Clone + Ord> Cu<K> {
         let done = f.last && f.departed_packets == f.packets();
         if done {
             self.flows.remove(flow);
+            self.finished.insert(flow.clone());
         }
         done
     }

@@ -196,3 +196,24 @@ fn a_flow_is_done_when_its_last_packet_leaves() {
     assert!(cu.depart(&1, 152, 100));
     assert_eq!((cu.flows(), cu.total, cu.remaining(0)), (0, 0, None));
 }
+
+#[test]
+fn a_late_copy_of_a_finished_flows_packet_is_a_duplicate_not_a_flow_to_credit() {
+    // A flow of 3 packets: two unscheduled, the third on credit; then a second copy of the third comes (its
+    // credit had been given up on and the packet sent again) after the flow went out whole.
+    let mut cu: Cu<u32> = Cu::new(cfg(true, 1_000_000), 1);
+    let du = [DuView { grant_bytes: 0, channel_bytes: 30_000, backlogged: false }];
+    for seq in 0..2 {
+        assert_eq!(data(&mut cu, 0, 7, 0, 3 * 1448, seq), Arrival::Admitted);
+    }
+    assert_eq!(cu.slot(0, &du).iter().map(|c| c.seq).collect::<Vec<_>>(), vec![2]);
+    assert_eq!(data(&mut cu, MS, 7, 0, 3 * 1448, 2), Arrival::Admitted);
+    assert!(!cu.depart(&7, 1500, 1448) && !cu.depart(&7, 1500, 1448) && cu.depart(&7, 1500, 1448));
+    assert_eq!(data(&mut cu, 20 * MS, 7, 0, 3 * 1448, 2), Arrival::Duplicate);
+    assert_eq!(cu.arrive(20 * MS, &7, 0, 0, 3 * 1448, true, 1448, None), None); // nor does an RTS bring it back
+    for s in 20..60 {
+        assert!(cu.slot(s * MS, &du).is_empty(), "slot {s}: a finished flow credited again");
+    }
+    assert_eq!((cu.ues[0].credits, cu.ues[0].expired, cu.ues[0].duplicates), (1, 0, 1));
+    assert_eq!(data(&mut cu, 60 * MS, 8, 0, 1448, 0), Arrival::Admitted); // another flow is one
+}
