@@ -31,14 +31,15 @@ LINK_LANE = ("mahimahi_link/", "mahimahi_patches/", "tracearchive/test_record.py
 BESIDE = (
     "experiments/", "hosts/", "k3s/", "playbooks/", "qemu/test_libvirt_domain.py",
     "mosaic/test_admission.py", "mosaic/test_admission_results.py",
-    "orchestrator/test_calibration.py", "orchestrator/test_campaign_config.py", "orchestrator/test_cell_notice.py", "orchestrator/test_config.py",
+    "orchestrator/test_calibration.py", "orchestrator/test_campaign_config.py", "orchestrator/test_cell_notice.py", "orchestrator/test_compare.py",
+    "orchestrator/test_config.py",
     "orchestrator/test_config_fuzz.py", "orchestrator/test_escaping.py", "orchestrator/test_outcomes.py",
     "orchestrator/test_facts.py", "orchestrator/test_layers.py", "orchestrator/test_plan.py", "orchestrator/test_queue_args.py", "orchestrator/test_results.py",
     "orchestrator/test_timeline_config.py", "orchestrator/test_trace_grammar.py",
     "smec_edge/test_policy.py", "smec_edge/test_timing.py", "smec_edge/test_gpu.py",
     "srsran/test_srsran_5g.py", "srsran/test_srsran_config.py", "srsran/test_srsran_mode.py",
     "tracearchive/test_archive_cli.py", "tracearchive/test_convert_and_checks.py", "tracearchive/test_drive.py",
-    "workloads/test_apps.py",
+    "workloads/test_apps.py", "workloads/test_model_cache.py",
 )
 
 

@@ -44,16 +44,21 @@ for i in range(0, count, segs):
 UDP_RECV = r"""
 import socket, sys, time
 port, idle, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+SO_TIMESTAMPNS = 35  # Linux's; the kernel stamps each datagram as it arrives, not when this process next runs
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
+s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
 s.bind(("0.0.0.0", port))
+to_mono = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.monotonic_ns()  # the stamps are wall-clock time
 print("ready", flush=True)
 s.settimeout(30)
 rows = []
 try:
     while True:
-        data = s.recv(65536)
-        rows.append((time.monotonic_ns(), len(data), int.from_bytes(data[:8], "big")))
+        data, anc, _, _ = s.recvmsg(65536, 64)
+        stamp = next((int.from_bytes(d[:8], "little") * 10**9 + int.from_bytes(d[8:16], "little")
+                      for lvl, typ, d in anc if lvl == socket.SOL_SOCKET and typ == SO_TIMESTAMPNS), None)
+        rows.append((stamp - to_mono if stamp is not None else time.monotonic_ns(), len(data), int.from_bytes(data[:8], "big")))
         s.settimeout(idle)
 except socket.timeout:
     pass

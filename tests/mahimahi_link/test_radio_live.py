@@ -33,7 +33,9 @@ def aligned_share(rows) -> float:
 def test_tdd_delivers_at_the_uplink_slots_and_harq_keeps_every_packet(lab, tmp_path):
     trace = constant_trace(tmp_path / "c12", 12)  # an opportunity every millisecond, room for every datagram
     radio = "slot-us=1000,tdd=DDDDDDDDDU,bler=0.3,harq-rtt-slots=10,max-tx=12"
-    lab.start_emulator(trace, trace, f"--uplink-radio={radio}")
+    # the emulator under SCHED_FIFO (and the receiver's kernel timestamps): the slots' timing is the emulator's,
+    # not how late a busy machine runs it (CI 2026-11-29, beside the hosts provider's provisioning: 66% aligned)
+    lab.start_emulator(trace, trace, f"--uplink-radio={radio}", realtime=True)
     rows = lab.udp(lab.ue, lab.core, CORE_IP, pps=PPS, count=COUNT, idle=1.0)
     assert lab.stop_emulator() == 0, lab.emulator_stderr
     stats = lab.read_stats()["uplink"]
@@ -42,7 +44,7 @@ def test_tdd_delivers_at_the_uplink_slots_and_harq_keeps_every_packet(lab, tmp_p
     assert stats["radio_held_packets"] == 0, stats
     with_radio = aligned_share(rows)
     # control: the same link and datagrams without the radio
-    lab.start_emulator(trace, trace)
+    lab.start_emulator(trace, trace, realtime=True)
     plain = aligned_share(lab.udp(lab.ue, lab.core, CORE_IP, pps=PPS, count=COUNT, idle=1.0, port=9001))
     assert lab.stop_emulator() == 0, lab.emulator_stderr
     print(f"aligned gaps: radio {with_radio:.0%}, plain {plain:.0%}; {stats['radio_retransmissions']} retransmissions")

@@ -18,6 +18,7 @@ import pytest
 from premise import premise
 from calibrate_first import calibrate_first
 from stress import edge_config
+from slow import only_slow
 
 from continuum import cgroups
 
@@ -88,6 +89,7 @@ def test_tasks_arrive_over_mqtt_run_under_mosaic_in_their_cgroups_and_are_answer
     assert not cgroups.existing(man.get("run_id")) if man.get("run_id") else True
 
 
+@only_slow("a calibration and an overloaded MOSAIC run, ~60 s on the 2-core machine of 2026-11-29")
 def test_a_run_that_ends_with_tasks_queued_still_counts_them(tmp_path, continuum_run):
     """Overload under FCFS with one slot and a short timeout: the run stops with
     tasks still queued. The server writes its records within the runner's grace

@@ -21,9 +21,11 @@ import pandas as pd
 import pytest
 
 import hoststate
+from slow import only_slow
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="continuum run needs root (namespaces, cgroups)")
+SLOW_RUNS = only_slow("three W1 runs over srsRAN's recording, ~80 s on the 2-core machine of 2026-11-29")
 sys.path.insert(0, str(REPO))
 from continuum.config import presets  # noqa: E402
 from continuum.tracearchive import light  # noqa: E402
@@ -78,6 +80,7 @@ def _medians(run: Path) -> tuple[float, float]:
     return float(ok["uplink_ms"].median()), float(ok["downlink_ms"].median())
 
 
+@SLOW_RUNS
 def test_the_light_traces_base_delays_show_in_m1_and_m2(runs):
     (m1, m2), (p1, p2) = _medians(runs["auto"]), _medians(runs["plain"])
     mobile = json.loads((runs["auto"] / "manifest.json").read_text())["mobile"]
@@ -92,6 +95,7 @@ def test_the_light_traces_base_delays_show_in_m1_and_m2(runs):
     assert m1 - p1 >= 0.6 * base_up, (m1, p1, base_up)
 
 
+@SLOW_RUNS
 def test_the_access_procedure_adds_the_uplinks_access_and_each_directions_pipeline(runs):
     (a1, a2), (p1, p2) = _medians(runs["access"]), _medians(runs["plain"])
     a = presets.ACCESS["lte-fdd-srsran"]
@@ -108,6 +112,7 @@ def test_the_access_procedure_adds_the_uplinks_access_and_each_directions_pipeli
     assert stats["uplink"]["radio_blocks"] > 0 and stats["downlink"]["radio_retransmissions"] == 0, stats
 
 
+@SLOW_RUNS
 def test_the_manifest_says_how_the_traces_were_replayed(runs):
     m = json.loads((runs["auto"] / "manifest.json").read_text())["mobile"]
     assert m["replay"] == "workload-aware"
@@ -155,6 +160,7 @@ def test_a_light_trace_with_plain_replay_or_a_bad_line_is_refused(tmp_path):
     assert p.returncode != 0 and f"{bad}:3" in out and "mobile.uplink_light" in out, out
 
 
+@SLOW_RUNS
 def test_the_manifest_records_each_nodes_tcp_and_the_file_can_name_it(runs):
     """The endpoint's TCP as the file named it, the edge's the machine's default, read back from each namespace."""
     named = json.loads((runs["access"] / "manifest.json").read_text())["nodes"]
