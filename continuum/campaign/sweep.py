@@ -173,8 +173,9 @@ def parse(table: Any, file: str) -> Sweep:
         say("sweep.arms", "expected tables ([sweep.arms.NAME] with the keys the arm sets)")
     else:
         for name, t in raw_arms.items():
-            if not isinstance(t, dict) or not t:
-                say(f"sweep.arms.{name}", "expected a table of the keys this arm sets (\"cell.uplink\" = \"smec\")")
+            if not isinstance(t, dict):  # an empty table: the arm runs the file as it is (a baseline)
+                say(f"sweep.arms.{name}", "expected a table of the keys this arm sets (\"cell.uplink\" = \"smec\"), "
+                                          "or an empty one for the file as it is")
                 continue
             t = dict(t)
             if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):

@@ -1,4 +1,5 @@
-"""The mobility experiment's analysis: for each arm's run (results/runs/ARM/*),
+"""The mobility experiment's analysis: for each arm's run (the campaign's
+points, results/runs/campaign-mobility-drive: campaign.py),
 end-to-end latency and the share of requests answered within the SLO, over
 the whole measured window and around the recorded handovers (requests drawn
 in the first NEAR_S seconds after a handover, against all the others), the
@@ -22,8 +23,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from arms import ARMS, SLO_MS  # noqa: E402
+import campaign  # noqa: E402
+from campaign import ARMS, SLO_MS  # noqa: E402
 
+FOLDER = "campaign-mobility-drive"  # the campaign's folder under results/runs
 NEAR_S = 1.0  # "around a handover": drawn within this long after it
 COLOURS = {"edge": "tab:blue", "edge-no-outage": "tab:gray", "cloud": "tab:orange", "edge-smec": "tab:green",
            "stay": "tab:brown", "follow": "tab:cyan", "stay-smec": "tab:olive", "follow-smec": "tab:pink"}
@@ -31,11 +34,11 @@ COLOURS = {"edge": "tab:blue", "edge-no-outage": "tab:gray", "cloud": "tab:orang
 
 def load(results: Path) -> dict[str, dict]:
     out = {}
+    done = campaign.runs(results / "runs" / FOLDER)
     for arm in ARMS:
-        runs = sorted((results / "runs" / arm).glob("*-mobility-*"))
-        if not runs:
+        if arm not in done:
             continue
-        d = runs[-1]
+        d = done[arm]
         man = json.loads((d / "manifest.json").read_text())
         df = pd.read_csv(d / "requests.csv")
         start = man["trace_restarts_unix_ns"][0]
@@ -53,7 +56,7 @@ def load(results: Path) -> dict[str, dict]:
 
 def in_first_cell(t_drawn: pd.Series, handovers: list[float]) -> pd.Series:
     """Whether each request was drawn while the UE was in the drive's first cell: the drive's window
-    hands over between two cells (arms.sites()), so every other period is the first cell's."""
+    hands over between two cells (campaign.sites()), so every other period is the first cell's."""
     i = np.searchsorted(np.asarray(handovers), t_drawn.to_numpy(), side="right")
     return pd.Series(i % 2 == 0, index=t_drawn.index)
 
@@ -194,7 +197,7 @@ def summary(arms: dict[str, dict]) -> pd.DataFrame:
 def main(results: Path) -> int:
     arms = load(results)
     if not arms:
-        print(f"no runs under {results}/runs: run experiments/mobility/run first", file=sys.stderr)
+        print(f"no complete point under {results}/runs/{FOLDER}: run experiments/mobility/run first", file=sys.stderr)
         return 2
     figures(arms, results)
     geography_figure(arms, results)

@@ -74,6 +74,11 @@ def test_zip_arms_and_seeds_make_the_points_asked_for(tmp_path):
     unset.write_text(unset.read_text().split("[sweep.arms.bad]")[0])
     specs = sweep.check(unset, sweep.points(unset))
     assert [s.cell is None for s in specs] == [True, False] and "[cell]" not in sweep.points(unset)[0].text
+    # an empty arm is the file as it is (a baseline); an arm may set a whole array of tables
+    base = _file(tmp_path, '[sweep]\n[sweep.arms.baseline]\n[sweep.arms.outage]\n'
+                           'timeline = [{ t_s = 1, outage_s = 0.05 }, { t_s = 2, outage_s = 0.02 }]\n', name="base.toml")
+    specs = sweep.check(base, sweep.points(base))
+    assert [[(e.t_s, e.kind) for e in s.timeline] for s in specs] == [[], [(1, "outage"), (2, "outage")]]
     missing = _file(tmp_path, '[sweep]\n[sweep.arms.a]\nunset = ["transport.buffer_kb"]\n', name="missing.toml")
     with pytest.raises(ConfigError) as e:
         sweep.points(missing)
