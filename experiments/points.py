@@ -132,3 +132,28 @@ def set_timing(text: str, duration_s: int | None, warmup_s: int | None = None) -
     if warmup_s is not None:
         text = re.sub(r"(?m)^warmup_s = .*$", f"warmup_s = {warmup_s}", text, count=1)
     return text
+
+
+def arms_from_files(base: dict, files: dict[str, dict], own: tuple[str, ...]) -> dict[str, dict]:
+    """Shipped point files as a campaign's named arms over one of them (BASE, parsed): each arm sets the
+    dotted keys its file gives otherwise and unsets what only BASE has (a whole table when its file has
+    none of it). Keys under OWN (prefixes: the campaign's name, folder, timing) are left to the campaign."""
+    fb = flat(base)
+    arms = {}
+    for name, data in files.items():
+        fd = flat(data)
+        arm: dict = {k: v for k, v in fd.items() if fb.get(k) != v and not k.startswith(own)}
+        unset: list[str] = []
+        for k in fb:
+            if k in fd or k.startswith(own):
+                continue
+            parts = k.split(".")
+            # the highest table of the key that the file lacks entirely
+            top = next((".".join(parts[:i]) for i in range(1, len(parts)) if not any(
+                f == ".".join(parts[:i]) or f.startswith(".".join(parts[:i]) + ".") for f in fd)), k)
+            if top not in unset:
+                unset.append(top)
+        if unset:
+            arm["unset"] = unset
+        arms[name] = arm
+    return arms

@@ -2,11 +2,12 @@
 the shipped experiment files in configs/thesis/, then draw the figures and
 write report.md next to the thesis' numbers (analyze.py).
 
-Each point is an ordinary `continuum run` of one file, so what the report
-says can be re-run point by point. The runner only changes [experiment]
-timing (--quick, --repetitions) and where results go, in a copy of the file
-kept with the results; points.json records what ran, how and how it ended,
-so an interrupted run continues with --resume."""
+Each experiment runs as one campaign (campaign.py: its points' shipped
+files as named arms, only [experiment] timing (--quick, --repetitions) and
+where results go changed), and each point is an ordinary run of its file, so
+what the report says can be re-run point by point. An interrupted run
+continues where it stopped when run again (the campaigns resume);
+points.json indexes every point's run for the analysis."""
 
 from __future__ import annotations
 
@@ -21,12 +22,12 @@ import time
 import tomllib
 from pathlib import Path
 
-import tomli_w
-
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CONFIGS = REPO / "configs" / "thesis"
 CONTINUUM = REPO / ".venv" / "bin" / "continuum"
+sys.path.insert(0, str(HERE.parent))
+from points import write_campaign  # noqa: E402
 
 EXPERIMENTS = {
     "E1": ["e1-lte", "e1-5g", "e1-5g-obstacle", "e1-5g-mmwave"],
@@ -63,37 +64,29 @@ def expected_s(point: str, t: dict) -> float:
     return t["repetitions"] * (t["duration_s"] + t["warmup_s"] + 4) + OVERHEAD_S.get(point, DEFAULT_OVERHEAD_S)
 
 
-def variant(point: str, t: dict, out: Path, segmentation: str | None = None) -> Path:
-    """The point's experiment file with this run's timing and output folder
-    (and, when asked, who segments the hosts' traffic: mobile.segmentation)."""
-    data = tomllib.loads((CONFIGS / f"{point}.toml").read_text())
-    data["experiment"].update(t, output=str(out / "runs" / point))
-    if segmentation:
-        data.setdefault("mobile", {})["segmentation"] = segmentation
-    path = out / "configs" / f"{point}.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"# configs/thesis/{point}.toml as run by experiments/thesis/run\n" + tomli_w.dumps(data))
-    return path
+def run_experiment(experiment: str, points: list[str], t: dict, out: Path, segmentation: str | None, command: str) -> tuple[int, list[dict]]:
+    """One experiment's POINTS as one campaign (resumed if it ran before); its `continuum run` exit status and
+    a points.json record per point."""
+    import campaign
 
-
-def run_point(point: str, t: dict, out: Path, segmentation: str | None = None) -> dict:
-    cfg = variant(point, t, out, segmentation)
-    log = out / "logs" / f"{point}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    runs = out / "runs" / point
-    before = set(runs.iterdir()) if runs.exists() else set()
-    t0 = time.monotonic()
-    with log.open("w") as f:
-        rc = subprocess.call([str(CONTINUUM), "run", str(cfg)], stdout=f, stderr=subprocess.STDOUT, cwd=REPO,
-                             env={**os.environ, "COLUMNS": "140"})
-    new = sorted(set(runs.iterdir()) - before) if runs.exists() else []
-    run_dir = new[-1] if new else None
-    status = "missing"
-    if run_dir and (run_dir / "manifest.json").exists():
-        status = json.loads((run_dir / "manifest.json").read_text()).get("status", "unknown")
-    return {"point": point, "experiment": experiment_of(point), "config": f"configs/thesis/{point}.toml", "as_run": str(cfg.relative_to(out)),
-            "timing": t, "segmentation": segmentation or "as in the file", "rc": rc, "status": status if rc == 0 else f"exit {rc}: {status}",
-            "run_dir": str(run_dir.relative_to(out)) if run_dir else None, "wall_s": round(time.monotonic() - t0, 1), "log": str(log.relative_to(out))}
+    every = EXPERIMENTS[experiment]
+    name = campaign.name(experiment, points, every)
+    cfg = out / "configs" / f"{name}.toml"
+    write_campaign(cfg, campaign.text(experiment, points, every, t, out, segmentation),
+                   lambda path: campaign.check(path, points, segmentation))
+    rc = subprocess.call([str(CONTINUUM), "run", str(cfg)], cwd=REPO, env={**os.environ, "COLUMNS": "140"})
+    folder = out / "runs" / f"campaign-{name}"
+    state = json.loads((folder / "campaign.json").read_text())["points"] if (folder / "campaign.json").exists() else []
+    by_arm = {e["arm"]: e for e in state}
+    recs = []
+    for p in points:
+        e = by_arm.get(p, {})
+        recs.append({"point": p, "experiment": experiment, "config": f"configs/thesis/{p}.toml",
+                     "as_run": str(cfg.relative_to(out)), "campaign": str(folder.relative_to(out)), "timing": t,
+                     "segmentation": segmentation or "as in the file", "status": e.get("status", "missing"),
+                     "run_dir": str((folder / e["run"]).relative_to(out)) if e.get("run") else None,
+                     "wall_s": e.get("wall_s"), "command": command})
+    return rc, recs
 
 
 def versions() -> dict:
@@ -117,7 +110,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--segmentation", choices=["auto", "emulator", "kernel"],
                     help="set every point's mobile.segmentation (default: each file's own, i.e. auto); "
                          "compare two runs with experiments/thesis/compare.py")
-    ap.add_argument("--resume", action="store_true", help="keep points of an earlier run in --out that completed")
     ap.add_argument("--analyze-only", action="store_true", help="redraw figures and report.md from --out; run nothing")
     ap.add_argument("--list", action="store_true", help="print the points and the expected duration; run nothing")
     a = ap.parse_args(argv)
@@ -168,32 +160,26 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(points)} points ({'quick' if a.quick else 'full'} mode), expected ~{total / 60:.0f} min; results in {out}", flush=True)
     t_start = time.monotonic()
     failed = []
-    for i, p in enumerate(points, 1):
-        t = plan[p]
-        old = records.get(p)
-        if (a.resume and old and old["status"] == "complete" and old["timing"] == t
-                and old.get("segmentation", "as in the file") == (a.segmentation or "as in the file")):
-            print(f"[{i:2}/{len(points)}] {p:18} kept from the earlier run ({old['run_dir']})", flush=True)
+    for exp, every in EXPERIMENTS.items():
+        chosen_points = [p for p in every if p in points]
+        if not chosen_points:
             continue
-        print(f"[{i:2}/{len(points)}] {p:18} {t['repetitions']} x {t['duration_s']:g} s ... ", end="", flush=True)
-        r = run_point(p, t, out, a.segmentation)
-        r["command"] = command
-        records[p] = r
+        # one timing per experiment (a campaign's points share its [experiment] table)
+        t = plan[chosen_points[0]]
+        if any(plan[p] != t for p in chosen_points):
+            raise SystemExit(f"{exp}: its points' files give different timings ({ {p: plan[p] for p in chosen_points} }); "
+                             "a campaign runs them with one")
+        print(f"== {exp}: {', '.join(chosen_points)}, {t['repetitions']} x {t['duration_s']:g} s each", flush=True)
+        rc, recs = run_experiment(exp, chosen_points, t, out, a.segmentation, command)
+        for r in recs:
+            records[r["point"]] = r
+            if r["status"] != "complete":
+                failed.append(r["point"])
         save()
-        line = f"{r['status']} in {r['wall_s']:.0f} s"
-        if r["status"] == "complete":
-            s = json.loads((out / r["run_dir"] / "summary.json").read_text())
-            e2e = s["metrics"]["e2e_ms"]
-            if e2e.get("count"):
-                line += f"  ({s['answered']}/{s['requests']} answered, e2e median {e2e['median']:.0f} ms, P99 {e2e['p99']:.0f} ms)"
-        else:
-            failed.append(p)
-            line += f"  (see {out / r['log']})"
-        print(line, flush=True)
-        if r["rc"] in (130, -2):
-            # Ctrl-C reaches the point's continuum run and this script alike:
-            # the user wants the whole run stopped, not the next point started.
-            print(f"interrupted; continue later with --resume (--out {out})", file=sys.stderr)
+        if rc in (130, -2):
+            # Ctrl-C reaches the campaign's continuum run and this script alike:
+            # the user wants the whole run stopped, not the next experiment started.
+            print(f"interrupted; run the same command again to continue (--out {out})", file=sys.stderr)
             return 130
     meta["commands"][-1]["wall_s"] = round(time.monotonic() - t_start, 1)
     save()
@@ -201,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"points done in {meta['wall_s'] / 60:.1f} min; drawing figures and report", flush=True)
     rc = analyze.main(out)
     if failed:
-        print(f"failed points: {', '.join(failed)} (their logs are in {out / 'logs'})", file=sys.stderr)
+        print(f"failed points: {', '.join(failed)} (their run folders' logs/ and their campaigns' campaign.json)", file=sys.stderr)
         return 1
     return rc
 

@@ -14,6 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "experiments" / "thesis" / "run"
 RESULTS = REPO / "experiments" / "thesis" / "results"
@@ -41,3 +43,36 @@ def test_analysis_of_the_committed_run_draws_every_figure_and_finding(tmp_path):
     # the committed report is what this code makes of the committed runs
     committed = (RESULTS / "report.md").read_text()
     assert table == committed.split("## Our numbers next to the thesis'")[1].split("\n## ")[0]
+
+
+def test_each_experiment_is_a_campaign_of_its_shipped_point_files(tmp_path):
+    """campaign.py: every experiment's points as named arms over its first file, each point its shipped file
+    key for key but for the campaign's timing, name and folder (campaign.check, which must catch a point
+    that differs more), and a valid file as `continuum run` loads it."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "experiments" / "thesis"))
+    import campaign
+    import thesis
+
+    from continuum.campaign import sweep
+
+    quick = {"duration_s": 20, "warmup_s": 3, "repetitions": 1}
+    for exp, pts in thesis.EXPERIMENTS.items():
+        path = tmp_path / f"{exp}.toml"
+        path.write_text(campaign.text(exp, pts, pts, quick, tmp_path, None))
+        campaign.check(path, pts, None)
+        specs = sweep.check(path, sweep.points(path))
+        assert [s.duration_s for s in specs] == [20] * len(pts) and {s.name for s in specs} == {f"thesis-{exp}"}
+    # E2's text point: another app, and the image point's bank_size unset, not left behind
+    text = tmp_path / "E2.toml"
+    e2 = {p.arm: p for p in sweep.points(text)}
+    assert "bank_size" not in e2["e2-text"].text and 'app = "translation"' in e2["e2-text"].text
+    # a part of an experiment is a campaign of its own; a drifted point is caught, named
+    part = tmp_path / "part.toml"
+    part.write_text(campaign.text("E4", ["e4-10rps", "e4-10rps-cc"], thesis.EXPERIMENTS["E4"], quick, tmp_path, "emulator"))
+    campaign.check(part, ["e4-10rps", "e4-10rps-cc"], "emulator")
+    assert sweep.points(part)[0].text.count('segmentation = "emulator"') == 1
+    part.write_text(part.read_text().replace('[sweep.arms.e4-10rps-cc]\n', '[sweep.arms.e4-10rps-cc]\n"workload.rate" = 9.0\n'))
+    with pytest.raises(AssertionError, match="e4-10rps-cc"):
+        campaign.check(part, ["e4-10rps", "e4-10rps-cc"], "emulator")
