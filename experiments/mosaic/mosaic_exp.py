@@ -10,9 +10,11 @@ table next to the paper's and the original code's numbers, and figures
     --load   chosen policies x seeds at other utilisations of the edge (e.g. 0.5,0.9,1.3), into
              results/load/: where each policy breaks
 
-Each point is an ordinary `continuum run` of a copy of that file with only
-the policy, the seed and tau_ipc changed; the copies are kept with the
-results, so any point can be re-run by hand."""
+Each part is one campaign (docs/campaigns.md) of that file with only the
+policy, the seed, tau_ipc and (--load) the utilisation swept: OUT/mosaic-
+PART.toml, kept with the results, `continuum run` of which resumes the part
+where it stopped; each point is an ordinary run, which can be re-run by
+hand from its folder's experiment.toml."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ import pandas as pd  # noqa: E402
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
-from points import chosen, med_range, plain_log_ticks, run_point, set_timing, spread  # noqa: E402
+from points import chosen, complete_points, flat, med_range, plain_log_ticks, set_timing, spread, write_campaign  # noqa: E402
 
 from mosaic.classes import CLASSES as TASK_CLASSES  # noqa: E402
 
@@ -56,26 +58,63 @@ def point_name(policy: str, seed: str, tau: str = "0.35", load: float | None = N
     return f"{policy}" + ("" if load is None else f"-u{load:g}") + f"-s{seed}" + ("" if tau == "0.35" else f"-tau{tau}")
 
 
-def point_config(out: Path, policy: str, seed: str, tau: str, duration_s: int | None, load: float | None = None) -> Path:
-    """A copy of the shipped file with only the policy, seed, tau_ipc and (if given) utilisation and window changed."""
-    name = point_name(policy, seed, tau, load)
+# what each part sweeps (dotted keys of the file), beside its name, folder and window
+SWEPT = {"main": ("edge.admission.policy", "experiment.seed"), "tau": ("edge.admission.tau_ipc",),
+         "load": ("edge.admission.policy", "experiment.seed", "workload.utilisation")}
+OWN = ("experiment.name", "experiment.output", "experiment.duration_s")
+
+
+def campaign_text(part: str, where: Path, duration_s: int | None, pols: list[str], seeds: list[str], taus: list[str],
+                  loads: list[float]) -> str:
+    """The shipped file as one part's campaign, its runs under WHERE/runs (folder campaign-mosaic-paper[-PART])."""
+    name = "mosaic-paper" if part == "main" else f"mosaic-paper-{part}"
     text = BASE.read_text()
-    text = re.sub(r'(?m)^policy = "mosaic"', f'policy = "{policy}"', text, count=1)
-    text = re.sub(r"(?m)^seed = 42$", f"seed = {seed}", text, count=1)
-    text = re.sub(r"(?m)^tau_ipc = 0.35$", f"tau_ipc = {tau}", text, count=1)
-    if load is not None:
-        text = re.sub(r"(?m)^utilisation = 0\.9( .*)?$", f"utilisation = {load:g}", text, count=1)
-    text = re.sub(r'(?m)^name = "mosaic-paper"$', f'name = "mosaic-{name}"', text, count=1)
-    text = text.replace("[experiment]\n", f'[experiment]\noutput = "{out / "runs"}"\n', 1)
-    text = set_timing(text, duration_s)
-    parsed = tomllib.loads(text)
-    adm = parsed["edge"]["admission"]
-    assert (adm["policy"], parsed["experiment"]["seed"], adm["tau_ipc"]) == (policy, int(seed), float(tau)), name
-    assert load is None or parsed["workload"]["utilisation"] == load, name
-    path = out / "configs" / f"{name}.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
+    text = re.sub(r'(?m)^name = "mosaic-paper"$', f'name = "{name}"', text, count=1)
+    text = set_timing(text.replace("[experiment]\n", f'[experiment]\noutput = "{where / "runs"}"\n', 1), duration_s)
+    if part == "main":
+        sweep = {"edge.admission.policy": pols, "seeds": [int(s) for s in seeds]}
+    elif part == "tau":  # mosaic (the file's policy), seed 42 (the file's)
+        sweep = {"edge.admission.tau_ipc": [float(t) for t in taus]}
+    else:
+        sweep = {"workload.utilisation": loads, "edge.admission.policy": pols, "seeds": [int(s) for s in seeds]}
+    import tomli_w
+
+    return text + "\n" + tomli_w.dumps({"sweep": sweep})
+
+
+def check(path: Path, part: str) -> None:
+    """Every point is the shipped file but for what its part sweeps (and the campaign's name, folder, window)."""
+    from continuum.campaign import sweep
+
+    shipped = flat(tomllib.loads(BASE.read_text()))
+    pts = sweep.points(path)
+    for p in pts:
+        got = flat(tomllib.loads(p.text))
+        diff = sorted(k for k in set(shipped) | set(got) if shipped.get(k) != got.get(k) and k not in OWN)
+        bad = [k for k in diff if k not in SWEPT[part]]
+        assert not bad, f"{path} point {p.index} ({p.label()}) changes {bad} of configs/mosaic-paper.toml"
+    assert pts, path
+
+
+def point_of(e: dict) -> str:
+    """A campaign point's name in the extracts (point_name) from its campaign.json entry."""
+    v = e["values"]
+    load = v.get("workload.utilisation")
+    return point_name(v.get("edge.admission.policy", "mosaic"), str(e["seed"] if e["seed"] is not None else 42),
+                      f"{float(v.get('edge.admission.tau_ipc', 0.35)):.2f}", None if load is None else float(load))
+
+
+def run_part(part: str, where: Path, text: str, extract_point) -> None:
+    """One part's campaign run (resumed where it stopped), then each complete point's extract."""
+    import subprocess
+
+    path = write_campaign(where / f"mosaic-{part}.toml", text, lambda p: check(p, part))
+    rc = subprocess.run([str(REPO / ".venv" / "bin" / "continuum"), "run", str(path)]).returncode
+    name = "mosaic-paper" if part == "main" else f"mosaic-paper-{part}"
+    for e in complete_points(where / "runs" / f"campaign-{name}"):
+        extract_point(e["dir"], where, point_of(e))
+    if rc != 0:
+        raise SystemExit(f"the {part} campaign ended with {rc}: {path}; run the same command again to resume it")
 
 
 def extract(run_dir: Path, out: Path, name: str) -> None:
@@ -369,7 +408,7 @@ def main() -> int:
     ap.add_argument("--analyze-only", action="store_true", help="redraw from the extracts already in --out")
     a = ap.parse_args()
     out = (a.out or HERE / ("results-quick" if a.quick else "results")).resolve()
-    (out / "logs").mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     pols = chosen(ap, "--policies", a.policies, POLICIES)
     seeds = chosen(ap, "--seeds", a.seeds, SEEDS)
     taus = chosen(ap, "--taus", a.taus, TAUS)
@@ -380,12 +419,9 @@ def main() -> int:
         ap.error(f"--load: {a.load!r} is not a comma-separated list of utilisations, e.g. 0.5,0.9,1.3")
     if loads:
         where = out / "load"
-        (where / "logs").mkdir(parents=True, exist_ok=True)
-        todo_l = [] if a.analyze_only else [(u, s, p) for u in loads for s in seeds for p in pols]
-        for i, (u, s, p) in enumerate(todo_l, 1):
-            name = point_name(p, s, "0.35", u)
-            print(f"mosaic load [{i}/{len(todo_l)}]: {POLICIES[p]}, seed {s}, utilisation {u:g} ...", flush=True)
-            extract_load(run_point(point_config(where, p, s, "0.35", duration, u), where / "logs" / f"{name}.log"), where, name)
+        where.mkdir(parents=True, exist_ok=True)
+        if not a.analyze_only:
+            run_part("load", where, campaign_text("load", where, duration, pols, seeds, taus, loads), extract_load)
         lp = load_points(out)
         text = load_table(lp)
         (where / "table.md").write_text(text + "\n")
@@ -393,13 +429,10 @@ def main() -> int:
         print(text)
         print("figures: " + ", ".join(str(p) for p in made))
         return 0
-    todo = [(p, s, "0.35") for s in seeds for p in pols]
-    todo[2 * len(pols):2 * len(pols)] = [("mosaic", "42", t) for t in taus]  # the sweep after two seeds: a cut-short run still has it
     if not a.analyze_only:
-        for i, (p, s, t) in enumerate(todo, 1):
-            name = point_name(p, s, t)
-            print(f"mosaic [{i}/{len(todo)}]: {name} ...", flush=True)
-            extract(run_point(point_config(out, p, s, t, duration), out / "logs" / f"{name}.log"), out, name)
+        run_part("main", out, campaign_text("main", out, duration, pols, seeds, taus, loads), extract)
+        if taus:
+            run_part("tau", out, campaign_text("tau", out, duration, pols, seeds, taus, loads), extract)
     points = {p.name[len("summary-"):-len(".json")]: json.loads(p.read_text()) for p in sorted(out.glob("summary-*.json"))}
     agg = aggregate(points)
     orig = original(out / "original.json")
