@@ -201,7 +201,8 @@ def test_under_sustained_overload_no_task_waits_longer_than_three_deadlines_and_
     log_archive tasks with a 300-ms deadline queue behind every burst that arrived
     before them (past their deadlines all are equally urgent, and earlier ones go first),
     so only the starvation guard lets them in: within 3 x 300 ms + one 100-ms tick (plus
-    150 ms for the workers' reports on this loaded 2-core machine). The bursts themselves
+    150 ms for the workers' reports on this loaded 2-core machine), or once one of their class's two workers
+    is free if both still run earlier ones. The bursts themselves
     starve too, by the hundred: the guard admits each, but only as fast as their class's
     two workers free up, so for a class that alone arrives faster than it is served the
     bound cannot hold (docs/mosaic.md)."""
@@ -216,6 +217,15 @@ def test_under_sustained_overload_no_task_waits_longer_than_three_deadlines_and_
     bg = [d for d in done if d.task.cls == "log_archive"]
     assert len(bg) == 4 and len(done) == n + 4
     premise("the longest dispatch_api wait (ms): a growing backlog", longest, backlog, detail=f"{factor}x of {alone_ms:.1f} ms")
-    waits = [(d.task.waited_ms(d.task.finished_ns), d.task.deadline_ms) for d in bg]
-    assert all(w <= 3 * dl + 100 + 150 for w, dl in waits), waits
+    # the guard admits a task at the first tick after it waited 3 deadlines; it starts once a worker of its class
+    # is free: the class's two workers may still run earlier log_archive tasks (each took 0.3-1 s on the slower
+    # machine of 2026-11-29, where l2 waited 1415 ms, 515 past the guard, for l0 or l1 to finish)
+    bg.sort(key=lambda d: d.task.arrival_ns)
+    for i, d in enumerate(bg):
+        earlier = sorted(e.task.finished_ns for e in bg[:i])
+        free_ns = earlier[i - 2] if i >= 2 else 0  # all but one of the earlier ones done: one of the 2 workers is free
+        due_ns = max(d.task.arrival_ns + (3 * d.task.deadline_ms + 100) * MS, free_ns)
+        late_ms = (d.task.started_ns - due_ns) / MS
+        assert late_ms <= 150, [(e.task.id, e.task.waited_ms(e.task.finished_ns), (e.task.finished_ns - e.task.started_ns) / MS)
+                                for e in bg]
     assert sum(d.rule == "starving" for d in mosaic.decisions) >= 3  # the guard, not a lull, let them in
