@@ -166,7 +166,9 @@ def aggregate(points: dict[str, dict]) -> dict[str, dict]:
         agg["queue_max"] = mean_sd([r["queue"]["max"] for r in runs])
         dec = [r["decisions"]["us_p50"] for r in runs if r.get("decisions")]
         agg["decision_us_p50"] = statistics.median(dec) if dec else None
-        agg["per_class_hit"] = {c: statistics.mean([r["per_class"][c]["hit"] * 100 for r in runs if c in r["per_class"]]) for c in CLASSES}
+        # a class no measured task of which arrived (a short window: the rare classes) has no hit share
+        hits = {c: [r["per_class"][c]["hit"] * 100 for r in runs if c in r["per_class"]] for c in CLASSES}
+        agg["per_class_hit"] = {c: statistics.mean(v) if v else None for c, v in hits.items()}
         out[pol] = agg
     return out
 
@@ -198,7 +200,8 @@ def class_table(agg: dict[str, dict]) -> str:
     head = "| policy | " + " | ".join(CLASSES) + " |"
     rows = [head, "|---" * (len(CLASSES) + 1) + "|"]
     for pol, a in agg.items():
-        rows.append(f"| {POLICIES[pol]} | " + " | ".join(f"{a['per_class_hit'][c]:.1f}" for c in CLASSES) + " |")
+        rows.append(f"| {POLICIES[pol]} | " + " | ".join("-" if a["per_class_hit"][c] is None else f"{a['per_class_hit'][c]:.1f}"
+                                                        for c in CLASSES) + " |")
     return "\n".join(rows)
 
 
@@ -239,7 +242,11 @@ def figures(points: dict[str, dict], agg: dict[str, dict], out: Path) -> list[Pa
     fig, ax = plt.subplots(figsize=(11, 4))
     w = 0.8 / len(pols)
     for i, pol in enumerate(pols):
-        ax.bar(np.arange(len(CLASSES)) + i * w, [agg[pol]["per_class_hit"][c] for c in CLASSES], w, color=f"C{i}", label=POLICIES[pol])
+        hit = agg[pol]["per_class_hit"]
+        ax.bar(np.arange(len(CLASSES)) + i * w, [np.nan if hit[c] is None else hit[c] for c in CLASSES], w, color=f"C{i}", label=POLICIES[pol])
+        for k, c in enumerate(CLASSES):
+            if hit[c] is None:  # not a 0% bar: none of the class's tasks was measured
+                ax.text(k + i * w, 2, "no tasks", rotation=90, ha="center", va="bottom", fontsize=7, color="0.4")
     ax.set_xticks(np.arange(len(CLASSES)) + 0.4 - w / 2, [f"{c}\n(tier {TIER[c]})" for c in CLASSES], fontsize=8)
     ax.set_ylabel("deadline hit (% of the class's tasks,\nmean over seeds)")
     ax.set_ylim(0, 118)
