@@ -1,7 +1,8 @@
 """The experiment's arms as one campaign (docs/campaigns.md):
 configs/mobility-drive.toml with a [sweep] of named arms, each changing only
 its difference:
-    campaign.py RESULTS_FOLDER      # writes RESULTS_FOLDER/drive.toml, prints its path
+    campaign.py RESULTS_FOLDER [TOTAL_S]   # writes RESULTS_FOLDER/drive.toml, prints its path
+    (TOTAL_S: a shorter drive than 270 s, its first handovers only: to try the pipeline)
 (arms: edge, edge-no-outage, cloud, edge-smec, stay, follow, stay-smec, follow-smec)
 
 Every arm replays the drive's first 270 s (duration 265 s after a 5-s
@@ -45,12 +46,12 @@ DURATION_S = 265
 ARMS = ("edge", "edge-no-outage", "cloud", "edge-smec", "stay", "follow", "stay-smec", "follow-smec")
 
 
-def handovers() -> list[tuple[float, str, str]]:
+def handovers(total_s: float = TOTAL_S) -> list[tuple[float, str, str]]:
     """The drive's recorded handovers in the arms' window: (t_s, from cell, to cell)."""
     from continuum.tracearchive import drive, index
 
     d = drive.of_entry(index.find(DRIVE)[0])
-    return [(float(h.t_s), str(h.source), str(h.target)) for h in d.handovers if h.t_s < TOTAL_S]
+    return [(float(h.t_s), str(h.source), str(h.target)) for h in d.handovers if h.t_s < total_s]
 
 
 def sites() -> list[str]:
@@ -59,19 +60,19 @@ def sites() -> list[str]:
     return list(dict.fromkeys([hs[0][1], *(h[2] for h in hs)])) if hs else []
 
 
-def geography(follow: bool) -> list[dict]:
+def geography(follow: bool, total_s: float = TOTAL_S) -> list[dict]:
     """The [[timeline]] entries of stay (follow = False) or follow: the sites' core delays stepped at
     each handover (all but the first cell's far from the start), with follow's moves."""
     node = {cell: f"edge{i}" for i, cell in enumerate(sites())}
     out = [{"t_s": 0, "node": n, "core_delay_ms": FAR_MS} for n in node.values() if n != "edge0"]
-    for t, source, target in handovers():
+    for t, source, target in handovers(total_s):
         out += [{"t_s": t, "node": n, "core_delay_ms": ms} for n, ms in ((node[source], FAR_MS), (node[target], NEAR_MS))]
         if follow:
             out.append({"t_s": t, "relocate": node[target], "state_bytes": STATE_BYTES, "core_rate_mbps": CORE_RATE_MBPS})
     return out
 
 
-def arms(base: dict) -> dict[str, dict]:
+def arms(base: dict, total_s: float = TOTAL_S) -> dict[str, dict]:
     smec_quota = {"kind": "smec", "mode": "quota", "unit_cpus": 0.25, "max_cpus": 1.0, "slo_ms": SLO_MS}
     # stay/follow under SMEC's timing and early drops (mode off: its manager daemon, which moves CPU
     # quota on the offload node, does not move with a service)
@@ -79,7 +80,7 @@ def arms(base: dict) -> dict[str, dict]:
 
     def sited(follow: bool) -> dict:
         return {"nodes": {"edge": {"count": len(sites())}}, "core": {"edge": NEAR_MS},
-                "timeline": [*base["timeline"], *geography(follow)]}
+                "timeline": [*base["timeline"], *geography(follow, total_s)]}
 
     return {
         "edge": {},
@@ -96,17 +97,19 @@ def arms(base: dict) -> dict[str, dict]:
     }
 
 
-def base_text(out: Path) -> str:
-    """The shipped file with the campaign's own changes: its folder, the 265-s window, Poisson arrivals."""
+def base_text(out: Path, total_s: float = TOTAL_S) -> str:
+    """The shipped file with the campaign's own changes: its folder, the window (265 s after the 5-s warm-up), Poisson
+    arrivals."""
     text = BASE.read_text().replace('name = "mobility-drive"', f'name = "mobility-drive"\noutput = "{out / "runs"}"', 1)
-    text = text.replace("duration_s = 140", f"duration_s = {DURATION_S}", 1)
+    text = text.replace("duration_s = 140", f"duration_s = {total_s - (TOTAL_S - DURATION_S):g}", 1)
     return text.replace("rate = 2.0", 'rate = 2.0\narrivals = "poisson"', 1)
 
 
-def text(out: Path) -> str:
-    """The campaign file, its runs under OUT/runs (campaign folder OUT/runs/campaign-mobility-drive)."""
-    base = base_text(out)
-    return base + "\n" + tomli_w.dumps({"sweep": {"arms": arms(tomllib.loads(base))}})
+def text(out: Path, total_s: float = TOTAL_S) -> str:
+    """The campaign file, its runs under OUT/runs (campaign folder OUT/runs/campaign-mobility-drive); `total_s`: a
+    shorter drive (its first handovers only), to try the pipeline."""
+    base = base_text(out, total_s)
+    return base + "\n" + tomli_w.dumps({"sweep": {"arms": arms(tomllib.loads(base), total_s)}})
 
 
 # what each arm may change of the campaign's base (flattened keys, prefixes for tables)
@@ -118,11 +121,11 @@ CHANGES["stay-smec"] = (*CHANGES["stay"], "edge.manager.")
 CHANGES["follow-smec"] = (*CHANGES["follow"], "edge.manager.")
 
 
-def check(path: Path, out: Path) -> None:
+def check(path: Path, out: Path, total_s: float = TOTAL_S) -> None:
     """Every point is the campaign's base but for what its arm changes."""
     from continuum.campaign import sweep
 
-    base = flat(tomllib.loads(base_text(out)))
+    base = flat(tomllib.loads(base_text(out, total_s)))
     seen = []
     for p in sweep.points(path):
         got = flat(tomllib.loads(p.text))
@@ -139,7 +142,8 @@ def runs(folder: Path) -> dict[str, Path]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         raise SystemExit(__doc__)
     out = Path(sys.argv[1]).resolve()
-    write_campaign(out / "drive.toml", text(out), lambda path: check(path, out))
+    total = float(sys.argv[2]) if len(sys.argv) == 3 else TOTAL_S
+    write_campaign(out / "drive.toml", text(out, total), lambda path: check(path, out, total))
