@@ -157,3 +157,23 @@ def arms_from_files(base: dict, files: dict[str, dict], own: tuple[str, ...]) ->
             arm["unset"] = unset
         arms[name] = arm
     return arms
+
+
+def check_arm_changes(path: Path, base: dict, changes: dict[str, tuple[str, ...]], what: str,
+                      ignore: tuple[str, ...] = ()) -> list[str | None]:
+    """Every point of the campaign file PATH is BASE (parsed) but for the keys its arm may change (CHANGES: arm ->
+    dotted keys or table prefixes) and IGNORE; an AssertionError names the point and what it changes of WHAT.
+    Returns the points' arms in order."""
+    import tomllib
+
+    from continuum.campaign import sweep
+
+    shipped = flat(base)
+    seen = []
+    for p in sweep.points(path):
+        got = flat(tomllib.loads(p.text))
+        diff = sorted(k for k in set(shipped) | set(got) if k not in ignore and shipped.get(k) != got.get(k))
+        bad = [k for k in diff if not k.startswith(changes[p.arm or ""])]
+        assert not bad, f"{path} point {p.index} (arm {p.arm}) changes {bad} of {what}"
+        seen.append(p.arm)
+    return seen

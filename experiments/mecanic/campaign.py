@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
-from points import complete_points, flat, write_campaign  # noqa: E402
+from points import check_arm_changes, complete_points, write_campaign  # noqa: E402
 
 BASE = REPO / "configs" / "mecanic-cache.toml"
 STRESS_ENDPOINTS, STRESS_RATE = 2, 3.0  # other clients' downloads through edge0's broker: 2 x 3/s of 4 MB
@@ -71,16 +71,7 @@ CHANGES = {"host": ("edge.nic.cache.",), "nic": (),
 
 def check(path: Path) -> None:
     """Every point is the shipped file but for the run's folder and what its arm changes."""
-    from continuum.campaign import sweep
-
-    shipped = flat(tomllib.loads(BASE.read_text()))
-    seen = []
-    for p in sweep.points(path):
-        got = flat(tomllib.loads(p.text))
-        diff = sorted(k for k in set(shipped) | set(got) if k != "experiment.output" and shipped.get(k) != got.get(k))
-        bad = [k for k in diff if not k.startswith(CHANGES[p.arm or ""])]
-        assert not bad, f"{path} point {p.index} (arm {p.arm}) changes {bad} of configs/mecanic-cache.toml"
-        seen.append(p.arm)
+    seen = check_arm_changes(path, tomllib.loads(BASE.read_text()), CHANGES, "configs/mecanic-cache.toml", ignore=("experiment.output",))
     assert seen == list(ARMS), seen
 
 

@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE.parent))
-from points import complete_points, flat, write_campaign  # noqa: E402
+from points import check_arm_changes, complete_points, write_campaign  # noqa: E402
 
 BASE = REPO / "configs" / "mobility-drive.toml"
 SLO_MS = 100  # W1's SLO in every arm (what "SLO share" counts): SMEC's manager schedules by it
@@ -123,16 +123,8 @@ CHANGES["follow-smec"] = (*CHANGES["follow"], "edge.manager.")
 
 def check(path: Path, out: Path, total_s: float = TOTAL_S) -> None:
     """Every point is the campaign's base but for what its arm changes."""
-    from continuum.campaign import sweep
-
-    base = flat(tomllib.loads(base_text(out, total_s)))
-    seen = []
-    for p in sweep.points(path):
-        got = flat(tomllib.loads(p.text))
-        diff = sorted(k for k in set(base) | set(got) if base.get(k) != got.get(k))
-        bad = [k for k in diff if not k.startswith(CHANGES[p.arm or ""])]
-        assert not bad, f"{path} point {p.index} (arm {p.arm}) changes {bad} of the campaign's base (configs/mobility-drive.toml)"
-        seen.append(p.arm)
+    seen = check_arm_changes(path, tomllib.loads(base_text(out, total_s)), CHANGES,
+                             "the campaign's base (configs/mobility-drive.toml)")
     assert seen == list(ARMS), seen
 
 
