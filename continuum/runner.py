@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from continuum import broker, calibration, naming, tcp
+from continuum import broker, calibration, diskspace, naming, tcp
 from continuum.engines import containers
 from continuum import describe
 from continuum.cell import traffic
@@ -58,6 +58,8 @@ class Run:
     emulator: subprocess.Popen | None = None  # mahimahi-link, once it runs
     mm_shells: list[mahimahi.Shell] = field(default_factory=list)  # emulator = "mahimahi": each endpoint's mm-link
     recalibrate: bool = False  # measure every app's service time again, whatever the cache holds
+    reserve_bytes: float = diskspace.MIN_RESERVE_BYTES  # the measurement stops with less free on the run folder's disk
+    stopped_early: str = ""  # why the measurement ended before its time (the disk), once it did
 
     def phase(self, msg: str) -> None:
         self.console.print(f"  {msg}")
@@ -89,14 +91,21 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     provider = REGISTRY[spec.provider]()
     run_id = naming.new_run_id()
     plan = netplan.build(spec)
+    disk = diskspace.estimate(spec, plan)
+    free = diskspace.free_bytes(run_dir.parent if run_dir else spec.output)
     if dry_run:
-        for line in describe.plan(spec, plan, run_id) + _load_plan(spec):
+        for line in describe.plan(spec, plan, run_id) + _load_plan(spec) + [disk.describe(free)]:
             console.print(escape(line), highlight=False)
         problems = _host_problems(provider, spec)
         for p in problems:
             console.print(f"[yellow]host not ready:[/] {escape(p)}")  # a problem may quote [brackets] (a TOML table)
         return None
     problems = _host_problems(provider, spec)
+    if free is not None and free < disk.total + disk.reserve_bytes:
+        problems.append(f"the disk of the output folder {run_dir.parent if run_dir else spec.output} has {diskspace.mb(free)} free, "
+                        f"and this run needs about {diskspace.mb(disk.total + disk.reserve_bytes)} ({disk.what()}, "
+                        f"and {diskspace.mb(disk.reserve_bytes)} kept free for the results): free space there, set "
+                        "[experiment] output to a folder on another disk, or shorten duration_s or repetitions")
     if problems:
         raise ProviderError("the host is not ready:\n  - " + "\n  - ".join(problems))
 
@@ -113,7 +122,7 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
     t_start = time.monotonic()
     error: BaseException | None = None
     undo = Undo(lambda s: console.print(f"[red]{s}[/]"))
-    ctx = Run(spec, plan, run_id, run_dir, undo, man, console, recalibrate=recalibrate)
+    ctx = Run(spec, plan, run_id, run_dir, undo, man, console, recalibrate=recalibrate, reserve_bytes=disk.reserve_bytes)
     try:
         with undo:
             _run(ctx, provider)
@@ -125,7 +134,7 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
         error = e
         man.status = f"failed: {e}"
     else:
-        man.status = "complete"
+        man.status = f"stopped early: {ctx.stopped_early}" if ctx.stopped_early else "complete"
     finally:
         man.finished = dt.datetime.now(dt.timezone.utc).isoformat()
         man.wall_s = round(time.monotonic() - t_start, 2)
@@ -154,6 +163,9 @@ def run(spec: ExperimentSpec, argv: list[str], console: Console, dry_run: bool =
                             f"({error}); what was written before is kept there, everything of the run was torn down") from None
     if error is not None:
         raise error
+    if ctx.stopped_early:
+        raise ProviderError(f"the measurement stopped early: {ctx.stopped_early}; what was measured until then is in {run_dir}, "
+                            "its results built, everything of the run torn down")
     return run_dir
 
 
@@ -276,6 +288,8 @@ def _run(ctx: Run, provider) -> None:
     with NodeSampler([dep.nodes[n.name] for n in spec.nodes], run_dir / "nodes.csv"):
         for rep in range(1, spec.repetitions + 1):
             _repetition(ctx, rep)
+            if ctx.stopped_early:
+                break
     ctx.save()
     stop_process(emulator)  # flushes the link logs before the report reads them
     if shells:  # their logs into links/, where the report reads them
@@ -529,10 +543,25 @@ def _watch(ctx: Run, clients: list[tuple[Node, subprocess.Popen, Path]], watched
             el = time.monotonic() - t0
             if el - last_poll >= 1.0:
                 last_poll = el
+                _guard_disk(ctx, clients)
                 bar.update(task, completed=min(total, el), live=_live(clients, rep),
                            description="warm-up" if el < spec.warmup_s else ("measuring" if el < total else "last answers"))
             time.sleep(0.1)
         bar.update(task, completed=total, live=_live(clients, rep), description="done")
+
+
+def _guard_disk(ctx: Run, clients: list[tuple[Node, subprocess.Popen, Path]]) -> None:
+    """Less free on the run folder's disk than the results still need: the endpoints stop (as on their
+    own at the window's end: every record written), and the run ends after this repetition, said why."""
+    free = diskspace.free_bytes(ctx.run_dir)
+    if ctx.stopped_early or free is None or free >= ctx.reserve_bytes:
+        return
+    ctx.stopped_early = (f"{diskspace.mb(free)} left on the disk of the run folder, below the "
+                         f"{diskspace.mb(ctx.reserve_bytes)} its results need")
+    ctx.console.print(f"  [yellow]stopping the measurement[/]: {ctx.stopped_early}")
+    for _, proc, _ in clients:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
 
 
 def _end_bulk(ctx: Run, bulk: list) -> None:

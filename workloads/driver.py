@@ -18,16 +18,30 @@ import os
 import queue
 import signal
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Callable, Protocol
 
 import numpy as np
-import paho.mqtt.client as mqtt
 
 from workloads import arrivals, congestion, contract, flow_answers
 from workloads.contract import EndpointSettings, ServerSettings
+
+# paho-mqtt 1.6 imports dnspython where it is installed (Debian's, which the workloads' environment sees) for
+# connect_srv alone, which nothing here calls: 0.6 s of every endpoint's and server's start on these machines,
+# on the path of every run. Hidden for that import only (None in sys.modules makes it fail); paho then sets
+# HAVE_DNS = False, and `import dns` works again afterwards for any app that wants it.
+_dns = sys.modules.get("dns")
+sys.modules["dns"] = None  # type: ignore[assignment]
+try:
+    import paho.mqtt.client as mqtt
+finally:
+    if _dns is None:
+        del sys.modules["dns"]
+    else:
+        sys.modules["dns"] = _dns
 
 
 class EndpointApp(Protocol):

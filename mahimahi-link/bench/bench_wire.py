@@ -41,18 +41,20 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "lab"))
 import bench  # noqa: E402
-from netlab import CORE_IP, Lab, constant_trace, sh  # noqa: E402
+from netlab import CORE_IP, Lab, constant_trace, sh, wait_listening  # noqa: E402
 
 TRACE_MBPS = 24000  # far above anything a sender here offers: the trace is never the limit
 UDP_OFFERED = 3e9
 QUIC_BYTES = 400 * 1024 * 1024
+# ngtcp2's examples with the GnuTLS backend, as Debian's ngtcp2-server and ngtcp2-client install them (0.12)
+QUIC_SERVER, QUIC_CLIENT = "gtlsserver", "gtlsclient"
 CASES = ("tcp", "udp1472", "udp256", "udp64", "quic", "quic-nogso")
 
 
 def iperf(lab: Lab, case: str, seconds: float) -> tuple[float, float]:
     """(payload bit/s, packets/s) at the receiver."""
     server = lab.popen(lab.core, "iperf3", "-s", "-1", "-p", "5201", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(0.3)
+    wait_listening(lab.core, 5201, server)
     args = ["iperf3", "-c", CORE_IP, "-p", "5201", "-t", str(seconds), "-J"]
     if case == "tcp":
         args += ["-C", "cubic"]
@@ -68,9 +70,9 @@ def iperf(lab: Lab, case: str, seconds: float) -> tuple[float, float]:
 
 def quic_tools() -> str | None:
     """Why the QUIC cases cannot run here, or None."""
-    missing = [t for t in ("ngtcp2-server", "ngtcp2-client") if shutil.which(t) is None]
+    missing = [t for t in (QUIC_SERVER, QUIC_CLIENT) if shutil.which(t) is None]
     if missing:
-        return f"{', '.join(missing)} not installed (apt-get install ngtcp2-server ngtcp2-client)"
+        return f"{', '.join(missing)} not installed (apt-get install ngtcp2-server ngtcp2-client: Debian's packages install them)"
     return None
 
 
@@ -84,13 +86,14 @@ def quic(lab: Lab, gso: bool, workdir: Path) -> tuple[float, float]:
         key, cert = workdir / "key.pem", workdir / "cert.pem"
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
                         "-days", "1", "-subj", "/CN=bench"], check=True, capture_output=True)
-    gso_flag = [] if gso else ["--no-gso"]
-    server = lab.popen(lab.core, "ngtcp2-server", *gso_flag, "--htdocs", str(docs), "-q", CORE_IP, "4433",
+    # The download's sender is the server: without GSO it hands the kernel one datagram per sendmsg
+    gso_flag = [] if gso else ["--max-gso-dgrams=1"]
+    server = lab.popen(lab.core, QUIC_SERVER, *gso_flag, "--htdocs", str(docs), "-q", CORE_IP, "4433",
                        str(workdir / "key.pem"), str(workdir / "cert.pem"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.5)
+        wait_listening(lab.core, 4433, server, udp=True)
         t0 = time.monotonic()
-        p = lab.run(lab.ue, "ngtcp2-client", *gso_flag, "-q", "--exit-on-all-streams-close", "--download", str(workdir / "dl"),
+        p = lab.run(lab.ue, QUIC_CLIENT, "-q", "--exit-on-all-streams-close", "--download", str(workdir / "dl"),
                     CORE_IP, "4433", f"https://{CORE_IP}:4433/blob", timeout=300, check=False)
         wall = time.monotonic() - t0
     finally:
@@ -98,7 +101,7 @@ def quic(lab: Lab, gso: bool, workdir: Path) -> tuple[float, float]:
         server.wait(timeout=10)
     got = (workdir / "dl" / "blob").stat().st_size if (workdir / "dl" / "blob").exists() else 0
     if p.returncode != 0 or got != QUIC_BYTES:
-        raise RuntimeError(f"ngtcp2-client exited {p.returncode}, {got} of {QUIC_BYTES} bytes: {p.stderr[-500:]}")
+        raise RuntimeError(f"{QUIC_CLIENT} exited {p.returncode}, {got} of {QUIC_BYTES} bytes: {p.stderr[-500:]}")
     (workdir / "dl" / "blob").unlink()
     bps = QUIC_BYTES * 8 / wall
     return bps, bps / 8 / 1200  # ngtcp2's datagrams carry ~1200-byte payloads

@@ -5,10 +5,13 @@ While the run is live, nothing of it listens outside its own namespaces."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -70,26 +73,71 @@ def test_a_dying_part_ends_the_run_named_keeps_results_and_leaves_nothing(tmp_pa
     assert not hoststate.processes(str(run_dir))
 
 
-def test_a_full_disk_ends_the_run_with_that_reason_and_leaves_nothing(tmp_path):
-    """The run folder on its own small disk below the experiment's folder, which the example app
-    (run as nobody) sees read-only: its sandbox must still bind the run folder (a bind of the
-    experiment's folder, not recursive, left that disk out: the server died on a read-only mount
-    point, and the run blamed the server, not the disk)."""
-    small = tmp_path / "small"
-    small.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(small)], check=True)
+@contextlib.contextmanager
+def small_disk(where: Path, size: str):
+    """A tmpfs of `size` at `where` (the run folder's own disk), unmounted after."""
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], check=True)
     try:
-        before = hoststate.snapshot()
-        cfg = write_config(tmp_path, "full-disk", duration=60, example=True)  # the machinery, not W1's model
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=True)
+
+
+def test_a_run_its_disk_cannot_hold_is_refused_before_anything_is_created(tmp_path):
+    """The estimate of `--dry-run` (continuum/diskspace.py) checked before the run: 300 KB free."""
+    with small_disk(tmp_path / "small", "300k") as small:
+        cfg = write_config(tmp_path, "no-room", duration=60, example=True)
         cfg.write_text(cfg.read_text().replace(f'output = "{tmp_path / "runs"}"', f'output = "{small / "runs"}"'))
-        p = subprocess.run([*CLI, "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path, timeout=180)
-        assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
+        dry = subprocess.run([*CLI, "run", "--dry-run", str(cfg)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+        assert dry.returncode == 0 and "disk: about " in dry.stdout and "MB free there" in dry.stdout, dry.stdout[-2000:]
+        before = hoststate.snapshot()
+        p = subprocess.run([*CLI, "run", str(cfg)], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+        assert p.returncode != 0, p.stdout[-3000:]
+        assert f"the disk of the output folder {small / 'runs'} has 0.3 MB free" in p.stderr and "shorten duration_s" in p.stderr, p.stderr
+        assert not (small / "runs").exists() or not any((small / "runs").iterdir())
+        assert hoststate.snapshot() == before
+
+
+def test_a_disk_filling_during_the_run_stops_the_measurement_early_and_keeps_its_results(tmp_path):
+    """The run folder on its own 64-MB disk below the experiment's folder, which the example app (run
+    as nobody) sees read-only: its sandbox must still bind the run folder (a bind of the experiment's
+    folder, not recursive, left that disk out: the server died on a read-only mount point, and the run
+    blamed the server, not the disk). Once requests are answered another writer fills the disk to below
+    what the results need (diskspace.MIN_RESERVE_BYTES): the endpoints stop, the records measured until
+    then and the results built from them are kept, the run says why and fails, and nothing is left."""
+    with small_disk(tmp_path / "small", "64m") as small:
+        before = hoststate.snapshot()
+        cfg = write_config(tmp_path, "filling", duration=120, example=True)  # the machinery, not W1's model
+        cfg.write_text(cfg.read_text().replace(f'output = "{tmp_path / "runs"}"', f'output = "{small / "runs"}"'))
+        with open(tmp_path / "out.txt", "w") as fo, open(tmp_path / "err.txt", "w") as fe:
+            p = subprocess.Popen([*CLI, "run", str(cfg)], stdout=fo, stderr=fe, text=True, cwd=tmp_path)
+        try:
+            def answered() -> int:
+                return sum(max(0, len(f.read_text().splitlines()) - 1) for f in (small / "runs").glob("*/raw/requests-*.csv"))
+
+            deadline = time.monotonic() + 90
+            while answered() < 4:
+                assert p.poll() is None and time.monotonic() < deadline, "no answered requests"
+                time.sleep(0.2)
+            free = shutil.disk_usage(small).free
+            subprocess.run(["fallocate", "-l", str(free - 8 * 2**20), str(small / "filler")], check=True)
+            t_fill = time.monotonic()
+            p.wait(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        out, err = (tmp_path / "out.txt").read_text(), (tmp_path / "err.txt").read_text()
         (run_dir,) = (small / "runs").glob("*")
-        assert f"no space left on the disk of the run folder {run_dir}" in p.stderr, p.stderr
-        assert "Traceback" not in p.stdout + p.stderr
-        assert (run_dir / "experiment.toml").exists() and (run_dir / "raw").is_dir()  # what fit is kept
+        assert p.returncode == 1, out[-3000:] + err[-3000:]
+        assert "the measurement stopped early: " in err and "left on the disk of the run folder" in err and str(run_dir) in err, err
+        assert time.monotonic() - t_fill < 30, "the run went on after its disk filled"
+        assert "Traceback" not in out + err
+        status = json.loads((run_dir / "manifest.json").read_text())["status"]
+        assert status.startswith("stopped early: "), status
+        rows = pd.read_csv(run_dir / "requests.csv")
+        assert (rows["status"] == "ok").sum() >= 4, rows["status"].value_counts()
+        assert (run_dir / "summary.json").exists()
         after = hoststate.snapshot()
         assert after["namespaces"] == before["namespaces"] and after["cgroups"] == before["cgroups"]
         assert not hoststate.processes(str(run_dir))
-    finally:
-        subprocess.run(["umount", str(small)], check=True)
