@@ -86,7 +86,7 @@ def estimate(spec: ExperimentSpec, plan: Plan) -> Estimate:
     lifetime = reps * (window_s + SETUP_S_PER_REPETITION)
     per_line = _line_bytes(lifetime)
     unshaped = Path("/nonexistent/unshaped")  # link.unshaped_trace: one opportunity a millisecond
-    opp = sum(opportunities_per_s(up) + opportunities_per_s(down) for up, down in link.link_traces(spec, plan, unshaped))
+    opp = sum(opportunities_per_s(up) + opportunities_per_s(down) for up, down in link.link_traces(spec, plan, lambda: unshaped))
     if plan.mahimahi and spec.mobile.uplink is not None and spec.mobile.downlink is not None:  # mm-link's own logs
         opp += len(plan.cell_links) * (opportunities_per_s(spec.mobile.uplink.path) + opportunities_per_s(spec.mobile.downlink.path))
     # The requests' packets: a line as each enters the link and one as it leaves, each way; the answers and

@@ -3,9 +3,10 @@ the trace recorder) wait on traces replayed in real time and leave the CPU
 ~85% idle for their ~250 s; the whole suite left it 55% idle. So a second
 pytest process runs them, beside only the tests that neither time anything
 nor load the edge (unit tests, static checks, the hosts provider's
-provisioning, the campaign's bookkeeping); every other test of this session
-starts once that lane has finished, so no timing- or load-sensitive test
-shares the machine with it. The link tests themselves passed under a CPU
+provisioning, the campaign's bookkeeping, the faults' teardowns: each
+checks what its own run left); every other test of this session starts
+once that lane has finished, so no timing- or load-sensitive test shares
+the machine with it. The link tests themselves passed under a CPU
 hog pinned to one core.
 
 The qemu provider's run (~125 s of TCG guests, which the TCG emulation
@@ -41,8 +42,8 @@ BESIDE = (
     "mosaic/test_admission.py", "mosaic/test_admission_results.py",
     "orchestrator/test_calibration.py", "orchestrator/test_campaign_config.py", "orchestrator/test_campaign_live.py",
     "orchestrator/test_cell_notice.py", "orchestrator/test_compare.py",
-    "orchestrator/test_config.py",
-    "orchestrator/test_config_fuzz.py", "orchestrator/test_escaping.py", "orchestrator/test_outcomes.py",
+    "orchestrator/test_config.py", "orchestrator/test_diskspace.py",
+    "orchestrator/test_config_fuzz.py", "orchestrator/test_escaping.py", "orchestrator/test_faults.py", "orchestrator/test_outcomes.py",
     "orchestrator/test_facts.py", "orchestrator/test_layers.py", "orchestrator/test_plan.py", "orchestrator/test_queue_args.py", "orchestrator/test_results.py",
     "orchestrator/test_timeline_config.py", "orchestrator/test_trace_grammar.py",
     "smec_edge/test_policy.py", "smec_edge/test_timing.py", "smec_edge/test_gpu.py",

@@ -21,7 +21,7 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
          binary: Path | None = None) -> list[str]:
     m = spec.mobile
     out = [str(binary or mahimahi_link_binary()), "forward"]
-    for link, (up, down) in zip(plan.cell_links, link_traces(spec, plan, unshaped_trace(logs))):
+    for link, (up, down) in zip(plan.cell_links, link_traces(spec, plan, lambda: unshaped_trace(logs))):
         light = "" if plan.mahimahi else "".join(ref.link_keys(d[:-4]) for d in ("uplink", "downlink")
                                                  if (ref := m.light(d)) is not None)
         out.append(f"--link=name={link.name},ue={link.ue_if},core={link.core_if},up={up},down={down}{light}")
@@ -59,15 +59,15 @@ def argv(spec: ExperimentSpec, plan: Plan, logs: Path, stats: Path, delay_mechan
     return out
 
 
-def link_traces(spec: ExperimentSpec, plan: Plan, unshaped: Path) -> list[tuple[Path, Path]]:
+def link_traces(spec: ExperimentSpec, plan: Plan, unshaped: Callable[[], Path]) -> list[tuple[Path, Path]]:
     """Each UE link's (uplink, downlink) trace as the emulator starts it, in plan.cell_links' order: a
     cell member may have its own channel, or its first cell's; where srsRAN or mm-link is the link, the
-    emulator is only a delay stage and gets `unshaped` (unshaped_trace) both ways."""
+    emulator is only a delay stage and gets `unshaped()` (unshaped_trace) both ways."""
     m, c = spec.mobile, plan.cell
     out = []
     for link in plan.cell_links:
         if m.uplink is None or m.downlink is None or plan.mahimahi:
-            out.append((unshaped, unshaped))
+            out.append((unshaped(), unshaped()))
             continue
         own = {d: c.channel(link.name, c.start(link.name), d) if c else None for d in ("uplink", "downlink")}
         out.append(((own["uplink"] or m.uplink).path, (own["downlink"] or m.downlink).path))

@@ -18,7 +18,8 @@ The cases:
   goodput and packets per second at the receiver.
 - quic, quic-nogso: a bulk download over QUIC with ngtcp2's example server
   and client (Debian's ngtcp2-server and ngtcp2-client, a real QUIC stack
-  from the registry), with the client's and server's UDP GSO on and off.
+  from the registry: `gtlsserver`, `gtlsclient`), the sending server's UDP
+  GSO on and off (`--max-gso-dgrams=1`).
   Skipped, saying how to install them, when they are missing.
 
 The senders and receivers share the machine's cores with the emulator; the
