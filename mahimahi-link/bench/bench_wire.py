@@ -87,6 +87,7 @@ def quic(lab: Lab, gso: bool, workdir: Path) -> tuple[float, float]:
         key, cert = workdir / "key.pem", workdir / "cert.pem"
         subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
                         "-days", "1", "-subj", "/CN=bench"], check=True, capture_output=True)
+    (workdir / "dl").mkdir(exist_ok=True)  # the client saves into it, and does not make it
     # The download's sender is the server: without GSO it hands the kernel one datagram per sendmsg
     gso_flag = [] if gso else ["--max-gso-dgrams=1"]
     server = lab.popen(lab.core, QUIC_SERVER, *gso_flag, "--htdocs", str(docs), "-q", CORE_IP, "4433",
