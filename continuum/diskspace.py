@@ -25,9 +25,11 @@ from continuum.config import ExperimentSpec
 from continuum.network import link
 from continuum.network.plan import Plan
 
-# The emulator runs from before the network checks to the teardown: per repetition the server's model
-# load and the checks (~10-60 s) besides the measured window; a long study is dominated by the window.
+# The emulator runs from before the network checks to the teardown: per repetition the servers' model
+# loads and the checks besides the measured window (the quickstart's W1 ~12 s; the soak's AR and W1
+# side by side on one CPU, 8 UEs: 55 s); a long study is dominated by the window.
 SETUP_S_PER_REPETITION = 20.0
+SETUP_S_PER_MORE_APP = 15.0
 # Fixed files: report.html (its plotly bundle, ~2 MB), the plots, manifest and summaries.
 FIXED_BYTES = 2.5e6
 PLOT_BYTES_PER_LINK = 0.15e6  # a link plot per endpoint
@@ -83,7 +85,7 @@ def _line_bytes(lifetime_s: float) -> float:
 def estimate(spec: ExperimentSpec, plan: Plan) -> Estimate:
     reps = spec.repetitions
     window_s = spec.warmup_s + spec.duration_s
-    lifetime = reps * (window_s + SETUP_S_PER_REPETITION)
+    lifetime = reps * (window_s + SETUP_S_PER_REPETITION + SETUP_S_PER_MORE_APP * (len(spec.apps) - 1))
     per_line = _line_bytes(lifetime)
     unshaped = Path("/nonexistent/unshaped")  # link.unshaped_trace: one opportunity a millisecond
     opp = sum(opportunities_per_s(up) + opportunities_per_s(down) for up, down in link.link_traces(spec, plan, lambda: unshaped))
@@ -105,8 +107,15 @@ def estimate(spec: ExperimentSpec, plan: Plan) -> Estimate:
     if bulk:  # a bulk UE fills its direction's every opportunity, and ACKs it the other way
         per_link = opp / max(1, len(plan.cell_links))
         packets += bulk * per_link * 0.75
+    # A shared cell's scheduler log: at most a line per slot and direction (slot, each member's blocks
+    # and bytes seen: ~5 bytes a member); 47 bytes a line for 8 members in the soak's trial.
+    cell = plan.cell
+    cell_bytes = 0.0
+    if cell is not None:
+        dirs = sum(1 for d in (cell.uplink, cell.downlink) if d)
+        cell_bytes = dirs * (1e6 / cell.slot_us) * (15 + 5 * len(cell.members)) * lifetime
     parts = {
-        "link logs": opp * lifetime * per_line + packets * 2 * window_s * reps * per_line,
+        "link logs": opp * lifetime * per_line + packets * 2 * window_s * reps * per_line + cell_bytes,
         "request records": requests * RECORD_BYTES,
         "node samples": len(spec.nodes) * lifetime * NODE_SAMPLE_BYTES,
         "plots and report": FIXED_BYTES + PLOT_BYTES_PER_LINK * len(plan.cell_links),

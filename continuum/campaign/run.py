@@ -27,7 +27,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from continuum import diskspace
 from continuum.campaign import aggregate, machines, sweep
+from continuum.network import plan as netplan
 from continuum.errors import ContinuumError, ProviderError, UsageError
 
 TEARDOWN_WAIT_S = 300.0  # --hosts: a point asked to stop tears down on its machine within this, or is killed
@@ -330,6 +332,10 @@ def _plan(console: Console, folder: Path, points: list[sweep.Point], specs: list
           "points provision them first" if workers else "")
     console.print(f"to run: about {total / max(1, len(workers)) / 60:.1f} min{on} ({SETUP_S:g} s of set-up, calibration "
                   "from the cache and teardown taken per point; a first calibration of an app on a machine adds its own)")
+    disk = sum(diskspace.estimate(s, netplan.build(s)).total for p, s in zip(points, specs) if p.index not in done)
+    free = diskspace.free_bytes(folder)
+    console.print(f"disk: about {diskspace.mb(disk)} for the points still to run (continuum/diskspace.py's estimate of each "
+                  "point's run folder)" + (f"; {diskspace.mb(free)} free there" if free is not None else ""))
 
 
 def _left(walls: list[float], specs: list) -> float:

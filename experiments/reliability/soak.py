@@ -142,6 +142,7 @@ def main() -> int:
     ap.add_argument("--segment-minutes", type=float, default=10.0)
     ap.add_argument("--ues", type=int, default=64)
     ap.add_argument("--sample-s", type=float, default=10.0)
+    ap.add_argument("--settle-s", type=float, default=SETTLE_S, help="growth counted from this far in (default 300)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         ap.error("run it as root (the run makes namespaces and cgroups)")
@@ -193,11 +194,11 @@ def main() -> int:
     reader.join(timeout=10)
     log.close()
     print(f"soak: the run ended ({proc.returncode}); {a.out / 'run.log'}", flush=True)
-    write_table(a.out, estimate, Path(found.get("run_dir", a.out)))
+    write_table(a.out, estimate, Path(found.get("run_dir", a.out)), a.settle_s)
     return proc.returncode
 
 
-def write_table(out: Path, estimate: float, run_dir: Path) -> None:
+def write_table(out: Path, estimate: float, run_dir: Path, settle_s: float = SETTLE_S) -> None:
     import pandas as pd
     import matplotlib
 
@@ -206,14 +207,15 @@ def write_table(out: Path, estimate: float, run_dir: Path) -> None:
 
     s = pd.read_csv(out / "samples.csv")
     f = pd.read_csv(out / "folder.csv")
-    rows = ["| process | pid | lived (min) | RSS at 5 min / end (MB) | growth | open files at 5 min / end | CPU (s) |",
+    at = f"{settle_s / 60:g} min"
+    rows = [f"| process | pid | lived (min) | RSS at {at} / end (MB) | growth | open files at {at} / end | CPU (s) |",
             "|---|---|---|---|---|---|---|"]
     long = []
     for (pid, name), g in s.groupby(["pid", "name"]):
         g = g.sort_values("t_s")
         lived = g["t_s"].iloc[-1] - g["t_s"].iloc[0]
-        settled = g[g["t_s"] >= g["t_s"].iloc[0] + SETTLE_S]
-        if lived < 2 * SETTLE_S or settled.empty:
+        settled = g[g["t_s"] >= g["t_s"].iloc[0] + settle_s]
+        if lived < 2 * settle_s or settled.empty:
             continue  # a repetition's process: its growth shows in the next one's start, not over an hour
         first, last = settled.iloc[0], g.iloc[-1]
         growth = last["rss_bytes"] / first["rss_bytes"] - 1
@@ -233,7 +235,7 @@ def write_table(out: Path, estimate: float, run_dir: Path) -> None:
         ax_fd.plot(g["t_s"] / 60, g["open_files"], label=f"{name} ({pid})")
     ax_rss.set_ylabel("resident memory (MB)")
     ax_fd.set_ylabel("open files")
-    ax_rss.axvline(SETTLE_S / 60, color="grey", lw=0.8, ls=":")
+    ax_rss.axvline(settle_s / 60, color="grey", lw=0.8, ls=":")
     ax_rss.legend(fontsize=7, ncol=2)
     ax_dir.plot(f["t_s"] / 60, f["folder_bytes"] / 1e6, label="run folder (measured)")
     ax_dir.axhline(estimate / 1e6, color="grey", ls="--", label="--dry-run's estimate (the whole run)")
