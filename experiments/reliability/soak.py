@@ -86,10 +86,30 @@ kind = "smec"
 """
 
 
+def descendants(root: int) -> set[int]:
+    """The processes started from root, at any depth (the edge systems' daemons in the host's namespace)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    found, todo = set(), [root]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            if c not in found:
+                found.add(c)
+                todo.append(c)
+    return found
+
+
 def processes_of(run_id: str, cli_pid: int) -> dict[int, str]:
-    """pid -> short name: every process in the run's namespaces, and the `continuum run` process."""
+    """pid -> short name: every process in the run's namespaces, the `continuum run` process and what
+    it started in the host's own namespace (SMEC's manager: its role there is "host")."""
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    pids = {cli_pid: "continuum"}
+    pids = {cli_pid: "continuum", **{p: f"host:{_name(p)}" for p in descendants(cli_pid)}}
     for ns in (line.split()[0] for line in out.splitlines() if line.startswith(f"ctm-{run_id}-")):
         role = ns[len(f"ctm-{run_id}-"):]
         got = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
@@ -104,8 +124,9 @@ def _name(pid: int) -> str:
     except OSError:
         return "?"
     words = [a.decode(errors="replace") for a in argv if a]
-    if len(words) >= 4 and words[1:3] == ["-m", "workloads"]:
-        return f"{words[3]}-{words[2]}"  # e.g. augmented_reality-server
+    for i in range(len(words) - 3):
+        if words[i:i + 2] == ["-m", "workloads"]:
+            return f"{words[i + 3]}-{words[i + 2]}"  # e.g. augmented_reality-server
     for w in words:
         base = Path(w).name
         if base not in ("python", "python3", "sh", "env", "setpriv", "ip", "nsenter", "-m") and not base.startswith("-"):
@@ -121,6 +142,8 @@ def sample(pid: int) -> tuple[int, int, float] | None:
         fds = len(os.listdir(f"/proc/{pid}/fd"))
     except OSError:
         return None
+    if stat[0] == "Z":
+        return None  # ended, not yet reaped: nothing left to measure
     return int(statm[1]) * PAGE, fds, (int(stat[11]) + int(stat[12])) / TICK
 
 
@@ -228,21 +251,34 @@ def write_table(out: Path, estimate: float, run_dir: Path, settle_s: float = SET
     (out / "table.md").write_text("\n".join(rows) + "\n")
     print("\n".join(rows))
 
-    fig, (ax_rss, ax_fd, ax_dir) = plt.subplots(3, 1, figsize=(9, 9), sharex=True)
-    for name, pid in long:
-        g = s[(s["pid"] == pid) & (s["name"] == name)]
-        ax_rss.plot(g["t_s"] / 60, g["rss_bytes"] / 1e6, label=f"{name} ({pid})")
-        ax_fd.plot(g["t_s"] / 60, g["open_files"], label=f"{name} ({pid})")
+    fig, (ax_rss, ax_fd, ax_dir) = plt.subplots(3, 1, figsize=(11, 9), sharex=True)
+    span = s["t_s"].max() - s["t_s"].min()
+    for (pid, name), g in s.groupby(["pid", "name"]):
+        if g["t_s"].iloc[-1] - g["t_s"].iloc[0] >= span / 2:  # the run's own: one line each
+            ax_rss.plot(g["t_s"] / 60, g["rss_bytes"] / 1e6, label=f"{name} ({pid})")
+            ax_fd.plot(g["t_s"] / 60, g["open_files"], label=f"{name} ({pid})")
+    for kind, style in (("endpoint", "-"), ("server", "--")):  # a repetition's: the kind's median and largest
+        k = s[s["name"].str.contains(f"-{kind}", regex=False)]
+        if k.empty:
+            continue
+        by_t = k.groupby("t_s")
+        for stat, lw in (("median", 1.0), ("max", 2.0)):
+            ax_rss.plot(by_t["rss_bytes"].agg(stat).index / 60, by_t["rss_bytes"].agg(stat) / 1e6, ls=style, lw=lw, color="grey",
+                        label=f"{kind}s, {stat} of those alive")
+            ax_fd.plot(by_t["open_files"].agg(stat).index / 60, by_t["open_files"].agg(stat), ls=style, lw=lw, color="grey",
+                       label=f"{kind}s, {stat} of those alive")
     ax_rss.set_ylabel("resident memory (MB)")
     ax_fd.set_ylabel("open files")
-    ax_rss.axvline(settle_s / 60, color="grey", lw=0.8, ls=":")
-    ax_rss.legend(fontsize=7, ncol=2)
+    for ax in (ax_rss, ax_fd):
+        ax.axvline(settle_s / 60, color="black", lw=0.8, ls=":")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax_dir.plot(f["t_s"] / 60, f["folder_bytes"] / 1e6, label="run folder (measured)")
     ax_dir.axhline(estimate / 1e6, color="grey", ls="--", label="--dry-run's estimate (the whole run)")
     ax_dir.set_ylabel("MB")
-    ax_dir.set_xlabel("minutes since the run started (one sample every 10 s)")
-    ax_dir.legend(fontsize=8)
-    fig.suptitle("The soak: processes that lived through the run, and the run folder (measured)", fontsize=10)
+    ax_dir.set_xlabel(f"minutes since the run started (a sample every 10 s; dotted: {settle_s / 60:g} min, where growth is counted from)")
+    ax_dir.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle("The soak, measured: each long-lived process of the run, the repetitions' endpoints and servers, the run folder",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(out / "soak.png", dpi=120)
 
