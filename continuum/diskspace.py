@@ -36,6 +36,7 @@ PLOT_BYTES_PER_LINK = 0.15e6  # a link plot per endpoint
 RECORD_BYTES = 600  # a request's row, in raw/ and again in requests.csv
 NODE_SAMPLE_BYTES = 90  # a node's row of nodes.csv, one a second
 MSS = 1448
+CELL_BUSY_UPLINK, CELL_BUSY_DOWNLINK = 0.67, 0.45  # a shared cell's slots that log a line (the soak's, measured)
 # Below this the measurement stops: the results and plots still to be written, and room for the logs'
 # last buffers. A run's own estimate of them raises it.
 MIN_RESERVE_BYTES = 32 * 2**20
@@ -107,13 +108,14 @@ def estimate(spec: ExperimentSpec, plan: Plan) -> Estimate:
     if bulk:  # a bulk UE fills its direction's every opportunity, and ACKs it the other way
         per_link = opp / max(1, len(plan.cell_links))
         packets += bulk * per_link * 0.75
-    # A shared cell's scheduler log: at most a line per slot and direction (slot, each member's blocks
-    # and bytes seen: ~5 bytes a member); 47 bytes a line for 8 members in the soak's trial.
+    # A shared cell's scheduler log: a line per slot with traffic in that direction (the slot, each member's
+    # blocks and bytes seen: mostly zeros, ~4 bytes a member). In the soak's runs (8 and 64 UEs, AR and W1):
+    # 47 and 271 bytes a line, lines in 2/3 of the uplink's slots (requests, SR/BSR) and 1/2 of the downlink's.
     cell = plan.cell
     cell_bytes = 0.0
     if cell is not None:
-        dirs = sum(1 for d in (cell.uplink, cell.downlink) if d)
-        cell_bytes = dirs * (1e6 / cell.slot_us) * (15 + 5 * len(cell.members)) * lifetime
+        busy = (CELL_BUSY_UPLINK if cell.uplink else 0.0) + (CELL_BUSY_DOWNLINK if cell.downlink else 0.0)
+        cell_bytes = busy * (1e6 / cell.slot_us) * (15 + 4 * len(cell.members)) * lifetime
     parts = {
         "link logs": opp * lifetime * per_line + packets * 2 * window_s * reps * per_line + cell_bytes,
         "request records": requests * RECORD_BYTES,
