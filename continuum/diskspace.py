@@ -26,10 +26,12 @@ from continuum.network import link
 from continuum.network.plan import Plan
 
 # The emulator runs from before the network checks to the teardown: per repetition the servers' model
-# loads and the checks besides the measured window (the quickstart's W1 ~12 s; the soak's AR and W1
-# side by side on one CPU, 8 UEs: 55 s); a long study is dominated by the window.
-SETUP_S_PER_REPETITION = 20.0
-SETUP_S_PER_MORE_APP = 15.0
+# loads, the endpoints' starts and the checks besides the measured window (the quickstart's W1: ~12 s; the
+# soak's AR and W1 side by side on one CPU: 55 s with 8 UEs, 150 s with 64 at 0.1 CPU each); a long
+# study is dominated by the window. Fitted on those runs.
+SETUP_S_PER_REPETITION = 10.0
+SETUP_S_PER_APP = 15.0
+SETUP_S_PER_ENDPOINT = 1.7
 # Fixed files: report.html (its plotly bundle, ~2 MB), the plots, manifest and summaries.
 FIXED_BYTES = 2.5e6
 PLOT_BYTES_PER_LINK = 0.15e6  # a link plot per endpoint
@@ -86,7 +88,8 @@ def _line_bytes(lifetime_s: float) -> float:
 def estimate(spec: ExperimentSpec, plan: Plan) -> Estimate:
     reps = spec.repetitions
     window_s = spec.warmup_s + spec.duration_s
-    lifetime = reps * (window_s + SETUP_S_PER_REPETITION + SETUP_S_PER_MORE_APP * (len(spec.apps) - 1))
+    setup_s = SETUP_S_PER_REPETITION + SETUP_S_PER_APP * len(spec.apps) + SETUP_S_PER_ENDPOINT * len(spec.role("endpoint"))
+    lifetime = reps * (window_s + setup_s)
     per_line = _line_bytes(lifetime)
     unshaped = Path("/nonexistent/unshaped")  # link.unshaped_trace: one opportunity a millisecond
     opp = sum(opportunities_per_s(up) + opportunities_per_s(down) for up, down in link.link_traces(spec, plan, lambda: unshaped))

@@ -234,7 +234,12 @@ def write_table(out: Path, estimate: float, run_dir: Path, settle_s: float = SET
     rows = [f"| process | pid | lived (min) | RSS at {at} / end (MB) | growth | open files at {at} / end | CPU (s) |",
             "|---|---|---|---|---|---|---|"]
     long = []
-    for (pid, name), g in s.groupby(["pid", "name"]):
+    # Up to the emulator's last sample: after it the `continuum` process builds the results (reading every
+    # link log), which is not the run's own growth; that phase's peak is said below the table.
+    emu = s[s["name"].str.endswith("mahimahi-link")]
+    t_end = emu["t_s"].max() if not emu.empty else s["t_s"].max()
+    kinds: dict[str, list[float]] = {}
+    for (pid, name), g in s[s["t_s"] <= t_end].groupby(["pid", "name"]):
         g = g.sort_values("t_s")
         lived = g["t_s"].iloc[-1] - g["t_s"].iloc[0]
         settled = g[g["t_s"] >= g["t_s"].iloc[0] + settle_s]
@@ -242,9 +247,19 @@ def write_table(out: Path, estimate: float, run_dir: Path, settle_s: float = SET
             continue  # a repetition's process: its growth shows in the next one's start, not over an hour
         first, last = settled.iloc[0], g.iloc[-1]
         growth = last["rss_bytes"] / first["rss_bytes"] - 1
+        kind = name.split(":", 1)[-1]
+        if kind.endswith("-endpoint"):  # one row for the endpoints of a kind: dozens of them
+            kinds.setdefault(kind, []).append(growth)
+            continue
         long.append((name, pid))
         rows.append(f"| {name} | {pid} | {lived / 60:.0f} | {first['rss_bytes'] / 1e6:.1f} / {last['rss_bytes'] / 1e6:.1f} "
                     f"| {growth:+.1%} | {int(first['open_files'])} / {int(last['open_files'])} | {last['cpu_s']:.0f} |")
+    for kind, growths in kinds.items():
+        rows.append(f"| {len(growths)} x {kind} | | | | {min(growths):+.1%} to {max(growths):+.1%} | | |")
+    after = s[(s["t_s"] > t_end) & (s["name"] == "continuum")]
+    if not after.empty:
+        rows += ["", f"After the run (results built from its folder): the `continuum` process peaked at "
+                     f"{after['rss_bytes'].max() / 1e6:.0f} MB resident, for {(after['t_s'].max() - t_end) / 60:.1f} min."]
     final = folder_bytes(run_dir) if run_dir.is_dir() else float("nan")
     rows += ["", f"The run folder: {final / 1e6:.0f} MB at the end, `--dry-run` estimated {estimate / 1e6:.0f} MB "
                  f"({final / estimate - 1:+.0%})."]

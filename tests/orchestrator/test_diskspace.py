@@ -32,7 +32,8 @@ def _estimate(tmp_path: Path, up: str, down: str, duration: float, reps: int = 1
 
 def test_the_link_logs_are_the_opportunities_over_the_emulators_lifetime(tmp_path):
     e = _estimate(tmp_path, "const-12mbps", "const-48mbps", 600)
-    lifetime = 5 + 600 + diskspace.SETUP_S_PER_REPETITION  # the quickstart's 5-s warm-up
+    # the quickstart's 5-s warm-up, its one app and endpoint
+    lifetime = 5 + 600 + diskspace.SETUP_S_PER_REPETITION + diskspace.SETUP_S_PER_APP + diskspace.SETUP_S_PER_ENDPOINT
     assert e.lifetime_s == pytest.approx(lifetime)
     # 1000 + 4000 opportunities a second, a line each of T (6 digits here) + " # 1504\n"
     opp_bytes = 5000 * lifetime * 14
@@ -45,7 +46,7 @@ def test_the_estimate_scales_with_the_traces_and_the_runs_length(tmp_path):
     long = _estimate(tmp_path, "const-12mbps", "const-48mbps", 600)
     fast = _estimate(tmp_path, "const-120mbps", "const-48mbps", 600)
     twice = _estimate(tmp_path, "const-12mbps", "const-48mbps", 600, reps=2)
-    assert 7.3 < long.parts["link logs"] / short.parts["link logs"] < 8.5  # (600 + 25) / (60 + 25) s, its lines a digit wider
+    assert 7.3 < long.parts["link logs"] / short.parts["link logs"] < 8.5  # (600 + ~32) / (60 + ~32) s, its lines a digit wider
     # 14000 opportunities a second against 5000; the requests' own packet lines stay as they were
     assert 2.6 < fast.parts["link logs"] / long.parts["link logs"] <= (10000 + 4000) / 5000
     assert 2 * long.parts["link logs"] <= twice.parts["link logs"] <= 2.2 * long.parts["link logs"]  # one log, T grows on
